@@ -1,0 +1,157 @@
+"""The ``cloak`` command: a thin shell over the ``cloak`` API."""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import signal
+import sys
+
+import click
+
+from .convert import FORMATS, convert_file
+from .io import ON_ERROR, RecordError, read_records
+from .ops import available_ops
+from .perturber import Perturber
+from .run import perturb_file
+from .show import show_records
+
+EXAMPLES = """
+\b
+Examples:
+  cloak convert --from cold --in test.csv --out cold_test.jsonl
+  cloak perturb --in cold_test.jsonl --out cloaked.jsonl --ops homophone,emoji --variants 2
+  cloak show cloaked.jsonl --limit 10
+"""
+
+
+def _raise_interrupt(signum, frame):  # SIGTERM gets the same clean stop as Ctrl-C
+    raise KeyboardInterrupt
+
+
+def _fail(message: str) -> None:
+    click.echo(f"cloak: error: {message}", err=True)
+    sys.exit(1)
+
+
+@click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="mmcloak")
+def main() -> None:
+    """Synthesise cloaked Chinese text the way posters write it (homophones, split characters,
+    pinyin, English, emoji ...), with a record of every edit."""
+
+
+@main.command()
+@click.option("--in", "in_path", required=True, metavar="FILE|-",
+              help="Input JSONL records ({\"text\": ...} per line); - for standard input.")
+@click.option("--out", "out_path", required=True, metavar="FILE|-",
+              help="Output JSONL; written to FILE.partial and renamed when complete. - for stdout.")
+@click.option("--ops", default="homophone", show_default=True, metavar="OPS",
+              help="Comma-separated ops, each NAME[:param=value...], e.g. homophone:tone=fuzzy,emoji. "
+                   "Each target is cloaked by one of them, tried in random order. See `cloak ops`.")
+@click.option("--targets", default="lexicon", show_default=True, metavar="lexicon[:FILE]|all",
+              help="What to cloak: terms of the default lexicon (or of FILE), or all words.")
+@click.option("--rate", type=click.FloatRange(0, 1), default=None,
+              help="Probability that a target is cloaked [default: 1.0 for lexicon, 0.3 for all].")
+@click.option("--variants", type=click.IntRange(1), default=1, show_default=True,
+              help="Cloaked copies written per record (cloak.variant tells them apart).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed; with the line number and variant it fixes every choice.")
+@click.option("--workers", type=click.IntRange(1), default=1, show_default=True,
+              help="Worker processes; the output is identical for any number.")
+@click.option("--shard", default=None, metavar="i/n",
+              help="Process only the i-th of n contiguous blocks of lines (0-based); shards "
+                   "concatenated in order equal the unsharded output.")
+@click.option("--on-error", type=click.Choice(ON_ERROR), default="fail", show_default=True,
+              help="On a bad line: stop with an error naming it, or skip it and count it.")
+@click.option("--resume", is_flag=True,
+              help="Continue an interrupted run from FILE.partial instead of starting over.")
+@click.option("--protect", default=None, metavar="REGEX",
+              help="Extra spans never to touch (URLs, @mentions, #topics# and [emoticons] always are). "
+                   "Records may also carry \"protected\": [[start, end], ...].")
+@click.option("--text-field", default="text", show_default=True, help="Field holding the text.")
+@click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
+              help="Import MODULE first, e.g. one that registers your own ops.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary line.")
+def perturb(in_path, out_path, ops, targets, rate, variants, seed, workers, shard, on_error, resume,
+            protect, text_field, plugins, quiet) -> None:
+    """Cloak each record's text and write the cloaked records.
+
+    Every output record keeps all input fields, replaces `text`, and adds `source_text` and
+    `cloak` = {ops, seed, variant, edits: [{op, start, end, src, dst}]} (start/end index
+    source_text), enough to replay or invert the change. Ends with a one-line summary on stderr.
+    """
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        for module in plugins:
+            importlib.import_module(module)
+        from .targets import DEFAULT_PROTECT
+
+        pattern = DEFAULT_PROTECT + (f"|{protect}" if protect else "")
+        perturber = Perturber(ops=ops, targets=targets, rate=rate, seed=seed, protect=pattern)
+        perturber.prepare()
+        stats = perturb_file(in_path, out_path, perturber, variants=variants, workers=workers,
+                             shard=shard, on_error=on_error, resume=resume, text_field=text_field,
+                             progress=False if quiet else None)
+    except KeyboardInterrupt:
+        where = f"; what is done is kept in {out_path}.partial: rerun with --resume" \
+            if out_path != "-" else ""
+        click.echo(f"cloak: interrupted{where}", err=True)
+        sys.exit(130)
+    except (RecordError, ValueError, OSError, ImportError) as e:
+        _fail(str(e))
+    if not quiet:
+        click.echo(f"cloak perturb: {stats.summary()}", err=True)
+        for example in stats.skipped.examples:
+            click.echo(f"  skipped {example}", err=True)
+
+
+@main.command()
+@click.option("--from", "fmt", type=click.Choice(FORMATS), required=True, help="Input format.")
+@click.option("--in", "in_path", required=True, metavar="FILE", help="Data set file.")
+@click.option("--out", "out_path", required=True, metavar="FILE|-", help="Output JSONL records.")
+@click.option("--text-col", default="text", show_default=True, help="Text column (csv / tsv).")
+@click.option("--label-col", default="label", show_default=True,
+              help="Label column (csv / tsv); empty for unlabelled data.")
+@click.option("--id-col", default=None, help="Id column (csv / tsv) [default: row number].")
+def convert(fmt, in_path, out_path, text_col, label_col, id_col) -> None:
+    """Turn a public data set (COLD, SWSR, ToxiCN, ToxiCloakCN, CNTP, any CSV/TSV) into records
+    {"id", "text", "label", ...}."""
+    options = {}
+    if fmt in ("csv", "tsv"):
+        options = {"text_col": text_col, "label_col": label_col or None, "id_col": id_col}
+    try:
+        n = convert_file(fmt, in_path, out_path, **options)
+    except (RecordError, ValueError, OSError) as e:
+        _fail(str(e))
+    click.echo(f"cloak convert: wrote {n} records to {out_path}", err=True)
+
+
+@main.command()
+@click.argument("path", metavar="FILE|-")
+@click.option("--limit", "-n", type=click.IntRange(1), default=20, show_default=True,
+              help="Records to show.")
+@click.option("--all", "show_all", is_flag=True, help="Show unchanged records too.")
+def show(path, limit, show_all) -> None:
+    """Show cloaked records: each source with what was replaced, and its cloak."""
+    try:
+        records = (r for _, r in read_records(path))
+        shown = show_records(records, limit=limit, only_changed=not show_all)
+    except (RecordError, OSError) as e:
+        _fail(str(e))
+    if not shown:
+        click.echo("no cloaked records to show", err=True)
+
+
+@main.command("ops")
+def list_ops() -> None:
+    """List the perturbation ops and their parameters."""
+    for name, cls in sorted(available_ops().items()):
+        params = ", ".join(f"{f.name}={f.default!r}" for f in dataclasses.fields(cls)) or "no parameters"
+        summary = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ")
+        click.echo(f"{name:12} {summary}")
+        click.echo(f"{'':12} parameters: {params}")
+
+
+if __name__ == "__main__":
+    main()

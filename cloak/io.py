@@ -1,0 +1,215 @@
+"""Records in JSON Lines: streaming reader with validation, atomic and resumable writer.
+
+A record is one JSON object a line, UTF-8, with at least a non-empty string ``text``; every other field
+is carried through untouched. Bad lines raise ``RecordError`` naming file, line and field — or, with
+``on_error="skip"``, are counted and reported instead. Output goes to ``OUT.partial`` and is renamed to
+``OUT`` only when complete, so an interrupted run never leaves a half-written output; a checkpoint
+beside it (``OUT.partial.ckpt``) lets ``--resume`` carry on from the last complete record.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+ON_ERROR = ("fail", "skip")
+
+
+class RecordError(ValueError):
+    """A line that is not a valid record: says where and what."""
+
+    def __init__(self, path: str, line: int, message: str, field: str | None = None) -> None:
+        self.path, self.line, self.field, self.message = path, line, field, message
+        where = f"{path}:{line}" + (f": field '{field}'" if field else "")
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass
+class SkipLog:
+    """What ``on_error="skip"`` skipped."""
+
+    count: int = 0
+    examples: list[str] = field(default_factory=list)
+    last_line: int = 0  # lines up to here are counted already (a resumed run reads them again)
+
+    def add(self, error: RecordError) -> None:
+        if error.line <= self.last_line:
+            return
+        self.last_line = error.line
+        self.count += 1
+        if len(self.examples) < 5:
+            self.examples.append(str(error))
+
+
+def open_input(path: str) -> BinaryIO:
+    """A binary stream for a path, or for standard input when the path is ``-``."""
+    if path == "-":
+        return sys.stdin.buffer
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"input file not found: {path}")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"input is a directory, not a JSONL file: {path}")
+    return open(path, "rb")
+
+
+def count_lines(path: str) -> int:
+    """Number of lines of a file (a last line without newline counts), in constant memory."""
+    n = 0
+    last = b"\n"
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            n += block.count(b"\n")
+            last = block[-1:]
+    return n + (last != b"\n")
+
+
+def parse_record(raw: bytes, path: str, line: int, text_field: str = "text") -> dict:
+    """One JSONL line -> record, or RecordError."""
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RecordError(path, line, f"invalid UTF-8 at byte {e.start}") from None
+    try:
+        record = json.loads(decoded)
+    except json.JSONDecodeError as e:
+        raise RecordError(path, line, f"invalid JSON: {e.msg} at column {e.colno}") from None
+    if not isinstance(record, dict):
+        raise RecordError(path, line, f"expected a JSON object, got {type(record).__name__}")
+    if text_field not in record:
+        raise RecordError(path, line, "missing", text_field)
+    text = record[text_field]
+    if not isinstance(text, str):
+        raise RecordError(path, line, f"must be a string, got {type(text).__name__}", text_field)
+    if not text.strip():
+        raise RecordError(path, line, "is empty", text_field)
+    return record
+
+
+def read_records(path: str, *, on_error: str = "fail", skipped: SkipLog | None = None,
+                 text_field: str = "text", start: int = 0,
+                 stop: int | None = None) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line number, record)`` for lines ``start < n <= stop`` (1-based) of a JSONL file.
+
+    Blank lines are passed over. With ``on_error="skip"`` bad lines go to ``skipped``.
+    """
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
+    name = "<stdin>" if path == "-" else path
+    stream = open_input(path)
+    try:
+        for number, raw in enumerate(stream, 1):
+            if number <= start:
+                continue
+            if stop is not None and number > stop:
+                break
+            if not raw.strip():
+                continue
+            try:
+                yield number, parse_record(raw.rstrip(b"\r\n"), name, number, text_field)
+            except RecordError as error:
+                if on_error == "fail":
+                    raise
+                if skipped is not None:
+                    skipped.add(error)
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def dump_record(record: dict) -> bytes:
+    """One record as a UTF-8 JSONL line.
+
+    Text with lone surrogates (valid JSON escapes, not valid UTF-8) is written with ASCII escapes, so
+    the line stays valid UTF-8 and reads back as the same string.
+    """
+    line = json.dumps(record, ensure_ascii=False)
+    try:
+        return line.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(record).encode("ascii") + b"\n"
+
+
+class AtomicWriter:
+    """Write JSONL to ``path`` atomically, resumably; ``path == "-"`` writes standard output.
+
+    Use as a context manager: on success the partial file is renamed to ``path``; on an exception
+    (Ctrl-C included) it stays as ``path.partial`` with a checkpoint, for ``resume=True`` to continue.
+    ``checkpoint(state)`` records the progress (any JSON state, e.g. the last input line done); only
+    output written before the last checkpoint survives a resume.
+    """
+
+    def __init__(self, path: str, *, resume: bool = False, fingerprint: str = "") -> None:
+        self.path = path
+        self.fingerprint = fingerprint
+        self.resumed_state: dict | None = None
+        if path == "-":
+            if resume:
+                raise ValueError("--resume needs an output file, not standard output")
+            self._file: BinaryIO = sys.stdout.buffer
+            return
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise FileNotFoundError(f"output directory does not exist: {directory}")
+        self.partial = path + ".partial"
+        self.ckpt = self.partial + ".ckpt"
+        if resume and os.path.exists(self.partial) and os.path.exists(self.ckpt):
+            with open(self.ckpt, encoding="utf-8") as f:
+                saved = json.load(f)
+            if saved.get("fingerprint") != fingerprint:
+                raise ValueError(f"{self.partial} was written with other options or input; "
+                                 f"delete it or run without --resume")
+            self._file = open(self.partial, "r+b")
+            self._file.truncate(saved["bytes"])  # drop what was written after the checkpoint
+            self._file.seek(saved["bytes"])
+            self.resumed_state = saved["state"]
+        else:
+            self._file = open(self.partial, "wb")
+
+    def write(self, line: bytes) -> None:
+        self._file.write(line)
+
+    def checkpoint(self, state: dict) -> None:
+        if self.path == "-":
+            self._file.flush()
+            return
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        tmp = self.ckpt + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"fingerprint": self.fingerprint, "bytes": self._file.tell(), "state": state}, f)
+        os.replace(tmp, self.ckpt)
+
+    def commit(self) -> None:
+        if self.path == "-":
+            self._file.flush()
+            return
+        self._file.close()
+        os.replace(self.partial, self.path)
+        if os.path.exists(self.ckpt):
+            os.remove(self.ckpt)
+
+    def close_partial(self) -> None:
+        if self.path != "-" and not self._file.closed:
+            self._file.close()
+
+    def __enter__(self) -> AtomicWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.close_partial()
+
+
+def write_records(path: str, records: Iterable[dict]) -> int:
+    """Write records atomically to a JSONL file (or ``-``); returns how many."""
+    n = 0
+    with AtomicWriter(path) as out:
+        for record in records:
+            out.write(dump_record(record))
+            n += 1
+    return n

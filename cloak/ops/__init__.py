@@ -1,0 +1,15 @@
+"""Perturbation operations (DESIGN §3). Importing this package registers the built-in ops."""
+from .base import Op, available_ops, make_op, parse_ops, register_op
+from .emoji import Emoji
+from .english import English
+from .homophone import Homophone
+from .romanize import Abbrev, Pinyin
+from .script import Traditional, Variant
+from .split import Split
+from .typography import FullWidth, Noise, Shuffle, ZeroWidth
+
+__all__ = [
+    "Op", "available_ops", "make_op", "parse_ops", "register_op",
+    "Abbrev", "Emoji", "English", "FullWidth", "Homophone", "Noise", "Pinyin", "Shuffle", "Split",
+    "Traditional", "Variant", "ZeroWidth",
+]

@@ -1,0 +1,127 @@
+"""The operation interface and the registry of operations by name.
+
+An operation is a small dataclass: its fields are its parameters (``homophone:tone=fuzzy`` on the
+command line sets ``Homophone(tone="fuzzy")``). ``apply(text, rng, targets)`` returns the edits it makes
+inside the target spans; it must not touch text outside them, and returns no edit for a span it cannot
+cloak (the ``Perturber`` then tries another op on that span).
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from ..edits import Edit
+from ..rng import Rng
+
+Span = tuple[int, int]
+
+
+class Op:
+    """Base class of perturbation operations. Subclasses are dataclasses that set ``name``."""
+
+    name: ClassVar[str] = ""
+
+    def apply(self, text: str, rng: Rng, targets: Sequence[Span]) -> list[Edit]:
+        """Edits cloaking ``text`` inside each target span (sorted, non-overlapping spans)."""
+        edits: list[Edit] = []
+        for start, end in targets:
+            edits.extend(self.edit_span(text, start, end, rng))
+        return edits
+
+    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+        """Edits cloaking ``text[start:end]``; [] when this op has nothing to offer there."""
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        """Load the tables this op needs (done once, before worker processes fork)."""
+
+    def spec(self) -> str:
+        """The command-line form of this op and its parameters, e.g. ``homophone:tone=fuzzy``."""
+        changed = [f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self)  # type: ignore[arg-type]
+                   if getattr(self, f.name) != f.default]
+        return ":".join([self.name, *changed])
+
+    # -- helpers shared by ops that swap single characters ---------------------------------------
+
+    def replace_chars(self, text: str, start: int, end: int, rng: Rng,
+                      substitute: Callable[[int, Rng], str | None], share: float) -> list[Edit]:
+        """Replace about ``share`` of the characters that ``substitute`` can replace, at least one.
+
+        ``substitute(i, rng)`` gives the replacement of ``text[i]``, or None.
+        """
+        options = []
+        for i in range(start, end):
+            dst = substitute(i, rng)
+            if dst is not None and dst != text[i]:
+                options.append(Edit(self.name, i, i + 1, text[i], dst))
+        if not options:
+            return []
+        chosen = [e for e in options if rng.random() < share]
+        return chosen or [rng.choice(options)]
+
+
+_REGISTRY: dict[str, type[Op]] = {}
+
+
+def register_op(cls: type[Op]) -> type[Op]:
+    """Register an op class under its ``name``; usable as a class decorator for your own ops."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} needs a class attribute `name`")
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls.__name__} must be a dataclass (its fields are its parameters)")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def available_ops() -> dict[str, type[Op]]:
+    """All registered ops by name."""
+    return dict(_REGISTRY)
+
+
+def _coerce(value: str, annotation: object, field: str, op: str):
+    kind = annotation if isinstance(annotation, type) else None
+    if isinstance(annotation, str):  # postponed annotations
+        kind = {"int": int, "float": float, "bool": bool, "str": str}.get(annotation)
+    try:
+        if kind is bool:
+            if value.lower() in ("1", "true", "yes", "on"):
+                return True
+            if value.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        return kind(value) if kind in (int, float) else value
+    except ValueError:
+        raise ValueError(f"op {op}: parameter {field} wants {getattr(kind, '__name__', kind)}, "
+                         f"got {value!r}") from None
+
+
+def make_op(spec: str | Op) -> Op:
+    """An op from its command-line form ``name[:param=value[:param=value...]]``."""
+    if isinstance(spec, Op):
+        return spec
+    name, *params = spec.strip().split(":")
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown op {name!r}; available: {', '.join(sorted(_REGISTRY))}")
+    cls = _REGISTRY[name]
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for param in params:
+        key, sep, value = param.partition("=")
+        if not sep or key not in fields:
+            raise ValueError(f"op {name}: bad parameter {param!r}; parameters: "
+                             f"{', '.join(sorted(fields)) or 'none'}")
+        kwargs[key] = _coerce(value, hints.get(key, str), key, name)
+    return cls(**kwargs)
+
+
+def parse_ops(specs: str | Sequence[str | Op]) -> list[Op]:
+    """Ops from ``"homophone:tone=fuzzy,emoji"`` or a list of specs / ops."""
+    if isinstance(specs, str):
+        specs = [s for s in specs.split(",") if s.strip()]
+    ops = [make_op(s) for s in specs]
+    if not ops:
+        raise ValueError("no ops given")
+    return ops

@@ -1,0 +1,74 @@
+"""Pinyin cloaking: abbreviations (同性恋 -> txl) and spelled-out pinyin (黑人 -> heiren / hei人)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..edits import Edit
+from ..hanzi import is_han
+from ..pinyin import word_reading
+from ..rng import Rng
+from .base import Op, register_op
+
+MODES = ("word", "char", "mixed")
+
+
+def _plain(syllable: str) -> str:
+    return syllable.rstrip("012345")
+
+
+def _han_word(text: str, start: int, end: int) -> bool:
+    return all(is_han(ch) for ch in text[start:end])
+
+
+@register_op
+@dataclass
+class Abbrev(Op):
+    """A word of two or more characters becomes its pinyin initials: 同性恋 -> txl, 智障 -> zz.
+
+    case: ``lower`` or ``upper`` (posters write both: nmsl, NMSL).
+    """
+
+    name = "abbrev"
+    case: str = "lower"
+
+    def __post_init__(self) -> None:
+        if self.case not in ("lower", "upper"):
+            raise ValueError(f"abbrev: case must be lower or upper, not {self.case!r}")
+
+    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+        if end - start < 2 or not _han_word(text, start, end):
+            return []
+        word = text[start:end]
+        initials = "".join(s[0] for s in word_reading(word) if s[0].isalpha())
+        if len(initials) != len(word):
+            return []
+        return [Edit(self.name, start, end, word, initials.upper() if self.case == "upper" else initials)]
+
+
+@register_op
+@dataclass
+class Pinyin(Op):
+    """Spell a word, or one of its characters, in toneless pinyin: 黑人 -> heiren or hei人.
+
+    mode: ``word`` (whole word), ``char`` (one character), ``mixed`` (either, at random).
+    """
+
+    name = "pinyin"
+    mode: str = "mixed"
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"pinyin: mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+
+    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+        if not _han_word(text, start, end):
+            return []
+        word = text[start:end]
+        syllables = [_plain(s) for s in word_reading(word)]
+        if not all(s.isascii() and s.isalpha() for s in syllables):
+            return []
+        mode = self.mode if self.mode != "mixed" else ("word", "char")[rng.randrange(2)]
+        if mode == "word" or len(word) == 1:
+            return [Edit(self.name, start, end, word, "".join(syllables))]
+        i = rng.randrange(len(word))
+        return [Edit(self.name, start + i, start + i + 1, word[i], syllables[i])]

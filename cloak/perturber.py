@@ -1,0 +1,138 @@
+"""The Perturber: targets + ops + a seed -> cloaked text with a record of every edit.
+
+For each target span (a lexicon term, or a word chosen at ``rate``), the ops are tried in an order drawn
+at random until one cloaks the span, so ``ops=["homophone", "emoji"]`` mixes both and an op that has
+nothing to offer for a word (no emoji for 歧视) hands it to the next. Randomness comes from
+``Rng(seed, key, variant)``: the same seed, key and variant give the same output in any process.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .edits import Edit
+from .ops import Op, parse_ops
+from .rng import Rng, text_key
+from .targets import DEFAULT_PROTECT, Lexicon, LexiconTargets, WordTargets, drop_protected, make_targets
+
+Span = tuple[int, int]
+
+DEFAULT_RATE_ALL = 0.3
+
+
+@dataclass(frozen=True)
+class Cloaked:
+    """One perturbed text: ``text`` is ``source`` with ``edits`` applied."""
+
+    text: str
+    source: str
+    edits: list[Edit] = field(default_factory=list)
+
+    @property
+    def ops(self) -> list[str]:
+        """Names of the ops that made the edits, in order of first use."""
+        return list(dict.fromkeys(e.op for e in self.edits))
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.edits)
+
+
+def _splice(text: str, edits: Sequence[Edit]) -> str:
+    parts = []
+    pos = 0
+    for e in edits:
+        parts.append(text[pos:e.start])
+        parts.append(e.dst)
+        pos = e.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+class Perturber:
+    """Cloak texts the way posters do.
+
+    ops: op specs or ``Op`` objects (``"homophone:tone=fuzzy,emoji"``, ``["homophone", Emoji()]``);
+    targets: ``"lexicon"`` (default lexicon), ``"lexicon:FILE"``, a ``Lexicon``, or ``"all"``;
+    rate: probability that a target span is cloaked (default 1.0 for lexicon, 0.3 for all);
+    seed: with the record key and variant, decides every random choice;
+    protect: regular expression of spans never to touch (None to protect nothing).
+
+    >>> p = Perturber(ops="homophone", seed=1)
+    >>> out = p("白人都是垃圾")
+    >>> out.text != out.source and all(e.op == "homophone" for e in out.edits)
+    True
+    """
+
+    def __init__(self, ops: str | Sequence[str | Op] = "homophone",
+                 targets: str | Lexicon | LexiconTargets | WordTargets = "lexicon",
+                 rate: float | None = None, seed: int = 0,
+                 protect: str | None = DEFAULT_PROTECT) -> None:
+        self.ops = parse_ops(ops)
+        self.targets = make_targets(targets)
+        if rate is None:
+            rate = DEFAULT_RATE_ALL if isinstance(self.targets, WordTargets) else 1.0
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"rate must be within [0, 1], not {rate}")
+        self.rate = rate
+        self.seed = int(seed)
+        self.protect = re.compile(protect) if protect else None
+        self._prepared = False
+
+    def __repr__(self) -> str:
+        ops = ",".join(op.spec() for op in self.ops)
+        return f"Perturber(ops={ops!r}, targets={self.targets!r}, rate={self.rate}, seed={self.seed})"
+
+    def prepare(self) -> Perturber:
+        """Load every table now (otherwise on first use); returns self."""
+        if not self._prepared:
+            for op in self.ops:
+                op.prepare()
+            if hasattr(self.targets, "prepare"):
+                self.targets.prepare()
+            self._prepared = True
+        return self
+
+    def target_spans(self, text: str, rng: Rng, protected: Sequence[Span] = ()) -> list[Span]:
+        """The spans of ``text`` that will be cloaked."""
+        spans = self.targets.spans(text)
+        if not spans:
+            return spans
+        protected = list(protected)
+        if self.protect is not None and self.protect.search(text):
+            protected += [m.span() for m in self.protect.finditer(text)]
+        if protected:
+            spans = drop_protected(spans, protected)
+        if self.rate < 1.0:
+            spans = [s for s in spans if rng.random() < self.rate]
+        return spans
+
+    def __call__(self, text: str, *, key: int | None = None, variant: int = 0,
+                 protected: Sequence[Span] = ()) -> Cloaked:
+        """Cloak one text. ``key`` identifies the record (default: the text itself)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        rng = Rng(self.seed, text_key(text) if key is None else key, variant)
+        spans = self.target_spans(text, rng, protected)
+        if not spans:
+            return Cloaked(text, text, [])
+        edits: list[Edit] = []
+        ops = self.ops
+        for span in spans:
+            if len(ops) > 1:
+                ops = list(self.ops)
+                rng.shuffle(ops)
+            for op in ops:
+                found = op.apply(text, rng, (span,))
+                if found:
+                    edits.extend(found)
+                    break
+        if not edits:
+            return Cloaked(text, text, [])
+        edits.sort(key=lambda e: (e.start, e.end))
+        return Cloaked(_splice(text, edits), text, edits)
+
+    def augment(self, texts: Iterable[str], n: int = 1, *, epoch: int = 0) -> list[str]:
+        """``n`` cloaked copies of each text, text-major; pass the epoch to get fresh ones each epoch."""
+        return [self(t, variant=epoch * n + k).text for t in texts for k in range(n)]

@@ -1,0 +1,81 @@
+"""Pinyin readings and the sound keys that decide what counts as a homophone.
+
+Three ways to compare sounds (``tone``):
+
+- ``exact``: same syllable, same tone (白 bai2 ~ 拜 bai4 is *not* a match);
+- ``toneless``: same syllable, any tone (白 ~ 拜);
+- ``fuzzy``: also merges what many speakers and IMEs merge — zh/z, ch/c, sh/s, n/l, an/ang, en/eng,
+  in/ing (是 shi ~ 四 si).
+
+Readings come from pypinyin's tables; a word's reading in context uses pypinyin's phrase dictionary, so
+polyphones such as 行 (xing / hang) are read as the word reads them.
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+TONES = ("exact", "toneless", "fuzzy")
+
+_FUZZY_INITIALS = (("zh", "z"), ("ch", "c"), ("sh", "s"))
+_FUZZY_FINAL = re.compile(r"(an|en|in)g$")
+
+
+def check_tone(tone: str) -> str:
+    if tone not in TONES:
+        raise ValueError(f"tone must be one of {', '.join(TONES)}, not {tone!r}")
+    return tone
+
+
+@functools.cache
+def _tone3(marked: str) -> str:
+    from pypinyin.contrib.tone_convert import to_tone3
+
+    return to_tone3(marked)
+
+
+def syllable_key(tone3: str, tone: str = "toneless") -> str:
+    """The comparison key of one syllable written in TONE3 style (``bai2``)."""
+    if tone == "exact":
+        return tone3
+    plain = tone3.rstrip("012345")
+    if tone == "fuzzy":
+        for long, short in _FUZZY_INITIALS:
+            if plain.startswith(long):
+                plain = short + plain[2:]
+                break
+        else:
+            if plain.startswith("n") and plain != "n":
+                plain = "l" + plain[1:]
+        plain = _FUZZY_FINAL.sub(r"\1", plain)
+    return plain
+
+
+@functools.cache
+def char_readings(ch: str) -> tuple[str, ...]:
+    """All readings of a character in TONE3 style, the most common first; () if pypinyin has none."""
+    from pypinyin.pinyin_dict import pinyin_dict
+
+    marked = pinyin_dict.get(ord(ch))
+    if not marked:
+        return ()
+    return tuple(dict.fromkeys(_tone3(r) for r in marked.split(",")))
+
+
+@functools.lru_cache(maxsize=200_000)
+def word_reading(word: str) -> tuple[str, ...]:
+    """The reading of a word of Chinese characters, one TONE3 syllable per character, in context."""
+    from pypinyin import Style, lazy_pinyin
+
+    readings = [char_readings(ch) for ch in word]
+    if all(len(r) == 1 for r in readings):  # no polyphone: context cannot change the reading
+        return tuple(r[0] for r in readings)
+    syllables = lazy_pinyin(word, style=Style.TONE3, neutral_tone_with_five=False)
+    if len(syllables) != len(word):  # a character pypinyin cannot read
+        return tuple(char_readings(ch)[0] if char_readings(ch) else ch for ch in word)
+    return tuple(syllables)
+
+
+def reading_key(syllables: tuple[str, ...] | list[str], tone: str = "toneless") -> str:
+    """Key of a whole reading, e.g. ('bai2', 'ren2') -> 'bai ren' (toneless)."""
+    return " ".join(syllable_key(s, tone) for s in syllables)

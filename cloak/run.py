@@ -1,0 +1,192 @@
+"""Perturb a JSONL file: streaming, in parallel, sharded, resumable — the engine of ``cloak perturb``.
+
+Output is byte-identical whatever the worker count or shard: each record's randomness comes from
+(seed, line number, variant), workers return results in input order, and shard ``i/n`` takes the
+``i``-th contiguous block of lines, so shards concatenated in order are the unsharded output.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+from collections import Counter, deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from .io import AtomicWriter, SkipLog, count_lines, dump_record, read_records
+from .perturber import Perturber
+
+CHUNK = 256
+CHECKPOINT_SECONDS = 2.0
+
+
+@dataclass
+class PerturbStats:
+    read: int = 0
+    written: int = 0
+    changed: int = 0  # written records with at least one edit
+    edits: Counter = field(default_factory=Counter)
+    skipped: SkipLog = field(default_factory=SkipLog)
+    seconds: float = 0.0
+    resumed_from_line: int = 0
+
+    def summary(self) -> str:
+        share = f" ({100 * self.changed / self.written:.1f}%)" if self.written else ""
+        ops = ", ".join(f"{op} {n}" for op, n in self.edits.most_common()) or "none"
+        rate = self.read / self.seconds if self.seconds > 0 else 0.0
+        resumed = f"; resumed after line {self.resumed_from_line}" if self.resumed_from_line else ""
+        return (f"read {self.read} records, skipped {self.skipped.count}, wrote {self.written}, "
+                f"{self.changed} of them changed{share}; edits: {ops}; "
+                f"{self.seconds:.1f} s, {rate:.0f} records/s{resumed}")
+
+    def state(self, line: int) -> dict:
+        return {"line": line, "read": self.read, "written": self.written, "changed": self.changed,
+                "edits": dict(self.edits), "skipped": self.skipped.count,
+                "skip_examples": self.skipped.examples, "skip_last_line": self.skipped.last_line}
+
+    def restore(self, state: dict) -> None:
+        self.read, self.written, self.changed = state["read"], state["written"], state["changed"]
+        self.edits = Counter(state["edits"])
+        self.skipped = SkipLog(state["skipped"], list(state["skip_examples"]), state["skip_last_line"])
+        self.resumed_from_line = state["line"]
+
+
+def parse_shard(shard: str | tuple[int, int] | None) -> tuple[int, int] | None:
+    """``"i/n"`` -> (i, n) with 0 <= i < n."""
+    if shard is None or isinstance(shard, tuple):
+        return shard
+    try:
+        i, n = (int(x) for x in shard.split("/"))
+    except ValueError:
+        raise ValueError(f"shard must look like i/n (e.g. 0/4), not {shard!r}") from None
+    if not 0 <= i < n:
+        raise ValueError(f"shard {shard}: need 0 <= i < n")
+    return i, n
+
+
+def cloak_record(perturber: Perturber, number: int, record: dict, variants: int,
+                 text_field: str = "text") -> tuple[list[bytes], int, Counter]:
+    """The output lines of one input record, with (records changed, edits by op)."""
+    lines, changed, edits = [], 0, Counter()
+    source = record[text_field]
+    protected = record.get("protected") or ()
+    for k in range(variants):
+        out = perturber(source, key=number, variant=k, protected=[tuple(p) for p in protected])
+        cloaked = {**record, text_field: out.text, "source_text": source,
+                   "cloak": {"ops": out.ops, "seed": perturber.seed, "variant": k,
+                             "edits": [e.to_dict() for e in out.edits]}}
+        lines.append(dump_record(cloaked))
+        changed += out.changed
+        edits.update(e.op for e in out.edits)
+    return lines, changed, edits
+
+
+_worker: tuple[Perturber, int, str] | None = None
+
+
+def _init_worker(perturber: Perturber, variants: int, text_field: str) -> None:
+    global _worker
+    _worker = (perturber.prepare(), variants, text_field)
+
+
+def _cloak_chunk(chunk: list[tuple[int, dict]]) -> tuple[list[bytes], int, Counter]:
+    perturber, variants, text_field = _worker  # type: ignore[misc]
+    lines, changed, edits = [], 0, Counter()
+    for number, record in chunk:
+        out_lines, c, e = cloak_record(perturber, number, record, variants, text_field)
+        lines.extend(out_lines)
+        changed += c
+        edits.update(e)
+    return lines, changed, edits
+
+
+def _chunks(records: Iterator[tuple[int, dict]]) -> Iterator[list[tuple[int, dict]]]:
+    chunk = []
+    for item in records:
+        chunk.append(item)
+        if len(chunk) == CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _results(chunks: Iterator[list[tuple[int, dict]]], workers: int, initargs: tuple):
+    """(chunk, result) in input order, computed in-process or by a bounded pool of workers."""
+    if workers <= 1:
+        _init_worker(*initargs)
+        for chunk in chunks:
+            yield chunk, _cloak_chunk(chunk)
+        return
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with multiprocessing.get_context(method).Pool(workers, _init_worker, initargs) as pool:
+        pending: deque = deque()
+        for chunk in chunks:  # keep a bounded number of chunks in flight: constant memory
+            pending.append((chunk, pool.apply_async(_cloak_chunk, (chunk,))))
+            if len(pending) >= 2 * workers:
+                done, result = pending.popleft()
+                yield done, result.get()
+        while pending:
+            done, result = pending.popleft()
+            yield done, result.get()
+
+
+def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants: int = 1,
+                 workers: int = 1, shard: str | tuple[int, int] | None = None,
+                 on_error: str = "fail", resume: bool = False, text_field: str = "text",
+                 progress: bool | None = None) -> PerturbStats:
+    """Cloak every record of ``in_path`` into ``out_path`` (``-`` for stdin / stdout)."""
+    if variants < 1:
+        raise ValueError("variants must be at least 1")
+    if workers < 1:
+        raise ValueError("workers must be at least 1")
+    shard = parse_shard(shard)
+    if in_path == "-" and shard is not None:
+        raise ValueError("--shard needs an input file (standard input cannot be split)")
+    total = count_lines(in_path) if in_path != "-" else None
+    lo, hi = 0, total
+    if shard is not None and total is not None:
+        i, n = shard
+        lo, hi = i * total // n, (i + 1) * total // n
+
+    stats = PerturbStats()
+    fingerprint = ""
+    if in_path != "-":
+        st = os.stat(in_path)
+        fingerprint = json.dumps([os.path.abspath(in_path), st.st_size, st.st_mtime_ns, repr(perturber),
+                                  variants, shard, text_field, on_error])
+    started = time.perf_counter()
+    with AtomicWriter(out_path, resume=resume, fingerprint=fingerprint) as out:
+        if out.resumed_state:
+            stats.restore(out.resumed_state)
+            lo = max(lo, out.resumed_state["line"])
+        last_line = lo
+        records = read_records(in_path, on_error=on_error, skipped=stats.skipped,
+                               text_field=text_field, start=lo, stop=hi)
+        from tqdm import tqdm
+
+        bar = tqdm(total=None if hi is None else hi - lo, unit="line", disable=progress is False
+                   or None, leave=False, desc="cloak perturb")
+        last_checkpoint = time.monotonic()
+        try:
+            for chunk, (lines, changed, edits) in _results(
+                    _chunks(records), workers, (perturber, variants, text_field)):
+                for line in lines:
+                    out.write(line)
+                stats.read += len(chunk)
+                stats.written += len(lines)
+                stats.changed += changed
+                stats.edits.update(edits)
+                bar.update(chunk[-1][0] - last_line)
+                last_line = chunk[-1][0]
+                if time.monotonic() - last_checkpoint > CHECKPOINT_SECONDS:
+                    out.checkpoint(stats.state(last_line))
+                    last_checkpoint = time.monotonic()
+        except BaseException:
+            out.checkpoint(stats.state(last_line))  # everything written so far is consistent
+            raise
+        finally:
+            bar.close()
+    stats.seconds = time.perf_counter() - started
+    return stats

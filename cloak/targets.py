@@ -1,0 +1,165 @@
+"""Which parts of a text get cloaked: lexicon terms ("keyword" mode) or words at a rate ("full" mode).
+
+- ``lexicon`` / ``lexicon:FILE``: every occurrence of a lexicon term (leftmost-longest, no overlaps),
+  as in ToxiCloakCN's keyword setting. The default lexicon ships with the package (``data/LEXICON.md``).
+- ``all``: every word. Words come from forward maximum matching over jieba's dictionary — the same
+  dictionary jieba segments with, matched by a Rust Aho-Corasick automaton, about 20x faster than
+  ``jieba.cut`` and close to it for picking words to cloak; characters outside dictionary words are
+  single-character words, runs of Latin letters or digits are words too.
+
+Protected spans (URLs, @mentions, #topics#, Weibo emoticon codes such as [机智], and any the caller
+adds) are never touched: a poster cloaks words, not links.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import os
+import re
+from collections.abc import Iterable, Sequence
+from importlib import resources
+
+from .hanzi import is_han, word_frequencies
+
+Span = tuple[int, int]
+
+DEFAULT_PROTECT = (r"https?://\S+|www\.\S+|@[\w\-]+|#[^#\s]{1,30}#|\[[^\[\]\s]{1,10}\]")
+
+# Dictionary words this rare are mostly names and segmentation debris; they would split real words.
+_MIN_SEGMENT_FREQ = 3
+_LATIN_RUN = re.compile(r"[A-Za-z0-9]+")
+
+
+class Lexicon:
+    """A set of target terms with their categories, matched leftmost-longest."""
+
+    def __init__(self, terms: Iterable[str], categories: dict[str, str] | None = None,
+                 name: str = "custom") -> None:
+        self.terms = sorted({t for t in (s.strip() for s in terms) if t})
+        if not self.terms:
+            raise ValueError(f"lexicon {name} has no terms")
+        self.categories = categories or dict.fromkeys(self.terms, "")
+        self.name = name
+        self._matcher = None
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def __contains__(self, term: str) -> bool:
+        return term in self.categories
+
+    def find(self, text: str) -> list[Span]:
+        """Spans of lexicon terms in ``text`` (code points), sorted, non-overlapping."""
+        if self._matcher is None:
+            import ahocorasick_rs
+
+            self._matcher = ahocorasick_rs.AhoCorasick(
+                self.terms, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
+        return [(s, e) for _, s, e in self._matcher.find_matches_as_indexes(text)]
+
+    def __getstate__(self) -> dict:  # the Rust matcher does not pickle; workers rebuild it
+        return {**self.__dict__, "_matcher": None}
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> Lexicon:
+        """A lexicon file: TSV/CSV with a ``term`` column (``category`` optional), or one term a line."""
+        path = os.fspath(path)
+        with open(path, encoding="utf-8-sig") as f:
+            first = f.readline()
+            f.seek(0)
+            delimiter = "\t" if "\t" in first else ","
+            header = [h.strip() for h in first.rstrip("\r\n").split(delimiter)]
+            if "term" in header:
+                rows = list(csv.DictReader(f, delimiter=delimiter))
+                categories = {r["term"].strip(): (r.get("category") or "").strip() for r in rows
+                              if r.get("term")}
+                return cls(categories, categories, name=path)
+            return cls((line.split("\t")[0] for line in f), name=path)
+
+
+@functools.cache
+def default_lexicon() -> Lexicon:
+    """The lexicon shipped with mmcloak (race, region, gender, LGBT and insult terms)."""
+    with resources.as_file(resources.files("cloak") / "data" / "lexicon.tsv") as path:
+        lexicon = Lexicon.from_file(path)
+    lexicon.name = "default"
+    return lexicon
+
+
+class LexiconTargets:
+    """Targets are the lexicon's terms."""
+
+    def __init__(self, lexicon: Lexicon) -> None:
+        self.lexicon = lexicon
+
+    def spans(self, text: str) -> list[Span]:
+        return self.lexicon.find(text)
+
+    def __repr__(self) -> str:
+        return f"lexicon:{self.lexicon.name}"
+
+
+@functools.cache
+def _dictionary_matcher():
+    import ahocorasick_rs
+
+    words = [w for w, f in word_frequencies().items() if len(w) >= 2 and f >= _MIN_SEGMENT_FREQ]
+    return ahocorasick_rs.AhoCorasick(words, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
+
+
+class WordTargets:
+    """Targets are all words (dictionary words, other Chinese characters, Latin/digit runs)."""
+
+    def spans(self, text: str) -> list[Span]:
+        spans: list[Span] = []
+        pos = 0
+        for _, start, end in _dictionary_matcher().find_matches_as_indexes(text):
+            self._between(text, pos, start, spans)
+            spans.append((start, end))
+            pos = end
+        self._between(text, pos, len(text), spans)
+        return spans
+
+    @staticmethod
+    def _between(text: str, start: int, end: int, spans: list[Span]) -> None:
+        i = start
+        while i < end:
+            if is_han(text[i]):
+                spans.append((i, i + 1))
+                i += 1
+                continue
+            m = _LATIN_RUN.match(text, i, end)
+            if m:
+                spans.append(m.span())
+                i = m.end()
+            else:
+                i += 1
+
+    def prepare(self) -> None:
+        _dictionary_matcher()
+
+    def __repr__(self) -> str:
+        return "all"
+
+
+def make_targets(spec: str | Lexicon | LexiconTargets | WordTargets) -> LexiconTargets | WordTargets:
+    """Targets from ``"lexicon"``, ``"lexicon:FILE"``, ``"all"`` or a ``Lexicon``."""
+    if isinstance(spec, (LexiconTargets, WordTargets)):
+        return spec
+    if isinstance(spec, Lexicon):
+        return LexiconTargets(spec)
+    kind, _, path = spec.partition(":")
+    if kind == "all" and not path:
+        return WordTargets()
+    if kind == "lexicon":
+        if not path:
+            return LexiconTargets(default_lexicon())
+        if not os.path.isfile(path):
+            raise ValueError(f"lexicon file not found: {path}")
+        return LexiconTargets(Lexicon.from_file(path))
+    raise ValueError(f"targets must be 'lexicon', 'lexicon:FILE' or 'all', not {spec!r}")
+
+
+def drop_protected(spans: Sequence[Span], protected: Sequence[Span]) -> list[Span]:
+    """The spans that do not overlap any protected span."""
+    return [(s, e) for s, e in spans if not any(s < pe and ps < e for ps, pe in protected)]
