@@ -34,6 +34,7 @@ def _tone3(marked: str) -> str:
     return to_tone3(marked)
 
 
+@functools.lru_cache(maxsize=20_000)
 def syllable_key(tone3: str, tone: str = "toneless") -> str:
     """The comparison key of one syllable written in TONE3 style (``bai2``)."""
     if tone == "exact":

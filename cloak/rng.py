@@ -34,11 +34,11 @@ class Rng:
 
     __slots__ = ("_state",)
 
-    def __init__(self, *key: int) -> None:
-        state = _GOLDEN
-        for part in key:
-            state = _mix(((state ^ (part & _MASK)) + _GOLDEN) & _MASK)
-        self._state = state
+    def __init__(self, seed: int, key: int = 0, variant: int = 0) -> None:
+        # One mix of an odd-multiplier combination: distinct (seed, key, variant) give distinct states
+        # (up to 64-bit wrap-around), and _next mixes again before any number leaves.
+        self._state = _mix((seed * 0xD1B54A32D192ED03 + key * _GOLDEN + variant * 0xF1357AEA2E62A9C5)
+                           & _MASK)
 
     def _next(self) -> int:
         self._state = (self._state + _GOLDEN) & _MASK
@@ -46,7 +46,10 @@ class Rng:
 
     def random(self) -> float:
         """A float in [0, 1)."""
-        return (self._next() >> 11) * (1.0 / 9007199254740992.0)
+        self._state = z = (self._state + _GOLDEN) & _MASK  # _next, inlined: the hottest call
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        return ((z ^ (z >> 31)) >> 11) * (1.0 / 9007199254740992.0)
 
     def randrange(self, n: int) -> int:
         """An int in [0, n)."""

@@ -28,6 +28,15 @@ DEFAULT_PROTECT = (r"https?://\S+|www\.\S+|@[\w\-]+|#[^#\s]{1,30}#|\[[^\[\]\s]{1
 # Dictionary words this rare are mostly names and segmentation debris; they would split real words.
 _MIN_SEGMENT_FREQ = 3
 _LATIN_RUN = re.compile(r"[A-Za-z0-9]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _matches(matcher, text: str) -> list[tuple[int, int, int]]:
+    """Leftmost-longest matches; lone surrogates (which the Rust matcher cannot take) match nothing."""
+    try:
+        return matcher.find_matches_as_indexes(text)
+    except UnicodeEncodeError:  # U+FFFD keeps every code point where it was
+        return matcher.find_matches_as_indexes(_SURROGATE.sub("\ufffd", text))
 
 
 class Lexicon:
@@ -55,7 +64,7 @@ class Lexicon:
 
             self._matcher = ahocorasick_rs.AhoCorasick(
                 self.terms, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
-        return [(s, e) for _, s, e in self._matcher.find_matches_as_indexes(text)]
+        return [(s, e) for _, s, e in _matches(self._matcher, text)]
 
     def __getstate__(self) -> dict:  # the Rust matcher does not pickle; workers rebuild it
         return {**self.__dict__, "_matcher": None}
@@ -113,7 +122,7 @@ class WordTargets:
     def spans(self, text: str) -> list[Span]:
         spans: list[Span] = []
         pos = 0
-        for _, start, end in _dictionary_matcher().find_matches_as_indexes(text):
+        for _, start, end in _matches(_dictionary_matcher(), text):
             self._between(text, pos, start, spans)
             spans.append((start, end))
             pos = end

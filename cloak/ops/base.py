@@ -43,23 +43,43 @@ class Op:
                    if getattr(self, f.name) != f.default]
         return ":".join([self.name, *changed])
 
-    # -- helpers shared by ops that swap single characters ---------------------------------------
+    # -- helper shared by ops that swap single characters ----------------------------------------
 
     def replace_chars(self, text: str, start: int, end: int, rng: Rng,
-                      substitute: Callable[[int, Rng], str | None], share: float) -> list[Edit]:
-        """Replace about ``share`` of the characters that ``substitute`` can replace, at least one.
+                      options: Callable[[int], Candidates | None], share: float) -> list[Edit]:
+        """Replace about ``share`` of the span's characters that have options (at least one).
 
-        ``substitute(i, rng)`` gives the replacement of ``text[i]``, or None.
+        ``options(i)`` gives the candidates for ``text[i]`` (see ``pick``), or None.
         """
-        options = []
-        for i in range(start, end):
-            dst = substitute(i, rng)
-            if dst is not None and dst != text[i]:
-                options.append(Edit(self.name, i, i + 1, text[i], dst))
-        if not options:
+        found = [(i, o) for i in range(start, end)
+                 if (o := options(i)) and (len(o[0]) > 1 or o[0][0] != text[i])]
+        if not found:
             return []
-        chosen = [e for e in options if rng.random() < share]
-        return chosen or [rng.choice(options)]
+        chosen = [f for f in found if rng.random() < share] or [rng.choice(found)]
+        edits = []
+        for i, candidates in chosen:
+            new = pick(candidates, text[i], rng)
+            if new is not None:
+                edits.append(Edit(self.name, i, i + 1, text[i], new))
+        return edits
+
+
+Candidates = tuple[Sequence[str], Sequence[float] | None]  # (items, cumulative weights or None)
+
+
+def pick(candidates: Candidates | None, avoid: str, rng: Rng) -> str | None:
+    """A candidate other than ``avoid``: weighted by cumulative weights when given, else uniform."""
+    if candidates is None:
+        return None
+    items, cum = candidates
+    if len(items) == 1:
+        return None if items[0] == avoid else items[0]
+    for _ in range(4):  # rejection sampling: ``avoid`` is one item among several
+        new = rng.weighted_choice(items, cum) if cum else rng.choice(items)
+        if new != avoid:
+            return new
+    others = [w for w in items if w != avoid]
+    return rng.choice(others) if others else None
 
 
 _REGISTRY: dict[str, type[Op]] = {}

@@ -16,7 +16,7 @@ from ..edits import Edit
 from ..hanzi import is_han
 from ..pinyin import char_readings, syllable_key
 from ..rng import Rng
-from .base import Op, register_op
+from .base import Candidates, Op, register_op
 
 MAX_AMBIGUITY = 3
 
@@ -82,11 +82,11 @@ class Emoji(Op):
         if len(word) > 1 and word in names:
             return [Edit(self.name, start, end, word, rng.choice(names[word]))]
 
-        def substitute(i: int, rng: Rng) -> str | None:
+        def options(i: int) -> Candidates | None:
             ch = text[i]
-            options = by_char.get(ch)
-            if options is None and self.sound and is_han(ch) and char_readings(ch):
-                options = by_sound.get(syllable_key(char_readings(ch)[0]))
-            return rng.choice(options) if options else None
+            found = by_char.get(ch)
+            if found is None and self.sound and is_han(ch) and char_readings(ch):
+                found = by_sound.get(syllable_key(char_readings(ch)[0]))
+            return (found, None) if found else None
 
-        return self.replace_chars(text, start, end, rng, substitute, self.share)
+        return self.replace_chars(text, start, end, rng, options, self.share)

@@ -17,14 +17,11 @@ from ..edits import Edit
 from ..hanzi import char_frequencies, common_chars, is_han, word_frequencies
 from ..pinyin import char_readings, check_tone, reading_key, syllable_key, word_reading
 from ..rng import Rng
-from .base import Op, register_op
+from .base import Candidates, Op, pick, register_op
 
 # Words rarer than this in jieba's dictionary read as typos, not as a poster's pun.
 MIN_WORD_FREQ = 10
 MAX_WORD_LEN = 4
-
-Candidates = tuple[tuple[str, ...], tuple[float, ...]]  # (items, cumulative weights)
-
 
 def _candidates(groups: dict[str, list[tuple[str, int]]]) -> dict[str, Candidates]:
     # Weight by the square root of frequency: common words still win, but 白刃 (85) does not drown
@@ -57,21 +54,6 @@ def char_index(tone: str) -> dict[str, Candidates]:
     return _candidates(groups)
 
 
-def _pick(candidates: Candidates | None, avoid: str, rng: Rng) -> str | None:
-    """A frequency-weighted candidate other than ``avoid``."""
-    if candidates is None:
-        return None
-    items, cum = candidates
-    if len(items) == 1:
-        return None if items[0] == avoid else items[0]
-    for _ in range(4):  # rejection sampling: avoid is usually rare among many
-        pick = rng.weighted_choice(items, cum)
-        if pick != avoid:
-            return pick
-    others = [w for w in items if w != avoid]
-    return rng.choice(others) if others else None
-
-
 @register_op
 @dataclass
 class Homophone(Op):
@@ -88,26 +70,35 @@ class Homophone(Op):
 
     def __post_init__(self) -> None:
         check_tone(self.tone)
+        self._memo: dict[str, tuple] = {}
 
     def prepare(self) -> None:
         char_index(self.tone)
         if self.word:
             word_index(self.tone)
 
-    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
-        word = text[start:end]
+    def candidates(self, word: str) -> tuple[Candidates | None, tuple[Candidates | None, ...]]:
+        """(same-sounding words, same-sounding characters for each character) of a word."""
         if all(is_han(ch) for ch in word):
             reading: tuple[str | None, ...] = word_reading(word)
-            if self.word and 2 <= len(word) <= MAX_WORD_LEN:
-                new = _pick(word_index(self.tone).get(reading_key(reading, self.tone)), word, rng)
-                if new is not None:
-                    return [Edit(self.name, start, end, word, new)]
         else:
             reading = tuple((char_readings(ch) or (None,))[0] if is_han(ch) else None for ch in word)
+        words = None
+        if self.word and 2 <= len(word) <= MAX_WORD_LEN and None not in reading:
+            words = word_index(self.tone).get(reading_key(reading, self.tone))
         index = char_index(self.tone)
+        chars = tuple(index.get(syllable_key(s, self.tone)) if s else None for s in reading)
+        return words, chars
 
-        def substitute(i: int, rng: Rng) -> str | None:
-            syllable = reading[i - start]
-            return _pick(index.get(syllable_key(syllable, self.tone)), text[i], rng) if syllable else None
-
-        return self.replace_chars(text, start, end, rng, substitute, self.share)
+    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+        word = text[start:end]
+        found = self._memo.get(word)
+        if found is None:  # targets repeat (lexicon terms above all): look each word up once
+            if len(self._memo) > 100_000:
+                self._memo.clear()
+            found = self._memo[word] = self.candidates(word)
+        words, chars = found
+        new = pick(words, word, rng)
+        if new is not None:
+            return [Edit(self.name, start, end, word, new)]
+        return self.replace_chars(text, start, end, rng, lambda i: chars[i - start], self.share)

@@ -71,8 +71,6 @@ class Variant(Op):
             _converter(config)
 
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
-        def substitute(i: int, rng: Rng) -> str | None:
-            forms = variant_forms(text[i])
-            return rng.choice(forms) if forms else None
-
-        return self.replace_chars(text, start, end, rng, substitute, self.share)
+        return self.replace_chars(text, start, end, rng,
+                                  lambda i: (variant_forms(text[i]), None) if variant_forms(text[i]) else None,
+                                  self.share)

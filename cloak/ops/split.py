@@ -58,4 +58,6 @@ class Split(Op):
 
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
         table = split_table()
-        return self.replace_chars(text, start, end, rng, lambda i, _: table.get(text[i]), self.share)
+        return self.replace_chars(text, start, end, rng,
+                                  lambda i: ((table[text[i]],), None) if text[i] in table else None,
+                                  self.share)

@@ -82,4 +82,6 @@ class FullWidth(Op):
     name = "fullwidth"
 
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
-        return self.replace_chars(text, start, end, rng, lambda i, _: to_fullwidth(text[i]), 1.0)
+        return self.replace_chars(text, start, end, rng,
+                                  lambda i: ((to_fullwidth(text[i]),), None) if to_fullwidth(text[i]) else None,
+                                  1.0)

@@ -1,0 +1,131 @@
+"""What each op does to the words posters cloak."""
+import dataclasses
+
+import pytest
+
+from cloak import Edit, Lexicon, Op, Perturber, Rng, make_op, parse_ops, register_op
+from cloak.hanzi import common_chars, is_han
+from cloak.pinyin import char_readings, syllable_key, word_reading
+
+
+def cloak_word(op: str, word: str, seed: int = 0) -> tuple[str, list[Edit]]:
+    out = make_op(op).apply(f"说{word}了", Rng(seed), [(1, 1 + len(word))])
+    text = "说" + word + "了"
+    for e in sorted(out, key=lambda e: e.start, reverse=True):
+        assert 1 <= e.start <= e.end <= 1 + len(word), "edits stay inside the target span"
+        text = text[:e.start] + e.dst + text[e.end:]
+    return text[1:-1], out
+
+
+def toneless(ch: str) -> set[str]:
+    return {r.rstrip("012345") for r in char_readings(ch)}
+
+
+@pytest.mark.parametrize("word", ["白人", "黑人", "同性恋", "女权", "垃圾", "河南人", "狗"])
+def test_homophone_sounds_the_same_and_uses_common_characters(word):
+    for seed in range(20):
+        new, edits = cloak_word("homophone", word, seed)
+        assert new != word and edits
+        reading = word_reading(word)
+        for e in edits:
+            for k, (a, b) in enumerate(zip(e.src, e.dst)):
+                assert reading[e.start - 1 + k].rstrip("012345") in toneless(b), (word, e)
+                assert b in common_chars()
+
+
+def test_homophone_prefers_a_dictionary_word():
+    assert {cloak_word("homophone", "白人", s)[0] for s in range(10)} == {"白刃"}
+
+
+def test_homophone_tone_modes():
+    assert syllable_key("bai2", "exact") == "bai2"
+    assert syllable_key("bai2", "toneless") == "bai"
+    assert [syllable_key(s, "fuzzy") for s in ("shi4", "zhang1", "nan2", "ling2", "neng2")] == \
+        ["si", "zan", "lan", "lin", "len"]
+    for seed in range(10):
+        new, edits = cloak_word("homophone:tone=exact:word=false", "黑", seed)
+        assert char_readings(new)[0] == "hei1"
+    fuzzy = {cloak_word("homophone:tone=fuzzy:word=false", "是", s)[0] for s in range(40)}
+    assert any(syllable_key(char_readings(c)[0], "toneless") == "si" for c in fuzzy)
+
+
+def test_split_gives_recognisable_components():
+    assert cloak_word("split:share=1", "好")[0] == "女子"
+    assert cloak_word("split:share=1", "默")[0] == "黑犬"
+    assert cloak_word("split:share=1", "狗")[0] == "犭句"  # the side form, not 犬句
+    assert cloak_word("split:share=1", "人")[1] == []  # 丿乀 is strokes, not a split
+
+
+def test_abbrev_and_pinyin():
+    assert cloak_word("abbrev", "同性恋")[0] == "txl"
+    assert cloak_word("abbrev:case=upper", "智障")[0] == "ZZ"
+    assert cloak_word("abbrev", "狗")[1] == []
+    assert cloak_word("pinyin:mode=word", "黑人")[0] == "heiren"
+    assert cloak_word("pinyin:mode=word", "银行")[0] == "yinhang"  # polyphone read in context
+    new = cloak_word("pinyin:mode=char", "黑人")[0]
+    assert new in ("hei人", "黑ren")
+
+
+def test_english_and_emoji():
+    assert cloak_word("english", "同性恋")[0] in ("gay", "homo", "homosexual")
+    assert cloak_word("english", "越南猴子")[0].startswith("越南")
+    assert cloak_word("english", "天气不错")[1] == []  # no table word inside: left to another op
+    assert cloak_word("emoji", "狗")[0] in ("🐕", "🐶")
+    assert cloak_word("emoji", "猴子")[0] == "🐒"
+    new, edits = cloak_word("emoji", "几")  # no emoji means 几: one that sounds like it (鸡)
+    assert new == "🐔"
+
+
+def test_scripts():
+    assert cloak_word("traditional", "说话")[0] == "說話"
+    assert cloak_word("traditional", "皇后")[1] == []
+    assert cloak_word("variant:share=1", "说")[0] == "説"
+    assert cloak_word("traditional", "白人")[1] == []
+
+
+def test_typography():
+    assert cloak_word("shuffle", "歧视")[0] == "视歧"
+    new, edits = cloak_word("noise:symbols=*", "黑人")
+    assert new == "黑*人" and edits == [Edit("noise", 2, 2, "", "*")]
+    assert cloak_word("zerowidth", "黑人鬼")[0].replace("\u200b", "").replace("\u200c", "") \
+        .replace("\u200d", "").replace("\u2060", "") == "黑人鬼"
+    assert cloak_word("fullwidth", "nmsl")[0] == "ｎｍｓｌ"
+    assert cloak_word("fullwidth", "黑人")[1] == []
+
+
+def test_op_specs():
+    op = make_op("homophone:tone=fuzzy:share=0.25:word=no")
+    assert (op.tone, op.share, op.word) == ("fuzzy", 0.25, False)
+    assert op.spec() == "homophone:tone=fuzzy:word=False:share=0.25"
+    assert [o.name for o in parse_ops("homophone, emoji,split")] == ["homophone", "emoji", "split"]
+    with pytest.raises(ValueError, match="unknown op 'homofone'"):
+        make_op("homofone")
+    with pytest.raises(ValueError, match="bad parameter 'colour=red'"):
+        make_op("homophone:colour=red")
+    with pytest.raises(ValueError, match="wants float"):
+        make_op("homophone:share=lots")
+    with pytest.raises(ValueError, match="tone must be one of"):
+        make_op("homophone:tone=loud")
+
+
+def test_register_your_own_op():
+    @register_op
+    @dataclasses.dataclass
+    class Reverse(Op):
+        name = "test-reverse"
+
+        def edit_span(self, text, start, end, rng):
+            return [Edit(self.name, start, end, text[start:end], text[start:end][::-1])]
+
+    out = Perturber(ops="test-reverse", targets=Lexicon(["同性恋"]))("他是同性恋")
+    assert out.text == "他是恋性同"
+    with pytest.raises(TypeError, match="dataclass"):
+        register_op(type("Plain", (Op,), {"name": "plain"}))
+
+
+def test_every_substitute_of_char_swapping_ops_is_readable(sample_texts):
+    """homophone brings only common characters; other ops bring no control characters."""
+    p = Perturber(ops="homophone", seed=3)
+    for text in sample_texts:
+        for e in p(text).edits:
+            assert all(ch in common_chars() for ch in e.dst if is_han(ch))
