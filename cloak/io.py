@@ -23,7 +23,7 @@ class RecordError(ValueError):
 
     def __init__(self, path: str, line: int, message: str, field: str | None = None) -> None:
         self.path, self.line, self.field, self.message = path, line, field, message
-        where = f"{path}:{line}" + (f": field '{field}'" if field else "")
+        where = f"{path}, line {line}" + (f": field '{field}'" if field else "")
         super().__init__(f"{where}: {message}")
 
 
@@ -44,19 +44,24 @@ class SkipLog:
             self.examples.append(str(error))
 
 
-def open_input(path: str) -> BinaryIO:
-    """A binary stream for a path, or for standard input when the path is ``-``."""
-    if path == "-":
-        return sys.stdin.buffer
+def _check_input(path: str) -> None:
     if not os.path.exists(path):
         raise FileNotFoundError(f"input file not found: {path}")
     if os.path.isdir(path):
         raise IsADirectoryError(f"input is a directory, not a JSONL file: {path}")
+
+
+def open_input(path: str) -> BinaryIO:
+    """A binary stream for a path, or for standard input when the path is ``-``."""
+    if path == "-":
+        return sys.stdin.buffer
+    _check_input(path)
     return open(path, "rb")
 
 
 def count_lines(path: str) -> int:
     """Number of lines of a file (a last line without newline counts), in constant memory."""
+    _check_input(path)
     n = 0
     last = b"\n"
     with open(path, "rb") as f:

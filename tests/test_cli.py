@@ -1,0 +1,112 @@
+"""The `cloak` command as a new user meets it."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import DATA, read_jsonl
+
+CLOAK = [sys.executable, "-m", "cloak.cli"]
+
+
+def cloak(*args, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLOAK, *map(str, args)], capture_output=True, text=True, **kwargs)
+
+
+@pytest.mark.parametrize("command", [[], ["perturb"], ["convert"], ["show"], ["ops"]])
+def test_help_explains_every_flag(command):
+    result = cloak(*command, "--help")
+    assert result.returncode == 0
+    if command == ["perturb"]:
+        for flag in ("--in", "--out", "--ops", "--targets", "--rate", "--variants", "--seed", "--workers",
+                     "--shard", "--on-error", "--resume", "--protect"):
+            assert flag in result.stdout
+
+
+def test_ops_lists_every_op():
+    out = cloak("ops").stdout
+    for name in ("homophone", "split", "abbrev", "pinyin", "english", "emoji", "traditional",
+                 "variant", "shuffle", "noise", "zerowidth", "fullwidth"):
+        assert f"\n{name} " in "\n" + out
+
+
+def test_perturb_then_show(tmp_path, sample_path):
+    out = tmp_path / "out.jsonl"
+    result = cloak("perturb", "--in", sample_path, "--out", out, "--ops", "homophone,emoji", "--seed", 3)
+    assert result.returncode == 0, result.stderr
+    assert "read 300 records, skipped 0, wrote 300" in result.stderr
+    assert "edits: " in result.stderr and "homophone" in result.stderr
+    assert len(read_jsonl(out)) == 300
+    shown = cloak("show", out, "-n", 3)
+    assert shown.returncode == 0 and shown.stdout.count("  + ") == 3 and "[" in shown.stdout
+
+
+def test_stdin_to_stdout():
+    result = cloak("perturb", "--in", "-", "--out", "-", "--ops", "pinyin:mode=word", "-q",
+                   input='{"text": "他是同性恋", "id": 7}\n')
+    assert result.returncode == 0, result.stderr
+    assert '"text": "他是tongxinglian"' in result.stdout and '"id": 7' in result.stdout
+
+
+def test_a_malformed_line_fails_naming_it(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "黑人"}\n{"text": 黑人}\n', encoding="utf-8")
+    result = cloak("perturb", "--in", bad, "--out", tmp_path / "out.jsonl")
+    assert result.returncode == 1
+    assert f"{bad}, line 2: invalid JSON" in result.stderr
+    assert not (tmp_path / "out.jsonl").exists()
+    skipped = cloak("perturb", "--in", bad, "--out", tmp_path / "out.jsonl", "--on-error", "skip")
+    assert skipped.returncode == 0 and "skipped 1" in skipped.stderr and "line 2" in skipped.stderr
+
+
+def test_bad_options_are_clear(tmp_path, sample_path):
+    assert "unknown op 'homofone'" in cloak("perturb", "--in", sample_path, "--out", "-",
+                                            "--ops", "homofone").stderr
+    assert "input file not found" in cloak("perturb", "--in", tmp_path / "no.jsonl", "--out", "-").stderr
+    assert "shard must look like i/n" in cloak("perturb", "--in", sample_path, "--out", "-",
+                                               "--shard", "half").stderr
+
+
+def test_ctrl_c_leaves_no_output_and_resume_finishes_the_job(tmp_path, sample_path):
+    big = tmp_path / "big.jsonl"
+    lines = Path(sample_path).read_bytes()
+    big.write_bytes(lines * 150)  # 45,000 records: a few seconds of work
+    out, whole = tmp_path / "out.jsonl", tmp_path / "whole.jsonl"
+    args = ["perturb", "--in", big, "--ops", "homophone,emoji,split", "--variants", 2]
+    proc = subprocess.Popen([*CLOAK, *map(str, args), "--out", str(out)], stderr=subprocess.PIPE, text=True)
+    partial = Path(str(out) + ".partial")
+    deadline = time.time() + 60
+    while (not partial.exists() or partial.stat().st_size < 100_000) and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "rerun with --resume" in err
+    assert not out.exists() and partial.exists()
+    resumed = cloak(*args, "--out", out, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed after line" in resumed.stderr
+    assert cloak(*args, "--out", whole).returncode == 0
+    assert out.read_bytes() == whole.read_bytes()
+
+
+def test_convert_cold_and_swsr(tmp_path):
+    out = tmp_path / "cold.jsonl"
+    result = cloak("convert", "--from", "cold", "--in", DATA / "cold_test_20.csv", "--out", out)
+    assert result.returncode == 0, result.stderr
+    records = read_jsonl(out)
+    assert len(records) == 20
+    assert records[0] == {"id": "cold-cold_test_20-1949", "text": "只要不来中国的外国人就是好外国人[机智]",
+                          "label": 1, "split": "test", "topic": "race", "fine_grained_label": "2"}
+    out = tmp_path / "swsr.jsonl"
+    assert cloak("convert", "--from", "swsr", "--in", DATA / "swsr_20.csv", "--out", out).returncode == 0
+    first = read_jsonl(out)[0]
+    assert first["id"] == "swsr-swsr_20-0" and first["label"] == 1 and first["category"] == "SCB"
+    assert first["text"].startswith("她们不结婚不要孩子")
+    wrong = cloak("convert", "--from", "swsr", "--in", DATA / "cold_test_20.csv", "--out", tmp_path / "x")
+    assert wrong.returncode == 1 and "no column 'comment_text'" in wrong.stderr

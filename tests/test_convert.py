@@ -1,0 +1,56 @@
+import json
+
+import pytest
+
+from cloak.convert import read_dataset
+from cloak.io import RecordError
+
+
+def test_toxicn(tmp_path):
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps([{"content": "黑人滚", "toxic": 1, "toxic_type": 2, "expression": 1,
+                                 "target": [0, 1, 0, 0, 0]}], ensure_ascii=False), encoding="utf-8")
+    assert list(read_dataset("toxicn", str(path))) == [
+        {"id": "toxicn-train-0", "text": "黑人滚", "label": 1, "toxic_type": 2, "expression": 1,
+         "target": [0, 1, 0, 0, 0]}]
+
+
+def test_toxicloakcn_tsv_and_csv(tmp_path):
+    tsv = tmp_path / "homo_full.tsv"
+    tsv.write_text("content\ttoxic\n嘿人滚\t1\n今天天气好\t0\n", encoding="utf-8")
+    assert [(r["text"], r["label"]) for r in read_dataset("toxicloakcn", str(tsv))] == \
+        [("嘿人滚", 1), ("今天天气好", 0)]
+    csv_ = tmp_path / "emoji_keyword.csv"
+    csv_.write_text('text,label\n"🐶东西,滚",1\n', encoding="utf-8")
+    assert list(read_dataset("toxicloakcn", str(csv_))) == \
+        [{"id": "toxicloakcn-emoji_keyword-1", "text": "🐶东西,滚", "label": 1}]
+
+
+def test_cntp(tmp_path):
+    path = tmp_path / "cntp.json"
+    path.write_text(json.dumps({"results": [{"sentence_id": 9, "original_text": "黑人滚", "is_toxic": 1,
+                                             "toxic_entity": "黑人", "perturbed_text": "hei人滚"}]}),
+                    encoding="utf-8")
+    assert list(read_dataset("cntp", str(path))) == [
+        {"id": "cntp-9", "text": "hei人滚", "source_text": "黑人滚", "label": 1, "toxic_entity": "黑人"}]
+
+
+def test_generic_tables(tmp_path):
+    path = tmp_path / "posts.tsv"
+    path.write_text("pid\tbody\tis_hate\n a1\t黑人滚\t1\n", encoding="utf-8")
+    assert list(read_dataset("tsv", str(path), text_col="body", label_col="is_hate", id_col="pid")) == \
+        [{"id": "tsv-posts- a1", "text": "黑人滚", "label": 1}]
+    unlabelled = list(read_dataset("tsv", str(path), text_col="body", label_col=None))
+    assert unlabelled[0]["is_hate"] == "1" and "label" not in unlabelled[0]
+
+
+def test_bad_data_is_named(tmp_path):
+    path = tmp_path / "posts.csv"
+    path.write_text("text,label\n黑人滚,maybe\n", encoding="utf-8")
+    with pytest.raises(RecordError, match=r"posts.csv, line 2: field 'label': label 'maybe' is not"):
+        list(read_dataset("csv", str(path)))
+    path.write_text("text,label\n,1\n", encoding="utf-8")
+    with pytest.raises(RecordError, match="line 2: field 'text': is empty"):
+        list(read_dataset("csv", str(path)))
+    with pytest.raises(ValueError, match="unknown format"):
+        read_dataset("parquet", str(path))

@@ -1,0 +1,84 @@
+"""The file engine: identical output for any worker count or shard, and resumable."""
+import json
+
+import pytest
+
+from cloak import Perturber, apply_edits
+from cloak.run import perturb_file
+
+from .conftest import read_jsonl
+
+OPS = "homophone,emoji,split,abbrev,pinyin,english"
+
+
+@pytest.fixture(scope="module")
+def perturber():
+    return Perturber(ops=OPS, seed=5).prepare()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, sample_path, perturber):
+    out = tmp_path_factory.mktemp("ref") / "out.jsonl"
+    stats = perturb_file(str(sample_path), str(out), perturber, variants=2, progress=False)
+    return out.read_bytes(), stats
+
+
+def test_output_records_keep_fields_and_record_edits(reference, sample_path):
+    data, stats = reference
+    records = [json.loads(line) for line in data.splitlines()]
+    inputs = read_jsonl(sample_path)
+    assert stats.read == 300 and stats.written == 600 == len(records)
+    assert 0.5 < stats.changed / stats.written < 1.0
+    assert sum(stats.edits.values()) == sum(len(r["cloak"]["edits"]) for r in records)
+    for i, r in enumerate(records):
+        source = inputs[i // 2]
+        assert {k: v for k, v in r.items() if k not in ("text", "source_text", "cloak")} == \
+            {k: v for k, v in source.items() if k != "text"}
+        assert r["source_text"] == source["text"]
+        assert r["cloak"]["seed"] == 5 and r["cloak"]["variant"] == i % 2
+        assert apply_edits(r["source_text"], r["cloak"]["edits"]) == r["text"]
+        assert set(r["cloak"]["ops"]) == {e["op"] for e in r["cloak"]["edits"]}
+
+
+def test_workers_do_not_change_the_output(tmp_path, sample_path, perturber, reference):
+    out = tmp_path / "out.jsonl"
+    perturb_file(str(sample_path), str(out), perturber, variants=2, workers=2, progress=False)
+    assert out.read_bytes() == reference[0]
+
+
+def test_shards_concatenate_to_the_whole(tmp_path, sample_path, perturber, reference):
+    parts = []
+    for i in range(3):
+        out = tmp_path / f"part{i}.jsonl"
+        perturb_file(str(sample_path), str(out), perturber, variants=2, shard=f"{i}/3", progress=False)
+        parts.append(out.read_bytes())
+    assert b"".join(parts) == reference[0]
+    with pytest.raises(ValueError, match="shard"):
+        perturb_file(str(sample_path), str(tmp_path / "x"), perturber, shard="3/3")
+
+
+def test_an_interrupted_run_resumes_without_loss_or_duplicates(tmp_path, sample_path, perturber,
+                                                              reference, monkeypatch):
+    import cloak.run as run
+
+    out = tmp_path / "out.jsonl"
+    monkeypatch.setattr(run, "CHUNK", 16)
+    real = run._cloak_chunk
+    calls = []
+
+    def interrupt_after_five(chunk):
+        calls.append(1)
+        if len(calls) == 6:
+            raise KeyboardInterrupt
+        return real(chunk)
+
+    monkeypatch.setattr(run, "_cloak_chunk", interrupt_after_five)
+    with pytest.raises(KeyboardInterrupt):
+        perturb_file(str(sample_path), str(out), perturber, variants=2, progress=False)
+    assert not out.exists() and (tmp_path / "out.jsonl.partial").exists()
+    monkeypatch.setattr(run, "_cloak_chunk", real)
+    stats = perturb_file(str(sample_path), str(out), perturber, variants=2, resume=True, progress=False)
+    assert stats.resumed_from_line == 80
+    assert out.read_bytes() == reference[0]
+    assert stats.read == 300 and stats.written == 600
+    assert not (tmp_path / "out.jsonl.partial").exists()
