@@ -13,6 +13,7 @@ from rich.text import Text
 from .edits import Edit
 
 _INVISIBLE = {ord(c): f"\\u{ord(c):04x}" for c in "\u200b\u200c\u200d\u2060\ufeff"}
+_ONE_LINE = {ord("\n"): "⏎", ord("\r"): "⏎", ord("\t"): " "}  # one for one: edit offsets still fit
 
 
 def _marked(text: str, spans: list[tuple[int, int]], style: str, colour: bool) -> Text:
@@ -41,14 +42,14 @@ def render_record(record: dict, colour: bool) -> tuple[Text, Text]:
         at = e.start + shift
         dst_spans.append((at, at + len(e.dst)))
         shift += len(e.dst) - (e.end - e.start)
-    return (_marked(source, src_spans, "bold red", colour),
-            _marked(record["text"], dst_spans, "bold green", colour))
+    return (_marked(source.translate(_ONE_LINE), src_spans, "bold red", colour),
+            _marked(record["text"].translate(_ONE_LINE), dst_spans, "bold green", colour))
 
 
 def show_records(records: Iterable[dict], console: Console | None = None, limit: int = 20,
                  only_changed: bool = True) -> int:
     """Print up to ``limit`` records as source / cloak pairs; returns how many were shown."""
-    console = console or Console(highlight=False)
+    console = console or Console(highlight=False, soft_wrap=True)
     colour = console.is_terminal and not console.no_color
     shown = 0
     for record in records:

@@ -1,0 +1,37 @@
+# Self-bootstrapping: every target creates and reuses .venv itself.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+BENCH_INSTALLED := $(VENV)/.installed-bench
+DEMO_OPS ?= homophone,emoji,split,abbrev,pinyin,english
+
+.PHONY: demo test bench clean
+
+$(INSTALLED): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $@
+
+$(BENCH_INSTALLED): $(INSTALLED)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[bench]'
+	touch $@
+
+## demo: cloak the bundled COLD sample and show source vs cloak with the edits marked
+demo: $(INSTALLED)
+	mkdir -p demo_out
+	$(BIN)/cloak perturb --in samples/cold/cold_test_300.jsonl --out demo_out/cloaked.jsonl \
+		--ops $(DEMO_OPS) --variants 2 --seed 0
+	$(BIN)/cloak show demo_out/cloaked.jsonl --limit 12
+
+## test: the test suite (fast, no network, no model downloads)
+test: $(INSTALLED)
+	$(BIN)/python -m pytest
+
+## bench: benchmarks on real COLD data (COLD=path/to/cold), figures to bench/results/*.json
+COLD ?= ../shared/data/cold
+bench: $(BENCH_INSTALLED)
+	$(BIN)/python bench/perturb.py --cold $(COLD)
+
+clean:
+	rm -rf $(VENV) demo_out .pytest_cache .hypothesis *.egg-info
