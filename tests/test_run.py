@@ -82,3 +82,19 @@ def test_an_interrupted_run_resumes_without_loss_or_duplicates(tmp_path, sample_
     assert out.read_bytes() == reference[0]
     assert stats.read == 300 and stats.written == 600
     assert not (tmp_path / "out.jsonl.partial").exists()
+
+
+def test_output_does_not_depend_on_the_hash_seed_or_the_cache(tmp_path, sample_path):
+    """Tables are rebuilt in each process here: their order must not follow Python's hash seed."""
+    import os
+    import subprocess
+    import sys
+
+    outputs = []
+    for hash_seed in ("1", "2"):
+        out = tmp_path / f"out{hash_seed}.jsonl"
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "MMCLOAK_CACHE": str(tmp_path / hash_seed)}
+        subprocess.run([sys.executable, "-m", "cloak.cli", "perturb", "--in", str(sample_path),
+                        "--out", str(out), "--ops", OPS, "-q"], env=env, check=True)
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]

@@ -45,12 +45,14 @@ def word_index(tone: str) -> dict[str, Candidates]:
 @disk_cached
 def char_index(tone: str) -> dict[str, Candidates]:
     """Sound key -> common characters whose main reading has that sound."""
-    freqs = char_frequencies()
+    common = common_chars()
     groups: dict[str, list[tuple[str, int]]] = {}
-    for ch in common_chars():
+    for ch, freq in char_frequencies().items():  # a fixed order: a set's would vary with the hash seed
+        if ch not in common:
+            continue
         readings = char_readings(ch)
         if readings:
-            groups.setdefault(syllable_key(readings[0], tone), []).append((ch, freqs[ch]))
+            groups.setdefault(syllable_key(readings[0], tone), []).append((ch, freq))
     return _candidates(groups)
 
 
