@@ -4,7 +4,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
-import signal
 import sys
 
 import click
@@ -23,10 +22,6 @@ Examples:
   cloak perturb --in cold_test.jsonl --out cloaked.jsonl --ops homophone,emoji --variants 2
   cloak show cloaked.jsonl --limit 10
 """
-
-
-def _raise_interrupt(signum, frame):  # SIGTERM gets the same clean stop as Ctrl-C
-    raise KeyboardInterrupt
 
 
 def _fail(message: str) -> None:
@@ -81,7 +76,6 @@ def perturb(in_path, out_path, ops, targets, rate, variants, seed, workers, shar
     `cloak` = {ops, seed, variant, edits: [{op, start, end, src, dst}]} (start/end index
     source_text), enough to replay or invert the change. Ends with a one-line summary on stderr.
     """
-    signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         for module in plugins:
             importlib.import_module(module)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .edits import Edit
 from .ops import Op, parse_ops
@@ -21,13 +21,12 @@ Span = tuple[int, int]
 DEFAULT_RATE_ALL = 0.3
 
 
-@dataclass(frozen=True)
-class Cloaked:
+class Cloaked(NamedTuple):
     """One perturbed text: ``text`` is ``source`` with ``edits`` applied."""
 
     text: str
     source: str
-    edits: list[Edit] = field(default_factory=list)
+    edits: list[Edit]
 
     @property
     def ops(self) -> list[str]:

@@ -6,13 +6,18 @@ Output is byte-identical whatever the worker count or shard: each record's rando
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
+import signal
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from tqdm import tqdm
 
 from .io import (AtomicWriter, RecordError, SkipLog, count_lines, dump_record, input_name, parse_record,
                  read_lines)
@@ -31,11 +36,13 @@ class PerturbStats:
     skipped: SkipLog = field(default_factory=SkipLog)
     seconds: float = 0.0
     resumed_from_line: int = 0
+    resumed_records: int = 0
 
     def summary(self) -> str:
         share = f" ({100 * self.changed / self.written:.1f}%)" if self.written else ""
         ops = ", ".join(f"{op} {n}" for op, n in self.edits.most_common()) or "none"
-        rate = self.read / self.seconds if self.seconds > 0 else 0.0
+        done_now = self.read - self.resumed_records
+        rate = done_now / self.seconds if self.seconds > 0 else 0.0
         resumed = f"; resumed after line {self.resumed_from_line}" if self.resumed_from_line else ""
         return (f"read {self.read} records, skipped {self.skipped.count}, wrote {self.written}, "
                 f"{self.changed} of them changed{share}; edits: {ops}; "
@@ -51,6 +58,7 @@ class PerturbStats:
         self.edits = Counter(state["edits"])
         self.skipped = SkipLog(state["skipped"], list(state["skip_examples"]), state["skip_last_line"])
         self.resumed_from_line = state["line"]
+        self.resumed_records = state["read"]
 
 
 def parse_shard(shard: str | tuple[int, int] | None) -> tuple[int, int] | None:
@@ -95,6 +103,14 @@ def _init_worker(perturber: Perturber, variants: int, text_field: str, name: str
     _worker = (perturber.prepare(), variants, text_field, name)
 
 
+def _init_pool_worker(*initargs) -> None:
+    # The parent decides when to stop: workers ignore Ctrl-C sent to the process group, and take
+    # the pool's SIGTERM with the default action (they inherited the parent's deferring handler).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _init_worker(*initargs)
+
+
 def _cloak_chunk(chunk: list[tuple[int, bytes]]) -> list[LineResult]:
     """Parse and cloak raw lines (in a worker: parsing is half the work, so it is done here too)."""
     perturber, variants, text_field, name = _worker  # type: ignore[misc]
@@ -129,7 +145,7 @@ def _results(chunks: Iterator[list[tuple[int, bytes]]], workers: int,
             yield from _cloak_chunk(chunk)
         return
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with multiprocessing.get_context(method).Pool(workers, _init_worker, initargs) as pool:
+    with multiprocessing.get_context(method).Pool(workers, _init_pool_worker, initargs) as pool:
         pending: deque = deque()
         for chunk in chunks:  # keep a bounded number of chunks in flight: constant memory
             pending.append(pool.apply_async(_cloak_chunk, (chunk,)))
@@ -137,6 +153,27 @@ def _results(chunks: Iterator[list[tuple[int, bytes]]], workers: int,
                 yield from pending.popleft().get()
         while pending:
             yield from pending.popleft().get()
+
+
+@contextlib.contextmanager
+def _interrupts_between_records():
+    """Turn Ctrl-C / SIGTERM into a request honoured between records.
+
+    An interrupt that landed between writing a record and counting it would leave a checkpoint that
+    disagrees with the output; deferring it to a safe point keeps the two in step. (Forked workers
+    inherit the handler and keep computing; the pool is terminated when the run unwinds.)
+    """
+    requested: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield requested
+        return
+    previous = {sig: signal.signal(sig, lambda signum, frame: requested.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield requested
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants: int = 1,
@@ -171,36 +208,37 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
             stats.restore(out.resumed_state)
             lo = max(lo, out.resumed_state["line"])
         last_line = lo
-        from tqdm import tqdm
-
         bar = tqdm(total=None if hi is None else hi - lo, unit="line", disable=progress is False
                    or None, leave=False, desc="cloak perturb")
         last_checkpoint = time.monotonic()
         initargs = (perturber, variants, text_field, input_name(in_path))
-        try:
-            for number, lines, changed, edits in _results(
-                    _chunks(read_lines(in_path, lo, hi)), workers, initargs):
-                if lines is None:
-                    error = RecordError(*edits)
-                    if on_error == "fail":
-                        raise error
-                    stats.skipped.add(error)
-                else:
-                    for line in lines:
-                        out.write(line)
-                    stats.read += 1
-                    stats.written += len(lines)
-                    stats.changed += changed
-                    stats.edits.update(edits)
-                bar.update(number - last_line)
-                last_line = number
-                if time.monotonic() - last_checkpoint > CHECKPOINT_SECONDS:
-                    out.checkpoint(stats.state(last_line))
-                    last_checkpoint = time.monotonic()
-        except BaseException:
-            out.checkpoint(stats.state(last_line))  # everything written so far is consistent
-            raise
-        finally:
-            bar.close()
+        with _interrupts_between_records() as interrupted:
+            try:
+                for number, lines, changed, edits in _results(
+                        _chunks(read_lines(in_path, lo, hi)), workers, initargs):
+                    if interrupted:
+                        raise KeyboardInterrupt
+                    if lines is None:
+                        error = RecordError(*edits)
+                        if on_error == "fail":
+                            raise error
+                        stats.skipped.add(error)
+                    else:
+                        for line in lines:
+                            out.write(line)
+                        stats.read += 1
+                        stats.written += len(lines)
+                        stats.changed += changed
+                        stats.edits.update(edits)
+                    bar.update(number - last_line)
+                    last_line = number
+                    if time.monotonic() - last_checkpoint > CHECKPOINT_SECONDS:
+                        out.checkpoint(stats.state(last_line))
+                        last_checkpoint = time.monotonic()
+            except BaseException:
+                out.checkpoint(stats.state(last_line))  # we stop between records: all consistent
+                raise
+            finally:
+                bar.close()
     stats.seconds = time.perf_counter() - started
     return stats

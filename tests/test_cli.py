@@ -72,18 +72,19 @@ def test_bad_options_are_clear(tmp_path, sample_path):
                                                "--shard", "half").stderr
 
 
-def test_ctrl_c_leaves_no_output_and_resume_finishes_the_job(tmp_path, sample_path):
+@pytest.mark.parametrize("sig, workers", [(signal.SIGINT, 1), (signal.SIGTERM, 2)])
+def test_ctrl_c_leaves_no_output_and_resume_finishes_the_job(tmp_path, sample_path, sig, workers):
     big = tmp_path / "big.jsonl"
     lines = Path(sample_path).read_bytes()
     big.write_bytes(lines * 150)  # 45,000 records: a few seconds of work
     out, whole = tmp_path / "out.jsonl", tmp_path / "whole.jsonl"
-    args = ["perturb", "--in", big, "--ops", "homophone,emoji,split", "--variants", 2]
+    args = ["perturb", "--in", big, "--ops", "homophone,emoji,split", "--variants", 2, "--workers", workers]
     proc = subprocess.Popen([*CLOAK, *map(str, args), "--out", str(out)], stderr=subprocess.PIPE, text=True)
     partial = Path(str(out) + ".partial")
     deadline = time.time() + 60
     while (not partial.exists() or partial.stat().st_size < 100_000) and time.time() < deadline:
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "rerun with --resume" in err
