@@ -8,6 +8,7 @@ nothing to offer for a word (no emoji for 歧视) hands it to the next. Randomne
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
@@ -36,6 +37,9 @@ class Cloaked(NamedTuple):
     @property
     def changed(self) -> bool:
         return bool(self.edits)
+
+
+_position = itemgetter(1, 2)  # (start, end) of an Edit
 
 
 def _splice(text: str, edits: Sequence[Edit]) -> str:
@@ -125,11 +129,13 @@ class Perturber:
             for op in ops:
                 found = op.apply(text, rng, (span,))
                 if found:
+                    if len(found) > 1:  # an op of one's own may list a span's edits in any order
+                        found.sort(key=_position)
                     edits.extend(found)
                     break
         if not edits:
             return Cloaked(text, text, [])
-        edits.sort(key=lambda e: (e.start, e.end))
+        # Spans are sorted and disjoint, and each op returns its edits in order: already sorted.
         return Cloaked(_splice(text, edits), text, edits)
 
     def augment(self, texts: Iterable[str], n: int = 1, *, epoch: int = 0) -> list[str]:

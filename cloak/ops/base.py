@@ -31,7 +31,7 @@ class Op:
         return edits
 
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
-        """Edits cloaking ``text[start:end]``; [] when this op has nothing to offer there."""
+        """Edits cloaking ``text[start:end]``, sorted by position; [] when this op has nothing there."""
         raise NotImplementedError
 
     def prepare(self) -> None:

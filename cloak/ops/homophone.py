@@ -56,6 +56,17 @@ def char_index(tone: str) -> dict[str, Candidates]:
     return _candidates(groups)
 
 
+def _without(candidates: Candidates | None, avoid: str) -> Candidates | None:
+    """The candidates other than ``avoid`` (the word or character being replaced), or None."""
+    if candidates is None or avoid not in candidates[0]:
+        return candidates
+    kept = [(w, hi - lo) for w, lo, hi in zip(candidates[0], (0.0, *candidates[1]), candidates[1])
+            if w != avoid]
+    if not kept:
+        return None
+    return tuple(w for w, _ in kept), tuple(accumulate(weight for _, weight in kept))
+
+
 @register_op
 @dataclass
 class Homophone(Op):
@@ -80,16 +91,17 @@ class Homophone(Op):
             word_index(self.tone)
 
     def candidates(self, word: str) -> tuple[Candidates | None, tuple[Candidates | None, ...]]:
-        """(same-sounding words, same-sounding characters for each character) of a word."""
+        """(other same-sounding words, other same-sounding characters for each character) of a word."""
         if all(is_han(ch) for ch in word):
             reading: tuple[str | None, ...] = word_reading(word)
         else:
             reading = tuple((char_readings(ch) or (None,))[0] if is_han(ch) else None for ch in word)
         words = None
         if self.word and 2 <= len(word) <= MAX_WORD_LEN and None not in reading:
-            words = word_index(self.tone).get(reading_key(reading, self.tone))
+            words = _without(word_index(self.tone).get(reading_key(reading, self.tone)), word)
         index = char_index(self.tone)
-        chars = tuple(index.get(syllable_key(s, self.tone)) if s else None for s in reading)
+        chars = tuple(_without(index.get(syllable_key(s, self.tone)), ch) if s else None
+                      for s, ch in zip(reading, word))
         return words, chars
 
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
