@@ -147,5 +147,28 @@ def list_ops() -> None:
         click.echo(f"{'':12} parameters: {params}")
 
 
+def _add_plugin_commands() -> None:
+    """Commands of the packages built on cloak (``render``, ``speech``) register themselves under
+    the entry-point group ``mmcloak.cloak_commands``: cloak itself never imports them."""
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="mmcloak.cloak_commands"):
+        if entry.name not in main.commands:
+            try:
+                main.add_command(entry.load(), entry.name)
+            except ImportError as e:  # an optional extra that is not installed
+                main.add_command(_missing(entry.name, e), entry.name)
+
+
+def _missing(name: str, error: ImportError) -> click.Command:
+    @click.command(name, help=f"(unavailable: {error})", context_settings={"ignore_unknown_options": True})
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def command(args) -> None:
+        _fail(f"`cloak {name}` needs an optional dependency: {error}. Install mmcloak[all].")
+    return command
+
+
+_add_plugin_commands()
+
 if __name__ == "__main__":
     main()

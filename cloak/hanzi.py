@@ -28,6 +28,12 @@ def _in_gb2312(ch: str) -> bool:
 
 
 @functools.cache
+def gb2312_chars() -> tuple[str, ...]:
+    """The 6,763 Chinese characters of GB2312, in code point order."""
+    return tuple(chr(c) for c in range(0x4E00, 0xA000) if _in_gb2312(chr(c)))
+
+
+@functools.cache
 def word_frequencies() -> dict[str, int]:
     """jieba's dictionary as {word: frequency}."""
     import jieba

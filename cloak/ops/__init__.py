@@ -5,11 +5,12 @@ from .english import English
 from .homophone import Homophone
 from .romanize import Abbrev, Pinyin
 from .script import Traditional, Variant
+from .similar import Similar
 from .split import Split
 from .typography import FullWidth, Noise, Shuffle, ZeroWidth
 
 __all__ = [
     "Op", "available_ops", "make_op", "parse_ops", "register_op",
-    "Abbrev", "Emoji", "English", "FullWidth", "Homophone", "Noise", "Pinyin", "Shuffle", "Split",
+    "Abbrev", "Emoji", "English", "FullWidth", "Homophone", "Noise", "Pinyin", "Shuffle", "Similar", "Split",
     "Traditional", "Variant", "ZeroWidth",
 ]

@@ -1,0 +1,106 @@
+"""``cloak render``: glyph images of a corpus, a preview picture, and the similarity index."""
+from __future__ import annotations
+
+import sys
+from importlib import resources
+
+import click
+
+from cloak.io import ON_ERROR, RecordError
+
+from .fonts import FontNotFoundError, font_file
+
+
+def _fail(message: str) -> None:
+    click.echo(f"cloak render: error: {message}", err=True)
+    sys.exit(1)
+
+
+@click.command()
+@click.option("--in", "in_path", metavar="FILE|-", help="JSONL records whose texts to render.")
+@click.option("--out", "out_dir", metavar="DIR", help="Where the shards (.npz) and index.jsonl go.")
+@click.option("--size", type=click.IntRange(8), default=64, show_default=True,
+              help="Image side in pixels (224 for CLIP).")
+@click.option("--mode", type=click.Choice(["L", "RGB"]), default="L", show_default=True,
+              help="Greyscale or colour (emoji keep their colours in RGB).")
+@click.option("--font", "font_path", metavar="FILE", help="CJK font file [default: found by fontconfig].")
+@click.option("--shard-size", type=click.IntRange(1), default=1000, show_default=True,
+              help="Records per .npz shard.")
+@click.option("--cache-dir", metavar="DIR", help="Also cache every glyph image on disk here.")
+@click.option("--resume", is_flag=True, help="Keep the shards a previous run completed.")
+@click.option("--on-error", type=click.Choice(ON_ERROR), default="fail", show_default=True,
+              help="On a bad input line: stop naming it, or skip it.")
+@click.option("--preview", metavar="TEXT", help="Draw TEXT and its cloaked variants to -o instead.")
+@click.option("-o", "preview_out", metavar="PNG", default="preview.png", show_default=True,
+              help="Where --preview writes its picture.")
+@click.option("--ops", default="homophone,similar,split,emoji", show_default=True,
+              help="Ops for the --preview variants.")
+@click.option("--targets", default="all", show_default=True, help="Targets for the --preview variants.")
+@click.option("--variants", type=click.IntRange(0), default=3, show_default=True,
+              help="Cloaked variants drawn under the --preview text.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the --preview variants.")
+@click.option("--build-similarity-index", "build_index", is_flag=True,
+              help="Rebuild the look-alike index that cloak's `similar` op reads.")
+@click.option("--index-out", metavar="FILE",
+              help="Where --build-similarity-index writes [default: the one cloak ships].")
+def render(in_path, out_dir, size, mode, font_path, shard_size, cache_dir, resume, on_error,
+           preview, preview_out, ops, targets, variants, seed, build_index, index_out) -> None:
+    """Render texts as glyph images: one image per token (character, Latin run, emoji).
+
+    \b
+    cloak render --in data.jsonl --out glyphs/ [--size 224 --mode RGB]
+    cloak render --preview "黑人都是垃圾" -o preview.png
+    cloak render --build-similarity-index
+    """
+    modes = sum(bool(x) for x in (in_path, preview, build_index))
+    if modes != 1:
+        raise click.UsageError("give exactly one of --in (with --out), --preview, --build-similarity-index")
+    try:
+        font = font_file(font_path) if font_path else None
+        if build_index:
+            _build_index(font, index_out)
+        elif preview is not None:
+            _preview(preview, preview_out, font, ops, targets, variants, seed)
+        else:
+            if not out_dir:
+                raise click.UsageError("--in needs --out DIR")
+            from .corpus import render_corpus
+            from .glyphs import GlyphRenderer
+
+            renderer = GlyphRenderer(size=size, mode=mode, font=font, cache_dir=cache_dir)
+            meta = render_corpus(in_path, out_dir, renderer, shard_size=shard_size, resume=resume,
+                                 on_error=on_error)
+            click.echo(f"cloak render: {meta['records']} records, {meta['tokens']} tokens, "
+                       f"{meta['rendered']} distinct images drawn, {meta['shards']} shards in {out_dir}",
+                       err=True)
+    except (FontNotFoundError, RecordError, ValueError, OSError) as e:
+        _fail(str(e))
+
+
+def _preview(text, out, font, ops, targets, variants, seed) -> None:
+    from cloak import Perturber
+
+    from .glyphs import GlyphRenderer
+    from .preview import preview_image
+
+    perturber = Perturber(ops=ops, targets=targets, seed=seed)
+    rows = [text] + [perturber(text, variant=v).text for v in range(variants)]
+    preview_image(rows, GlyphRenderer(size=48, mode="RGB", font=font)).save(out)
+    for row in rows:
+        click.echo(row)
+    click.echo(f"cloak render: wrote {out}", err=True)
+
+
+def _build_index(font, index_out) -> None:
+    import time
+
+    from .similarity import build_similarity_index, write_similarity_index
+
+    started = time.perf_counter()
+    index = build_similarity_index(font=font)
+    if index_out is None:
+        with resources.as_file(resources.files("cloak") / "data" / "similar_chars.tsv") as path:
+            index_out = str(path)
+    write_similarity_index(index, index_out, font)
+    click.echo(f"cloak render: {len(index)} characters indexed in {time.perf_counter() - started:.1f} s "
+               f"-> {index_out}", err=True)

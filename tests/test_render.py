@@ -1,0 +1,161 @@
+"""Glyph rendering, the similarity index and the `similar` op."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from cloak import Perturber, apply_edits
+from cloak.hanzi import common_chars
+from cloak.ops.similar import similar_chars
+
+LOOKALIKES = ["己已巳", "未末", "土士", "人入", "日曰", "戊戌戍", "大太犬", "王玉主", "今令", "间问"]
+
+
+@pytest.fixture(scope="module")
+def render():
+    """The render package with a CJK font; CI installs one, so there a missing font fails."""
+    import render
+    from render import FontNotFoundError
+
+    try:
+        render.find_cjk_font()
+    except FontNotFoundError:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip("no CJK font installed (apt-get install fonts-noto-cjk fonts-noto-color-emoji)")
+    return render
+
+
+def test_every_chinese_character_leaves_ink(render, sample_texts):
+    renderer = render.GlyphRenderer(size=32)
+    chars = sorted({ch for text in sample_texts for ch in text if ch in common_chars()})
+    images = renderer.render_batch(chars)
+    assert images.shape == (len(chars), 32, 32) and images.dtype == np.uint8
+    assert len(chars) > 500
+    assert (images.reshape(len(chars), -1).min(axis=1) < 100).all()  # dark ink on every glyph
+    assert (images[:, 0, :] > 200).all() and (images[:, -1, :] > 200).all()  # a white margin
+
+
+def test_tokens_of_every_kind(render):
+    renderer = render.GlyphRenderer(size=48, mode="RGB")
+    tokens = ["人", "同性恋", "##人", "nmsl", "123", "🐶", "黑🐶人", "👩‍👩‍👧"]
+    images = renderer.render_batch(tokens)
+    assert images.shape == (8, 48, 48, 3)
+    assert (images.reshape(8, -1).min(axis=1) < 128).all()
+    assert (images[2] == images[0]).all()  # a wordpiece is drawn without its ##
+    dog = images[5].astype(int)
+    colourful = (np.abs(dog[..., 0] - dog[..., 1]) > 40) | (np.abs(dog[..., 1] - dog[..., 2]) > 40)
+    assert colourful.sum() > 100  # emoji come out in colour
+    grey = render.GlyphRenderer(size=48).render("🐶")
+    assert grey.shape == (48, 48) and grey.min() < 200
+    assert render.glyph_tokens("黑人🐶nmsl 123，[机智]") == \
+        ["黑", "人", "🐶", "nmsl", "123", "，", "[", "机", "智", "]"]
+
+
+def test_same_input_same_bytes_and_cache_hits_draw_nothing(render, tmp_path):
+    a = render.GlyphRenderer(size=40, cache_dir=tmp_path)
+    first = a.render_batch(["黑人", "🐶", "垃圾"]).tobytes()
+    assert a.renders == 3
+    assert a.render_batch(["黑人", "🐶", "垃圾"]).tobytes() == first and a.renders == 3
+    b = render.GlyphRenderer(size=40, cache_dir=tmp_path)  # a new process would find them on disk
+    assert b.render_batch(["黑人", "🐶", "垃圾"]).tobytes() == first and b.renders == 0
+    c = render.GlyphRenderer(size=40)
+    assert c.render_batch(["黑人", "🐶", "垃圾"]).tobytes() == first and c.renders == 3
+
+
+def test_clip_ready_images(render):
+    images = render.clip_images(["黑", "🐶"])
+    assert images.shape == (2, 224, 224, 3) and images.dtype == np.uint8
+
+
+def test_a_missing_font_says_what_to_install(render, monkeypatch):
+    from render import fonts
+
+    monkeypatch.setattr(fonts, "_fc_match", lambda pattern: None)
+    monkeypatch.setattr(fonts, "_CJK_PATHS", ())
+    fonts.find_cjk_font.cache_clear()
+    try:
+        with pytest.raises(fonts.FontNotFoundError, match="apt-get install fonts-noto-cjk"):
+            fonts.find_cjk_font()
+    finally:
+        fonts.find_cjk_font.cache_clear()
+    with pytest.raises(fonts.FontNotFoundError, match="font file not found"):
+        fonts.font_file("/nonexistent/font.ttf")
+
+
+def test_shipped_index_puts_lookalikes_in_each_others_top_five():
+    table = similar_chars()
+    assert len(table) == 6763
+    for group in LOOKALIKES:
+        for a in group:
+            for b in group:
+                if a != b:
+                    assert b in table[a][:5], f"{b} not in the top 5 of {a}: {table[a]}"
+
+
+def test_index_rebuilt_from_the_font_agrees(render):
+    from render.similarity import build_similarity_index
+
+    chars = "".join(LOOKALIKES) + "".join(sorted(common_chars())[:400])
+    index = build_similarity_index(chars)
+    for group in LOOKALIKES:
+        for a in group:
+            top = [n for n, _ in index[a][:5]]
+            assert all(b in top for b in group if b != a), (a, top)
+
+
+def test_similar_op_swaps_for_common_lookalikes(sample_texts):
+    p = Perturber(ops="similar", targets="all", rate=0.5, seed=2)
+    n = 0
+    for text in sample_texts[:100]:
+        out = p(text)
+        assert apply_edits(text, out.edits) == out.text
+        for e in out.edits:
+            assert e.dst in similar_chars()[e.src][:10] and e.dst in common_chars()
+            n += 1
+    assert n > 200
+
+
+def run_render(*args):
+    return subprocess.run([sys.executable, "-m", "cloak.cli", "render", *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def test_preview_rows_have_ink_where_the_text_is(render, tmp_path):
+    out = tmp_path / "preview.png"
+    result = run_render("--preview", "黑人都是垃圾", "-o", out, "--variants", 2)
+    assert result.returncode == 0, result.stderr
+    rows = result.stdout.splitlines()
+    assert rows[0] == "黑人都是垃圾" and len(rows) == 3
+    image = np.asarray(Image.open(out).convert("L"))
+    from render.preview import GAP
+
+    size = 48
+    for r, text in enumerate(rows):
+        y = GAP + r * (size + GAP)
+        for t, token in enumerate(render.glyph_tokens(text)):
+            cell = image[y:y + size, GAP + t * size:GAP + (t + 1) * size]
+            assert cell.min() < 128, f"row {r} token {token!r} has no ink"
+        after = image[y:y + size, GAP + len(render.glyph_tokens(text)) * size:]
+        assert after.size == 0 or after.min() > 250  # and none past the text
+
+
+def test_render_a_corpus(render, tmp_path, sample_path):
+    from render.corpus import load_record_images
+    from tests.conftest import read_jsonl
+
+    out = tmp_path / "glyphs"
+    result = run_render("--in", sample_path, "--out", out, "--size", 32, "--shard-size", 100)
+    assert result.returncode == 0, result.stderr
+    index = read_jsonl(out / "index.jsonl")
+    records = read_jsonl(sample_path)
+    assert len(index) == 300 and sorted(os.listdir(out))[:3] == ["index.jsonl", "meta.json", "shard-00000.npz"]
+    tokens, images = load_record_images(str(out), index[123]["shard"], index[123]["row"])
+    assert tokens == index[123]["tokens"] == render.glyph_tokens(records[123]["text"])
+    assert images.shape == (len(tokens), 32, 32)
+    assert (images == render.GlyphRenderer(size=32).render_batch(tokens)).all()
+    usage = run_render("--in", sample_path)
+    assert usage.returncode != 0 and "--in needs --out" in usage.stderr
