@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.installed-bench
-DEMO_OPS ?= homophone,emoji,split,abbrev,pinyin,english
+DEMO_OPS ?= homophone,similar,emoji,split,abbrev,pinyin,english
 
 .PHONY: demo test bench clean
 
@@ -32,6 +32,7 @@ test: $(INSTALLED)
 COLD ?= ../shared/data/cold
 bench: $(BENCH_INSTALLED)
 	$(BIN)/python bench/perturb.py --cold $(COLD)
+	$(BIN)/python bench/render.py --cold $(COLD)
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache .hypothesis *.egg-info

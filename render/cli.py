@@ -35,7 +35,7 @@ def _fail(message: str) -> None:
               help="Where --preview writes its picture.")
 @click.option("--ops", default="homophone,similar,split,emoji", show_default=True,
               help="Ops for the --preview variants.")
-@click.option("--targets", default="all", show_default=True, help="Targets for the --preview variants.")
+@click.option("--targets", default="lexicon", show_default=True, help="Targets for the --preview variants.")
 @click.option("--variants", type=click.IntRange(0), default=3, show_default=True,
               help="Cloaked variants drawn under the --preview text.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the --preview variants.")

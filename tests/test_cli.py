@@ -18,19 +18,21 @@ def cloak(*args, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([*CLOAK, *map(str, args)], capture_output=True, text=True, **kwargs)
 
 
-@pytest.mark.parametrize("command", [[], ["perturb"], ["convert"], ["show"], ["ops"]])
+@pytest.mark.parametrize("command", [[], ["perturb"], ["convert"], ["show"], ["ops"], ["render"]])
 def test_help_explains_every_flag(command):
     result = cloak(*command, "--help")
     assert result.returncode == 0
-    if command == ["perturb"]:
-        for flag in ("--in", "--out", "--ops", "--targets", "--rate", "--variants", "--seed", "--workers",
-                     "--shard", "--on-error", "--resume", "--protect"):
-            assert flag in result.stdout
+    flags = {"perturb": ("--in", "--out", "--ops", "--targets", "--rate", "--variants", "--seed",
+                         "--workers", "--shard", "--on-error", "--resume", "--protect"),
+             "render": ("--in", "--out", "--size", "--mode", "--font", "--cache-dir", "--preview",
+                        "--build-similarity-index")}
+    for flag in flags.get("".join(command), ()):
+        assert flag in result.stdout
 
 
 def test_ops_lists_every_op():
     out = cloak("ops").stdout
-    for name in ("homophone", "split", "abbrev", "pinyin", "english", "emoji", "traditional",
+    for name in ("homophone", "similar", "split", "abbrev", "pinyin", "english", "emoji", "traditional",
                  "variant", "shuffle", "noise", "zerowidth", "fullwidth"):
         assert f"\n{name} " in "\n" + out
 

@@ -53,6 +53,11 @@ class Op:
         """
         found = [(i, o) for i in range(start, end)
                  if (o := options(i)) and (len(o[0]) > 1 or o[0][0] != text[i])]
+        return self.swap_some(text, found, rng, share)
+
+    def swap_some(self, text: str, found: list[tuple[int, Candidates]], rng: Rng,
+                  share: float) -> list[Edit]:
+        """Swap about ``share`` of the characters at ``found`` = [(position, candidates)], at least one."""
         if not found:
             return []
         chosen = [f for f in found if rng.random() < share] or [rng.choice(found)]

@@ -90,8 +90,8 @@ class Homophone(Op):
         if self.word:
             word_index(self.tone)
 
-    def candidates(self, word: str) -> tuple[Candidates | None, tuple[Candidates | None, ...]]:
-        """(other same-sounding words, other same-sounding characters for each character) of a word."""
+    def candidates(self, word: str) -> tuple[Candidates | None, tuple[tuple[int, Candidates], ...]]:
+        """(other same-sounding words, [(offset, other same-sounding characters)]) of a word."""
         if all(is_han(ch) for ch in word):
             reading: tuple[str | None, ...] = word_reading(word)
         else:
@@ -100,9 +100,9 @@ class Homophone(Op):
         if self.word and 2 <= len(word) <= MAX_WORD_LEN and None not in reading:
             words = _without(word_index(self.tone).get(reading_key(reading, self.tone)), word)
         index = char_index(self.tone)
-        chars = tuple(_without(index.get(syllable_key(s, self.tone)), ch) if s else None
-                      for s, ch in zip(reading, word))
-        return words, chars
+        chars = ((k, _without(index.get(syllable_key(s, self.tone)), ch) if s else None)
+                 for k, (s, ch) in enumerate(zip(reading, word)))
+        return words, tuple((k, c) for k, c in chars if c is not None)
 
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
         word = text[start:end]
@@ -115,4 +115,4 @@ class Homophone(Op):
         new = pick(words, word, rng)
         if new is not None:
             return [Edit(self.name, start, end, word, new)]
-        return self.replace_chars(text, start, end, rng, lambda i: chars[i - start], self.share)
+        return self.swap_some(text, [(start + k, c) for k, c in chars], rng, self.share)
