@@ -8,8 +8,8 @@ nothing to offer for a word (no emoji for 歧视) hands it to the next. Randomne
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
-from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from .edits import Edit
@@ -40,6 +40,14 @@ class Cloaked(NamedTuple):
 
 
 _position = itemgetter(1, 2)  # (start, end) of an Edit
+
+
+def _span_cloaker(op: Op) -> Callable[[str, int, int, Rng], list[Edit]]:
+    """``op.apply`` on one span; straight to ``edit_span`` where ``apply`` is the base class's loop
+    (one Python call less per target: a tenth of the homophone op's time on a typical post)."""
+    if type(op).apply is Op.apply:
+        return op.edit_span
+    return lambda text, start, end, rng: op.apply(text, rng, ((start, end),))
 
 
 def _splice(text: str, edits: Sequence[Edit]) -> str:
@@ -82,6 +90,7 @@ class Perturber:
         self.seed = int(seed)
         self.protect = re.compile(protect) if protect else None
         self._prepared = False
+        self._cloakers = [_span_cloaker(op) for op in self.ops]
 
     def __repr__(self) -> str:
         ops = ",".join(op.spec() for op in self.ops)
@@ -121,13 +130,13 @@ class Perturber:
         if not spans:
             return Cloaked(text, text, [])
         edits: list[Edit] = []
-        ops = self.ops
-        for span in spans:
-            if len(ops) > 1:
-                ops = list(self.ops)
-                rng.shuffle(ops)
-            for op in ops:
-                found = op.apply(text, rng, (span,))
+        cloakers = self._cloakers
+        for start, end in spans:
+            if len(cloakers) > 1:
+                cloakers = list(self._cloakers)
+                rng.shuffle(cloakers)
+            for cloak_span in cloakers:
+                found = cloak_span(text, start, end, rng)
                 if found:
                     if len(found) > 1:  # an op of one's own may list a span's edits in any order
                         found.sort(key=_position)

@@ -24,6 +24,8 @@ def _fail(message: str) -> None:
 @click.option("--mode", type=click.Choice(["L", "RGB"]), default="L", show_default=True,
               help="Greyscale or colour (emoji keep their colours in RGB).")
 @click.option("--font", "font_path", metavar="FILE", help="CJK font file [default: found by fontconfig].")
+@click.option("--emoji-font", "emoji_font_path", metavar="FILE",
+              help="Colour-emoji font file [default: found by fontconfig].")
 @click.option("--shard-size", type=click.IntRange(1), default=1000, show_default=True,
               help="Records per .npz shard.")
 @click.option("--cache-dir", metavar="DIR", help="Also cache every glyph image on disk here.")
@@ -43,8 +45,8 @@ def _fail(message: str) -> None:
               help="Rebuild the look-alike index that cloak's `similar` op reads.")
 @click.option("--index-out", metavar="FILE",
               help="Where --build-similarity-index writes [default: the one cloak ships].")
-def render(in_path, out_dir, size, mode, font_path, shard_size, cache_dir, resume, on_error,
-           preview, preview_out, ops, targets, variants, seed, build_index, index_out) -> None:
+def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size, cache_dir, resume,
+           on_error, preview, preview_out, ops, targets, variants, seed, build_index, index_out) -> None:
     """Render texts as glyph images: one image per token (character, Latin run, emoji).
 
     \b
@@ -57,17 +59,19 @@ def render(in_path, out_dir, size, mode, font_path, shard_size, cache_dir, resum
         raise click.UsageError("give exactly one of --in (with --out), --preview, --build-similarity-index")
     try:
         font = font_file(font_path) if font_path else None
+        emoji_font = font_file(emoji_font_path) if emoji_font_path else None
         if build_index:
             _build_index(font, index_out)
         elif preview is not None:
-            _preview(preview, preview_out, font, ops, targets, variants, seed)
+            _preview(preview, preview_out, font, emoji_font, ops, targets, variants, seed)
         else:
             if not out_dir:
                 raise click.UsageError("--in needs --out DIR")
             from .corpus import render_corpus
             from .glyphs import GlyphRenderer
 
-            renderer = GlyphRenderer(size=size, mode=mode, font=font, cache_dir=cache_dir)
+            renderer = GlyphRenderer(size=size, mode=mode, font=font, emoji_font=emoji_font,
+                                     cache_dir=cache_dir)
             meta = render_corpus(in_path, out_dir, renderer, shard_size=shard_size, resume=resume,
                                  on_error=on_error)
             click.echo(f"cloak render: {meta['records']} records, {meta['tokens']} tokens, "
@@ -77,7 +81,7 @@ def render(in_path, out_dir, size, mode, font_path, shard_size, cache_dir, resum
         _fail(str(e))
 
 
-def _preview(text, out, font, ops, targets, variants, seed) -> None:
+def _preview(text, out, font, emoji_font, ops, targets, variants, seed) -> None:
     from cloak import Perturber
 
     from .glyphs import GlyphRenderer
@@ -85,7 +89,7 @@ def _preview(text, out, font, ops, targets, variants, seed) -> None:
 
     perturber = Perturber(ops=ops, targets=targets, seed=seed)
     rows = [text] + [perturber(text, variant=v).text for v in range(variants)]
-    preview_image(rows, GlyphRenderer(size=48, mode="RGB", font=font)).save(out)
+    preview_image(rows, GlyphRenderer(size=48, mode="RGB", font=font, emoji_font=emoji_font)).save(out)
     for row in rows:
         click.echo(row)
     click.echo(f"cloak render: wrote {out}", err=True)

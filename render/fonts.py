@@ -23,6 +23,7 @@ CJK_FAMILIES = ("Noto Sans CJK SC", "Source Han Sans SC", "Source Han Sans CN", 
                 "WenQuanYi Micro Hei", "AR PL UMing CN", "AR PL UKai CN", "Droid Sans Fallback",
                 "PingFang SC", "Microsoft YaHei")
 EMOJI_FAMILIES = ("Noto Color Emoji", "Apple Color Emoji", "Segoe UI Emoji", "Twemoji")
+FALLBACK_FAMILIES = ("DejaVu Sans", "Noto Sans", "Liberation Sans", "Arial")
 
 _CJK_PATHS = (
     "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
@@ -35,6 +36,12 @@ _CJK_PATHS = (
     "/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
     "/System/Library/Fonts/PingFang.ttc",
     "C:/Windows/Fonts/msyh.ttc",
+)
+_FALLBACK_PATHS = (
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/System/Library/Fonts/Supplemental/Arial.ttf",
+    "C:/Windows/Fonts/arial.ttf",
 )
 _EMOJI_PATHS = (
     "/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf",
@@ -122,6 +129,12 @@ def find_cjk_font() -> FontFile:
 def find_emoji_font() -> FontFile | None:
     """The installed colour-emoji font, or None (emoji are then drawn with the CJK font)."""
     return _find(EMOJI_FAMILIES, _EMOJI_PATHS)
+
+
+@functools.cache
+def find_fallback_font() -> FontFile | None:
+    """A font for what the CJK font has no glyph for (Cyrillic, Thai, math ...), or None."""
+    return _find(FALLBACK_FAMILIES, _FALLBACK_PATHS)
 
 
 def font_file(path: str) -> FontFile:

@@ -1,10 +1,10 @@
 """Glyph images of tokens: what a reader (and MMBERT's vision modality) sees of a post.
 
 A token — a character, a word, a wordpiece such as ``##人``, Latin, digits, emoji or a mix — is drawn
-on one line in its own fonts (Chinese and Latin with the CJK font, emoji with the colour-emoji font at
-its native bitmap size, then scaled), and the line's layout box (advance width x em height, not the
-ink's bounding box, so that 一 stays a thin stroke and 曰 stays wider than 日) is scaled to fit a
-square and centred. Black ink on white; greyscale (``L``) or ``RGB`` (emoji keep their colours).
+on one line in its own fonts (Chinese and Latin with the CJK font, what it lacks with a fallback font
+such as DejaVu Sans, emoji with the colour-emoji font at its native bitmap size, then scaled), and
+the line's layout box (advance width x em height, not the ink's bounding box, so that 一 stays a thin
+stroke and 曰 stays wider than 日) is scaled to fit a square and centred. Black ink on white; greyscale (``L``) or ``RGB`` (emoji keep their colours).
 
 Every image is cached per (token, fonts, size, mode) in memory and, with ``cache_dir``, on disk as
 PNG, so a corpus costs one render per distinct token.
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from .fonts import FontFile, find_cjk_font, find_emoji_font
+from .fonts import FontFile, find_cjk_font, find_emoji_font, find_fallback_font
 
 MODES = ("L", "RGB")
 REF_SIZE = 128  # drawing size; images are scaled down from it
@@ -34,6 +34,22 @@ _TOKEN = re.compile(r"[A-Za-z0-9]+|\S", re.UNICODE)
 @functools.cache
 def _font(font: FontFile, size: int) -> ImageFont.FreeTypeFont:
     return ImageFont.truetype(font.path, size, index=font.index)
+
+
+@functools.cache
+def _notdef(font: FontFile) -> bytes:
+    """What the font draws for a character it does not have (its .notdef box)."""
+    return _mask(font, "\U0010fffd")
+
+
+def _mask(font: FontFile, ch: str) -> bytes:
+    mask = _font(font, 32).getmask(ch)
+    return bytes(mask.size) + bytes(mask)
+
+
+@functools.lru_cache(maxsize=100_000)
+def has_glyph(font: FontFile, ch: str) -> bool:
+    return ch.isspace() or _mask(font, ch) != _notdef(font)
 
 
 def _emoji_spans(text: str) -> list[tuple[int, int]]:
@@ -64,7 +80,8 @@ class GlyphRenderer:
 
     def __init__(self, size: int = 64, mode: str = "L", font: FontFile | None = None,
                  emoji_font: FontFile | None = None, margin: float = 0.06,
-                 cache_dir: str | os.PathLike | None = None) -> None:
+                 cache_dir: str | os.PathLike | None = None,
+                 fallback_font: FontFile | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         if size < 8:
@@ -72,13 +89,14 @@ class GlyphRenderer:
         self.size, self.mode, self.margin = size, mode, margin
         self.font = font or find_cjk_font()
         self.emoji_font = emoji_font if emoji_font is not None else find_emoji_font()
+        self.fallback_font = fallback_font if fallback_font is not None else find_fallback_font()
         self.cache_dir = os.fspath(cache_dir) if cache_dir else None
         self._memory: dict[str, np.ndarray] = {}
         self.renders = 0  # images actually drawn (cache misses)
 
     def _key(self, token: str) -> str:
-        emoji_key = self.emoji_font.key if self.emoji_font else "-"
-        return f"{token}\x1f{self.font.key}\x1f{emoji_key}\x1f{self.size}\x1f{self.mode}\x1f{self.margin}"
+        fonts = "\x1f".join(f.key if f else "-" for f in (self.font, self.emoji_font, self.fallback_font))
+        return f"{token}\x1f{fonts}\x1f{self.size}\x1f{self.mode}\x1f{self.margin}"
 
     def render(self, token: str) -> np.ndarray:
         """The image of one token: uint8 array (size, size) for L, (size, size, 3) for RGB."""
@@ -139,7 +157,7 @@ class GlyphRenderer:
         spans = _emoji_spans(token) if self.emoji_font else []
         for start, end in [*spans, (len(token), len(token))]:
             if token[pos:start]:
-                pieces.append(self._draw_text(token[pos:start]))
+                pieces.extend(self._draw_text(run, font) for run, font in self._runs(token[pos:start]))
             if start < end:
                 pieces.append(self._draw_emoji(token[start:end]))
             pos = end
@@ -152,8 +170,21 @@ class GlyphRenderer:
             x += piece.width
         return line
 
-    def _draw_text(self, text: str) -> Image.Image:
-        font = _font(self.font, REF_SIZE)
+    def _runs(self, text: str) -> list[tuple[str, FontFile]]:
+        """Text split into runs of one font: the CJK font, or the fallback where it has no glyph."""
+        runs: list[tuple[str, FontFile]] = []
+        for ch in text:
+            font = self.font
+            if self.fallback_font and not has_glyph(self.font, ch) and has_glyph(self.fallback_font, ch):
+                font = self.fallback_font
+            if runs and runs[-1][1] == font:
+                runs[-1] = (runs[-1][0] + ch, font)
+            else:
+                runs.append((ch, font))
+        return runs
+
+    def _draw_text(self, text: str, font_file: FontFile) -> Image.Image:
+        font = _font(font_file, REF_SIZE)
         width = max(1, round(font.getlength(text)))
         piece = Image.new("RGBA", (width, REF_SIZE), (255, 255, 255, 0))
         ImageDraw.Draw(piece).text((0, round(REF_SIZE * IDEOGRAPHIC_BASELINE)), text, font=font,

@@ -113,7 +113,8 @@ def write_similarity_index(index: dict[str, list[tuple[str, float]]], path: str 
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(f"# visually similar characters: blurred {FEATURE_SIZE} px glyphs of "
                 f"{os.path.basename(font.path)} (face {font.index}), cosine + structure bonus, "
-                f"{len(index)} characters, built {datetime.date.today().isoformat()} by `cloak render --build-similarity-index`\n")
+                f"{len(index)} characters, built {datetime.date.today().isoformat()} "
+                f"by `cloak render --build-similarity-index`\n")
         for ch, neighbours in index.items():
             f.write(f"{ch}\t{''.join(n for n, _ in neighbours)}\n")
     os.replace(tmp, path)

@@ -51,6 +51,11 @@ def test_tokens_of_every_kind(render):
     assert colourful.sum() > 100  # emoji come out in colour
     grey = render.GlyphRenderer(size=48).render("🐶")
     assert grey.shape == (48, 48) and grey.min() < 200
+    from render.glyphs import has_glyph
+
+    if renderer.fallback_font:  # what the CJK font lacks comes from the fallback, not as a box
+        assert not has_glyph(renderer.font, "ש") and has_glyph(renderer.fallback_font, "ש")
+        assert (renderer.render("ש") != renderer.render("\U0010fffd")).any()
     assert render.glyph_tokens("黑人🐶nmsl 123，[机智]") == \
         ["黑", "人", "🐶", "nmsl", "123", "，", "[", "机", "智", "]"]
 
