@@ -13,7 +13,9 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
+
+T = TypeVar("T")
 
 ON_ERROR = ("fail", "skip")
 
@@ -107,6 +109,18 @@ def read_lines(path: str, start: int = 0, stop: int | None = None) -> Iterator[t
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
+
+
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Lists of ``size`` consecutive items (the last one shorter): streaming in constant memory."""
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def input_name(path: str) -> str:

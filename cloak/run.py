@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from .io import (AtomicWriter, RecordError, SkipLog, count_lines, dump_record, input_name, parse_record,
-                 read_lines)
+from .io import (AtomicWriter, RecordError, SkipLog, batched, count_lines, dump_record, input_name,
+                 parse_record, read_lines)
 from .perturber import Perturber
 
 CHUNK = 256
@@ -125,17 +125,6 @@ def _cloak_chunk(chunk: list[tuple[int, bytes]]) -> list[LineResult]:
     return results
 
 
-def _chunks(lines: Iterator[tuple[int, bytes]]) -> Iterator[list[tuple[int, bytes]]]:
-    chunk = []
-    for item in lines:
-        chunk.append(item)
-        if len(chunk) == CHUNK:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 def _results(chunks: Iterator[list[tuple[int, bytes]]], workers: int,
              initargs: tuple) -> Iterator[LineResult]:
     """Results line by line in input order, computed in-process or by a bounded pool of workers."""
@@ -215,7 +204,7 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
         with _interrupts_between_records() as interrupted:
             try:
                 for number, lines, changed, edits in _results(
-                        _chunks(read_lines(in_path, lo, hi)), workers, initargs):
+                        batched(read_lines(in_path, lo, hi), CHUNK), workers, initargs):
                     if interrupted:
                         raise KeyboardInterrupt
                     if lines is None:

@@ -15,26 +15,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
-
 import numpy as np
+from tqdm import tqdm
 
-from cloak.io import AtomicWriter, dump_record, read_records
+from cloak.io import AtomicWriter, batched, dump_record, read_records
 
 from .glyphs import GlyphRenderer, glyph_tokens
 
 SHARD_SIZE = 1000
-
-
-def _shards(path: str, shard_size: int, on_error: str) -> Iterator[list[dict]]:
-    shard: list[dict] = []
-    for _, record in read_records(path, on_error=on_error):
-        shard.append(record)
-        if len(shard) == shard_size:
-            yield shard
-            shard = []
-    if shard:
-        yield shard
 
 
 def _write_shard(path: str, records: list[dict], renderer: GlyphRenderer) -> None:
@@ -56,12 +44,11 @@ def render_corpus(in_path: str, out_dir: str, renderer: GlyphRenderer, *,
                   shard_size: int = SHARD_SIZE, resume: bool = False, on_error: str = "fail",
                   progress: bool | None = None) -> dict:
     """Render every record's tokens into ``out_dir``; returns the counts written to meta.json."""
-    from tqdm import tqdm
-
     os.makedirs(out_dir, exist_ok=True)
     counts = {"records": 0, "tokens": 0, "shards": 0, "rendered": 0}
     with AtomicWriter(os.path.join(out_dir, "index.jsonl")) as index:
-        for n, shard in enumerate(tqdm(_shards(in_path, shard_size, on_error), unit="shard",
+        records = (record for _, record in read_records(in_path, on_error=on_error))
+        for n, shard in enumerate(tqdm(batched(records, shard_size), unit="shard",
                                        disable=progress is False or None, leave=False,
                                        desc="cloak render")):
             name = f"shard-{n:05d}.npz"

@@ -1,6 +1,4 @@
 """The `cloak` command as a new user meets it."""
-import os
-import shutil
 import signal
 import subprocess
 import sys

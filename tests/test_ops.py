@@ -28,7 +28,7 @@ def test_homophone_sounds_the_same_and_uses_common_characters(word):
         assert new != word and edits
         reading = word_reading(word)
         for e in edits:
-            for k, (a, b) in enumerate(zip(e.src, e.dst)):
+            for k, (_, b) in enumerate(zip(e.src, e.dst)):
                 assert reading[e.start - 1 + k].rstrip("012345") in toneless(b), (word, e)
                 assert b in common_chars()
 
