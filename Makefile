@@ -8,9 +8,13 @@ DEMO_OPS ?= homophone,similar,emoji,split,abbrev,pinyin,english
 
 .PHONY: demo test bench clean
 
+# torch first, pinned to the CPU build on local disk: openai-whisper would otherwise pull a CUDA build.
+TORCH ?= torch==2.13.0
+
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,speech]'
 	touch $@
 
 $(BENCH_INSTALLED): $(INSTALLED)

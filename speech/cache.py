@@ -1,0 +1,82 @@
+"""Content-addressed stores for audio and features, safe to share between worker processes.
+
+An entry's key is a hash of what it depends on (backend, model, voice, speed and the text, for
+audio; the audio's hash, model and mode, for features), so a cache never needs invalidating: a
+different input is a different key. Entries are written to a temporary file and renamed, so two
+workers writing the same entry, or a run killed half-way, never leave a broken file; a rerun finds
+what is done and does only the rest.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from .tts import TTSBackend
+
+
+def content_key(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def audio_hash(audio: np.ndarray, sample_rate: int) -> str:
+    return hashlib.sha256(np.ascontiguousarray(audio, dtype=np.float32).tobytes()
+                          + str(sample_rate).encode()).hexdigest()
+
+
+class _Store:
+    def __init__(self, root: str | os.PathLike, suffix: str) -> None:
+        self.root = os.fspath(root)
+        self.suffix = suffix
+        os.makedirs(self.root, exist_ok=True)
+
+    def path(self, key: str) -> str:
+        return os.path.join(self.root, key[:2], key + self.suffix)
+
+    def __contains__(self, key: str) -> bool:
+        return os.path.exists(self.path(key))
+
+    def _commit(self, key: str, write) -> str:
+        path = self.path(key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp{self.suffix}"
+        write(tmp)
+        os.replace(tmp, path)
+        return path
+
+
+class AudioCache(_Store):
+    """Waveforms by (backend settings, text), stored as compressed 16-bit PCM (.npz)."""
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        super().__init__(root, ".npz")
+        self.hits = self.misses = 0
+
+    def key(self, backend: TTSBackend, text: str) -> str:
+        return content_key(backend.cache_key, text)
+
+    def get(self, key: str) -> tuple[np.ndarray, int]:
+        with np.load(self.path(key)) as data:
+            return data["pcm"].astype(np.float32) / 32767.0, int(data["sample_rate"])
+
+    def put(self, key: str, audio: np.ndarray, sample_rate: int) -> str:
+        pcm = (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype(np.int16)
+        return self._commit(key, lambda tmp: np.savez_compressed(
+            tmp, pcm=pcm, sample_rate=np.array(sample_rate)))
+
+    def synthesize(self, backend: TTSBackend, texts: Sequence[str]) -> list[tuple[str, np.ndarray, bool]]:
+        """(key, waveform, was cached) per text, synthesising only what the cache does not hold."""
+        keys = [self.key(backend, t) for t in texts]
+        missing = [i for i, k in enumerate(keys) if k not in self]
+        self.hits += len(texts) - len(missing)
+        self.misses += len(missing)
+        for i, audio in zip(missing, backend.synthesize([texts[i] for i in missing])):
+            self.put(keys[i], audio, backend.sample_rate)
+        new = set(missing)
+        return [(k, self.get(k)[0], i not in new) for i, k in enumerate(keys)]

@@ -1,0 +1,215 @@
+"""Text-to-speech backends behind one interface: ``synthesize(texts) -> [waveform]`` at ``sample_rate``.
+
+- ``tone``: a deterministic synthesiser that needs no weights, for tests and CI. Each toneless pinyin
+  syllable gets a fixed timbre (two partials chosen from a hash of the syllable), each tone its pitch
+  contour (1 high level, 2 rising, 3 dipping, 4 falling, 5 short neutral), so homophones sound alike
+  and a toneless homophone differs only in its contour.
+- ``kokoro-onnx``: Kokoro-82M through onnxruntime, from a local ``.onnx`` with its ``vocab.json`` and
+  voice packs (``voices/NAME.npy`` or ``.pt``); Mandarin G2P by misaki[zh], as Kokoro itself does.
+- ``kokoro``: the ``kokoro`` package on torch (``KPipeline(lang_code="z")``), model and voice by hub
+  name or local path.
+
+Every backend speaks ``speakable(text)`` (Latin, digits and emoji made Mandarin, see ``speech.text``)
+sentence by sentence, joined by a short pause, so long posts never exceed a model's input limit.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from cloak.hanzi import is_han
+from cloak.pinyin import word_reading
+
+from .text import sentences, speakable
+
+BACKENDS = ("tone", "kokoro-onnx", "kokoro")
+PAUSE_S = 0.15
+
+
+class TTSBackend:
+    """Base class: subclasses set ``name`` and ``sample_rate`` and implement ``_speak(sentence)``."""
+
+    name = ""
+    sample_rate = 16000
+
+    @property
+    def cache_key(self) -> str:
+        """What the audio depends on besides the text: backend, model, voice, speed."""
+        raise NotImplementedError
+
+    def _speak(self, sentence: str) -> np.ndarray:
+        raise NotImplementedError
+
+    def synthesize(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Float32 mono waveforms at ``sample_rate``, one per text."""
+        pause = np.zeros(int(PAUSE_S * self.sample_rate), dtype=np.float32)
+        out = []
+        for text in texts:
+            parts = [self._speak(s) for s in sentences(speakable(text))]
+            parts = [p for p in parts if p.size]
+            joined = [x for p in parts for x in (p, pause)][:-1]
+            out.append(np.concatenate(joined).astype(np.float32) if joined else pause.copy())
+        return out
+
+
+class ToneBackend(TTSBackend):
+    """Pinyin syllables -> fixed tones. Deterministic, instant, no weights."""
+
+    name = "tone"
+    SYLLABLE_S = 0.22
+    CONTOURS = {"1": (1.0, 1.0), "2": (0.8, 1.15), "3": (0.8, 0.7), "4": (1.2, 0.75), "5": (0.9, 0.9)}
+
+    def __init__(self, sample_rate: int = 16000, speed: float = 1.0) -> None:
+        self.sample_rate = sample_rate
+        self.speed = speed
+
+    @property
+    def cache_key(self) -> str:
+        return f"tone:sr={self.sample_rate}:speed={self.speed}"
+
+    @staticmethod
+    @functools.lru_cache(maxsize=4096)
+    def _partials(base: str) -> tuple[float, float]:
+        digest = hashlib.sha1(base.encode()).digest()
+        return 140.0 + digest[0] * 0.6, 300.0 + digest[1] * 6.0  # voice-like pitch, a "formant"
+
+    def _speak(self, sentence: str) -> np.ndarray:
+        syllables = [s for run in _han_runs(sentence) for s in word_reading(run)]
+        n = max(1, round(self.SYLLABLE_S / self.speed * self.sample_rate))
+        t = np.arange(n, dtype=np.float64) / self.sample_rate
+        envelope = np.sin(np.pi * np.arange(n) / n) ** 0.5
+        pieces = []
+        for syllable in syllables:
+            base, tone = syllable.rstrip("012345"), (syllable[-1:] if syllable[-1:].isdigit() else "5")
+            pitch, formant = self._partials(base)
+            start, end = self.CONTOURS.get(tone, self.CONTOURS["5"])
+            f = pitch * np.linspace(start, end, n)
+            phase = 2 * np.pi * np.cumsum(f) / self.sample_rate
+            wave = 0.6 * np.sin(phase) + 0.3 * np.sin(2 * np.pi * formant * t) * np.sin(phase / 2)
+            pieces.append((wave * envelope).astype(np.float32))
+        return np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+
+
+def _han_runs(text: str) -> list[str]:
+    runs, current = [], []
+    for ch in text:
+        if is_han(ch):
+            current.append(ch)
+        elif current:
+            runs.append("".join(current))
+            current = []
+    if current:
+        runs.append("".join(current))
+    return runs
+
+
+class KokoroOnnxBackend(TTSBackend):
+    """Kokoro-82M (ONNX) with a Mandarin voice; 24 kHz."""
+
+    name = "kokoro-onnx"
+    sample_rate = 24000
+    MAX_PHONEMES = 510
+
+    def __init__(self, model: str, voice: str = "zf_xiaobei", speed: float = 1.0,
+                 vocab: str | None = None, voices_dir: str | None = None) -> None:
+        if not os.path.isfile(model):
+            raise FileNotFoundError(f"Kokoro ONNX model not found: {model}")
+        folder = os.path.dirname(os.path.abspath(model))
+        vocab = vocab or os.path.join(folder, "vocab.json")
+        with open(vocab, encoding="utf-8") as f:
+            data = json.load(f)
+        self.vocab: dict[str, int] = data.get("vocab", data)
+        self.voice_name = voice
+        self.pack = _load_voice(voice, voices_dir or os.path.join(folder, "voices"))
+        self.model_path, self.speed = model, speed
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = os.cpu_count() or 1
+        self.session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        from misaki import zh
+
+        self.g2p = zh.ZHG2P()
+
+    @property
+    def cache_key(self) -> str:
+        size = os.path.getsize(self.model_path)
+        return f"kokoro-onnx:{os.path.basename(self.model_path)}:{size}:{self.voice_name}:speed={self.speed}"
+
+    def phonemes(self, sentence: str) -> str:
+        result = self.g2p(sentence)
+        phonemes = result[0] if isinstance(result, tuple) else result
+        return "".join(p for p in phonemes if p in self.vocab)  # what Kokoro cannot say is dropped
+
+    def _speak(self, sentence: str) -> np.ndarray:
+        phonemes = self.phonemes(sentence)
+        pieces = []
+        for i in range(0, len(phonemes), self.MAX_PHONEMES):
+            ids = [self.vocab[p] for p in phonemes[i:i + self.MAX_PHONEMES]]
+            if not ids:
+                continue
+            style = self.pack[min(len(ids) - 1, len(self.pack) - 1)].reshape(1, -1)  # kokoro's convention
+            audio = self.session.run(None, {
+                "tokens": np.array([[0, *ids, 0]], dtype=np.int64),
+                "style": style.astype(np.float32),
+                "speed": np.array([self.speed], dtype=np.float32)})[0]
+            pieces.append(np.asarray(audio, dtype=np.float32).reshape(-1))
+        return np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+
+
+def _load_voice(voice: str, voices_dir: str) -> np.ndarray:
+    """A voice pack [510, 1, 256] from a file path or a name under ``voices_dir``."""
+    candidates = [voice] if os.path.isfile(voice) else [
+        os.path.join(voices_dir, f"{voice}{ext}") for ext in (".npy", ".pt")]
+    for path in candidates:
+        if os.path.isfile(path):
+            if path.endswith(".npy"):
+                return np.load(path).reshape(-1, 256)
+            import torch
+
+            return torch.load(path, weights_only=True).numpy().reshape(-1, 256)
+    raise FileNotFoundError(f"voice {voice!r} not found (looked for {', '.join(candidates)})")
+
+
+class KokoroBackend(TTSBackend):
+    """Kokoro-82M on torch through the ``kokoro`` package; 24 kHz."""
+
+    name = "kokoro"
+    sample_rate = 24000
+
+    def __init__(self, model: str = "hexgrad/Kokoro-82M", voice: str = "zf_xiaobei",
+                 speed: float = 1.0) -> None:
+        from kokoro import KModel, KPipeline
+
+        local = os.path.isfile(model)
+        kmodel = KModel(repo_id=None if local else model, model=model if local else None)
+        self.pipeline = KPipeline(lang_code="z", model=kmodel.eval())
+        self.model_name, self.voice, self.speed = model, voice, speed
+
+    @property
+    def cache_key(self) -> str:
+        return f"kokoro:{self.model_name}:{self.voice}:speed={self.speed}"
+
+    def _speak(self, sentence: str) -> np.ndarray:
+        chunks = [np.asarray(r.audio, dtype=np.float32).reshape(-1)
+                  for r in self.pipeline(sentence, voice=self.voice, speed=self.speed) if r.audio is not None]
+        return np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
+
+
+def make_backend(name: str, model: str | None = None, voice: str = "zf_xiaobei",
+                 speed: float = 1.0) -> TTSBackend:
+    """A backend by name: ``tone``, ``kokoro-onnx`` (needs ``model``: a .onnx path) or ``kokoro``."""
+    if name == "tone":
+        return ToneBackend(speed=speed)
+    if name == "kokoro-onnx":
+        if not model:
+            raise ValueError("kokoro-onnx needs --model PATH/kokoro-v1.0.int8.onnx")
+        return KokoroOnnxBackend(model, voice=voice, speed=speed)
+    if name == "kokoro":
+        return KokoroBackend(model or "hexgrad/Kokoro-82M", voice=voice, speed=speed)
+    raise ValueError(f"unknown TTS backend {name!r}; backends: {', '.join(BACKENDS)}")

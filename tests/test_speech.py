@@ -1,0 +1,143 @@
+"""Speech: speakable text, the tone backend, caches, Whisper features and the CLI.
+
+Real weights (Kokoro ONNX, Whisper base) are used only where MMCLOAK_WEIGHTS points at the folder
+that ``../shared/models/offline_weights.py`` builds; CI runs the rest with the tone backend and a tiny
+random Whisper made here.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from speech import AudioCache, ToneBackend, make_backend, speakable
+from speech.text import pinyin_syllables
+
+from .conftest import read_jsonl
+
+WEIGHTS = os.environ.get("MMCLOAK_WEIGHTS")
+
+
+def test_speakable_reads_code_mixed_posts_aloud():
+    assert speakable("黑人都是laji") == "黑人都是拉机"  # pinyin is read as pinyin
+    assert speakable("txl滚") == "踢艾克斯艾勒滚"  # an abbreviation is spelled out
+    assert speakable("我520你") == "我五二零你"
+    assert speakable("你这个🐶东西") == "你这个狗脸东西"
+    assert speakable("同\u200b性\u200d恋") == "同性恋"
+    assert pinyin_syllables("heiren") == ["hei", "ren"] and pinyin_syllables("txl") is None
+
+
+def test_tone_backend_makes_homophones_sound_alike():
+    tone = ToneBackend()
+    same, also = tone.synthesize(["是", "事"])  # shi4, shi4
+    assert np.array_equal(same, also)
+    a, b, c = tone.synthesize(["白人都是垃圾", "拜仁都是拉级", "今天天气真好"])
+    assert a.shape == b.shape == c.shape
+    corr = lambda x, y: float(np.corrcoef(x, y)[0, 1])  # noqa: E731
+    assert corr(a, b) > corr(a, c) + 0.3
+    assert np.array_equal(tone.synthesize(["白人"])[0], tone.synthesize(["白人"])[0])
+    long_post = tone.synthesize(["你好。" * 80])[0]
+    assert len(long_post) > 80 * 2 * ToneBackend.SYLLABLE_S * 16000  # long texts are spoken whole
+    assert tone.synthesize(["🐶abc 123", "？！"])[0].size > 0  # nothing crashes synthesis
+
+
+class CountingTone(ToneBackend):
+    calls = 0
+
+    def synthesize(self, texts):
+        CountingTone.calls += len(texts)
+        return super().synthesize(texts)
+
+
+def test_cache_hits_do_no_work(tmp_path):
+    cache = AudioCache(tmp_path)
+    backend = CountingTone()
+    first = cache.synthesize(backend, ["黑人", "白人", "黑人"])
+    assert CountingTone.calls == 3 and [c for _, _, c in first] == [False, False, False]
+    again = cache.synthesize(backend, ["黑人", "白人"])
+    assert CountingTone.calls == 3 and [c for _, _, c in again] == [True, True]
+    assert np.allclose(first[0][1], again[0][1])
+    assert cache.key(backend, "黑人") != cache.key(ToneBackend(speed=1.5), "黑人")
+
+
+def run_cloak(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "cloak.cli", *map(str, args)], capture_output=True,
+                          text=True, **kwargs)
+
+
+def test_speak_resumes_and_reports_bad_records(tmp_path, sample_path):
+    small = tmp_path / "small.jsonl"
+    lines = sample_path.read_text(encoding="utf-8").splitlines()[:20]
+    small.write_text("\n".join(lines[:8]) + "\n", encoding="utf-8")
+    out = tmp_path / "speech"
+    first = run_cloak("speak", "--in", small, "--out", out)  # a run that stopped after 8 records
+    assert first.returncode == 0, first.stderr
+    assert "synthesised 8" in first.stderr
+    small.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rerun = run_cloak("speak", "--in", small, "--out", out)
+    assert "synthesised 12, cached 8" in rerun.stderr
+    index = read_jsonl(out / "index.jsonl")
+    assert len(index) == 20 and all(e["seconds"] > 0 for e in index)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "黑人"}\n{"text": ""}\n', encoding="utf-8")
+    result = run_cloak("speak", "--in", bad, "--out", tmp_path / "x")
+    assert result.returncode == 1 and "line 2: field 'text': is empty" in result.stderr
+    missing = run_cloak("speak", "--in", small, "--out", out, "--backend", "kokoro-onnx")
+    assert missing.returncode == 1 and "kokoro-onnx needs --model" in missing.stderr
+
+
+@pytest.fixture(scope="module")
+def tiny_whisper(tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    whisper = pytest.importorskip("whisper")
+    torch.manual_seed(0)
+    dims = whisper.model.ModelDimensions(n_mels=80, n_audio_ctx=1500, n_audio_state=64, n_audio_head=4,
+                                         n_audio_layer=2, n_vocab=51865, n_text_ctx=448, n_text_state=64,
+                                         n_text_head=4, n_text_layer=1)
+    model = whisper.model.Whisper(dims)
+    path = tmp_path_factory.mktemp("whisper") / "tiny.pt"
+    torch.save({"dims": dims.__dict__, "model_state_dict": model.state_dict()}, path)
+    return path
+
+
+def test_trimmed_features_cover_the_utterance_only(tiny_whisper):
+    from speech.features import WhisperEncoder
+
+    audio = ToneBackend().synthesize(["白人都是垃圾"])[0]  # 1.32 s at 16 kHz
+    trimmed = WhisperEncoder(str(tiny_whisper)).encode(audio)
+    padded = WhisperEncoder(str(tiny_whisper), mode="padded").encode(audio)
+    assert trimmed.shape == padded.shape and trimmed.shape[1] == 64
+    assert trimmed.shape[0] == pytest.approx(len(audio) / 16000 * 50, abs=1)
+    with pytest.raises(ValueError, match="mode must be"):
+        WhisperEncoder(str(tiny_whisper), mode="half")
+
+
+def test_synth_writes_cached_features(tmp_path, sample_path, tiny_whisper):
+    small = tmp_path / "small.jsonl"
+    small.write_text("\n".join(sample_path.read_text(encoding="utf-8").splitlines()[:5]) + "\n",
+                     encoding="utf-8")
+    out = tmp_path / "speech"
+    result = run_cloak("synth", "--in", small, "--speech-out", out, "--whisper", tiny_whisper)
+    assert result.returncode == 0, result.stderr
+    assert "features_encoded 5" in result.stderr
+    again = run_cloak("synth", "--in", small, "--speech-out", out, "--whisper", tiny_whisper)
+    assert "synthesised 0, cached 5" in again.stderr and "features_encoded 0, features_cached 5" in again.stderr
+    from speech.features import FeatureCache
+
+    entry = read_jsonl(out / "index.jsonl")[0]
+    feats = FeatureCache(out / "features").get(entry["features"])
+    assert feats.shape == (entry["frames"], 64)
+
+
+@pytest.mark.skipif(not WEIGHTS, reason="set MMCLOAK_WEIGHTS to the offline_weights.py folder")
+def test_real_kokoro_speech_is_understood_by_real_whisper():
+    import whisper
+
+    from speech.features import resample
+
+    kokoro = make_backend("kokoro-onnx", os.path.join(WEIGHTS, "kokoro", "kokoro-v1.0.int8.onnx"))
+    audio = resample(kokoro.synthesize(["白人都是垃圾"])[0], kokoro.sample_rate)
+    model = whisper.load_model(os.path.join(WEIGHTS, "whisper-base.pt"))
+    text = model.transcribe(audio, language="zh", fp16=False)["text"]
+    assert text.strip("。，,. ") == "白人都是垃圾"
