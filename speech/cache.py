@@ -9,6 +9,7 @@ what is done and does only the rest.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from collections.abc import Sequence
 
@@ -42,11 +43,13 @@ class _Store:
     def __contains__(self, key: str) -> bool:
         return os.path.exists(self.path(key))
 
-    def _commit(self, key: str, write) -> str:
+    def _commit(self, key: str, data: bytes) -> str:
+        """Write an entry atomically: a temporary file (never named like an entry), then a rename."""
         path = self.path(key)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp{self.suffix}"
-        write(tmp)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
         return path
 
@@ -67,8 +70,9 @@ class AudioCache(_Store):
 
     def put(self, key: str, audio: np.ndarray, sample_rate: int) -> str:
         pcm = (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype(np.int16)
-        return self._commit(key, lambda tmp: np.savez_compressed(
-            tmp, pcm=pcm, sample_rate=np.array(sample_rate)))
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, pcm=pcm, sample_rate=np.array(sample_rate))
+        return self._commit(key, buffer.getvalue())
 
     def synthesize(self, backend: TTSBackend, texts: Sequence[str]) -> list[tuple[str, np.ndarray, bool]]:
         """(key, waveform, was cached) per text, synthesising only what the cache does not hold."""

@@ -91,7 +91,7 @@ class FeatureCache(_Store):
 
     def features(self, encoder: WhisperEncoder, audio: np.ndarray, sample_rate: int) -> tuple[str, np.ndarray]:
         """(key, features) of one waveform, encoded only if the cache does not hold it."""
-        from safetensors.numpy import save_file
+        from safetensors.numpy import save
 
         key = self.key(encoder, audio, sample_rate)
         if key in self:
@@ -99,5 +99,5 @@ class FeatureCache(_Store):
             return key, self.get(key)
         self.misses += 1
         feats = encoder.encode(resample(audio, sample_rate))
-        self._commit(key, lambda tmp: save_file({"features": feats.astype(np.float16)}, tmp))
+        self._commit(key, save({"features": feats.astype(np.float16)}))
         return key, self.get(key)

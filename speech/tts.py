@@ -186,10 +186,13 @@ class KokoroBackend(TTSBackend):
                  speed: float = 1.0) -> None:
         from kokoro import KModel, KPipeline
 
-        local = os.path.isfile(model)
-        kmodel = KModel(repo_id=None if local else model, model=model if local else None)
-        self.pipeline = KPipeline(lang_code="z", model=kmodel.eval())
-        self.model_name, self.voice, self.speed = model, voice, speed
+        if os.path.isfile(model):  # a local .pth, with the config.json that comes with it
+            config = os.path.join(os.path.dirname(os.path.abspath(model)), "config.json")
+            kmodel = KModel(repo_id="hexgrad/Kokoro-82M", config=config, model=model)
+        else:
+            kmodel = KModel(repo_id=model)
+        self.pipeline = KPipeline(lang_code="z", repo_id="hexgrad/Kokoro-82M", model=kmodel.eval())
+        self.model_name, self.voice, self.speed = model, voice, speed  # voice: a name or a .pt path
 
     @property
     def cache_key(self) -> str:

@@ -141,3 +141,23 @@ def test_real_kokoro_speech_is_understood_by_real_whisper():
     model = whisper.load_model(os.path.join(WEIGHTS, "whisper-base.pt"))
     text = model.transcribe(audio, language="zh", fp16=False)["text"]
     assert text.strip("。，,. ") == "白人都是垃圾"
+
+
+def test_a_killed_speak_run_resumes(tmp_path, sample_path):
+    import signal
+    import time
+
+    out = tmp_path / "speech"
+    proc = subprocess.Popen([sys.executable, "-m", "cloak.cli", "speak", "--in", str(sample_path),
+                             "--out", str(out)], stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list((out / "audio").rglob("*.npz"))) < 40:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    done = len(list((out / "audio").rglob("*.npz")))
+    assert 40 <= done < 300 and not (out / "index.jsonl").exists()
+    rerun = run_cloak("speak", "--in", sample_path, "--out", out)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"synthesised {300 - done}, cached {done}" in rerun.stderr
+    assert len(read_jsonl(out / "index.jsonl")) == 300
