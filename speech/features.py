@@ -4,7 +4,9 @@ Whisper's encoder is built for 30 s windows: ``pad_or_trim`` pads a 3 s post wit
 the encoder then attends over 1,500 frames, 150 of them speech. ``mode="trimmed"`` (the default)
 encodes only the utterance's own frames, slicing the positional embedding to their number — about
 ten times less work for a 3 s post. ``mode="padded"`` runs the 30 s window as Whisper does and keeps
-the utterance's frames, for comparison (``bench/speech.py`` reports the cosine between the two).
+the utterance's frames, for comparison. The two are not interchangeable: without the silent tail to
+attend to, trimmed frames differ (cosine about 0.92 per frame on Whisper base, ``bench/speech.py``),
+so a model must be trained and used with the same mode — the cache key includes it.
 
 Features are cached by (audio hash, model, mode) as safetensors files, float16.
 """

@@ -39,7 +39,9 @@ def _spoken(batches: Iterator[list[str]], workers: int, backend_args: tuple, aud
         _init(backend_args, audio_dir)
         yield from map(_speak, batches)
         return
-    with multiprocessing.get_context("spawn").Pool(workers, _init, (backend_args, audio_dir)) as pool:
+    threads = max(1, len(os.sched_getaffinity(0)) // workers)  # workers x threads = the cores
+    worker_args = (*backend_args, threads)
+    with multiprocessing.get_context("spawn").Pool(workers, _init, (worker_args, audio_dir)) as pool:
         yield from pool.imap(_speak, batches)
 
 

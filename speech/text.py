@@ -9,6 +9,7 @@ Kokoro uses) passes those through unchanged — they are not Kokoro phonemes. So
 - any other Latin run (``txl``, ``gay``, ``nmsl``) is spelled out letter by letter, as Chinese speakers
   name letters (t -> 踢, x -> 艾克斯);
 - digits are read one by one (520 -> 五二零); emoji are read by their Chinese name (🐶 -> 狗脸);
+- Weibo emoticon codes (``[机智]``, ``[酷]``) are dropped: a reader sees a picture, not the words;
 - zero-width and other invisible characters are dropped; punctuation stays, to split sentences.
 """
 from __future__ import annotations
@@ -30,6 +31,7 @@ SENTENCE_END = re.compile(r"(?<=[。！？!?；;…\n])")
 
 _LATIN = re.compile(r"[A-Za-z]+")
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\ufe00-\ufe0f]")
+_EMOTICON = re.compile(r"\[[^\[\]\s]{1,8}\]")
 
 
 @functools.cache
@@ -78,7 +80,7 @@ def speakable(text: str) -> str:
     import emoji
 
     text = emoji.replace_emoji(text, replace=lambda e, data: _say_emoji(e))
-    text = _INVISIBLE.sub("", text)
+    text = _INVISIBLE.sub("", _EMOTICON.sub("", text))
     text = _LATIN.sub(lambda m: _say_latin(m.group()), text)
     return "".join(DIGITS.get(ch, ch) for ch in text)
 

@@ -116,7 +116,8 @@ class KokoroOnnxBackend(TTSBackend):
     MAX_PHONEMES = 510
 
     def __init__(self, model: str, voice: str = "zf_xiaobei", speed: float = 1.0,
-                 vocab: str | None = None, voices_dir: str | None = None) -> None:
+                 vocab: str | None = None, voices_dir: str | None = None,
+                 threads: int | None = None) -> None:
         if not os.path.isfile(model):
             raise FileNotFoundError(f"Kokoro ONNX model not found: {model}")
         folder = os.path.dirname(os.path.abspath(model))
@@ -130,7 +131,8 @@ class KokoroOnnxBackend(TTSBackend):
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = os.cpu_count() or 1
+        # Workers share the cores: each gets its share (the cores this process may use, by default).
+        options.intra_op_num_threads = threads or len(os.sched_getaffinity(0))
         self.session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         from misaki import zh
 
@@ -205,14 +207,17 @@ class KokoroBackend(TTSBackend):
 
 
 def make_backend(name: str, model: str | None = None, voice: str = "zf_xiaobei",
-                 speed: float = 1.0) -> TTSBackend:
-    """A backend by name: ``tone``, ``kokoro-onnx`` (needs ``model``: a .onnx path) or ``kokoro``."""
+                 speed: float = 1.0, threads: int | None = None) -> TTSBackend:
+    """A backend by name: ``tone``, ``kokoro-onnx`` (needs ``model``: a .onnx path) or ``kokoro``.
+
+    threads: CPU threads for the model (default: all this process may use).
+    """
     if name == "tone":
         return ToneBackend(speed=speed)
     if name == "kokoro-onnx":
         if not model:
             raise ValueError("kokoro-onnx needs --model PATH/kokoro-v1.0.int8.onnx")
-        return KokoroOnnxBackend(model, voice=voice, speed=speed)
+        return KokoroOnnxBackend(model, voice=voice, speed=speed, threads=threads)
     if name == "kokoro":
         return KokoroBackend(model or "hexgrad/Kokoro-82M", voice=voice, speed=speed)
     raise ValueError(f"unknown TTS backend {name!r}; backends: {', '.join(BACKENDS)}")

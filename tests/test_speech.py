@@ -25,6 +25,7 @@ def test_speakable_reads_code_mixed_posts_aloud():
     assert speakable("我520你") == "我五二零你"
     assert speakable("你这个🐶东西") == "你这个狗脸东西"
     assert speakable("同\u200b性\u200d恋") == "同性恋"
+    assert speakable("吉林有震感[酷]") == "吉林有震感"  # a Weibo emoticon is a picture, not words
     assert pinyin_syllables("heiren") == ["hei", "ren"] and pinyin_syllables("txl") is None
 
 
