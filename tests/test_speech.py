@@ -80,6 +80,9 @@ def test_speak_resumes_and_reports_bad_records(tmp_path, sample_path):
     assert "synthesised 12, cached 8" in rerun.stderr
     index = read_jsonl(out / "index.jsonl")
     assert len(index) == 20 and all(e["seconds"] > 0 for e in index)
+    parallel = run_cloak("speak", "--in", small, "--out", tmp_path / "parallel", "--workers", 2)
+    assert parallel.returncode == 0, parallel.stderr
+    assert read_jsonl(tmp_path / "parallel" / "index.jsonl") == index  # same audio, any worker count
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "黑人"}\n{"text": ""}\n', encoding="utf-8")
     result = run_cloak("speak", "--in", bad, "--out", tmp_path / "x")
