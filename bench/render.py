@@ -12,10 +12,8 @@ writes ``bench/results/render.json``. Measures, with the fonts fontconfig finds:
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -24,6 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.machine import machine_info  # noqa: E402
 from cloak.convert import read_dataset  # noqa: E402
 from cloak.hanzi import gb2312_chars  # noqa: E402
 from render import GlyphRenderer, find_cjk_font, find_emoji_font, glyph_tokens  # noqa: E402
@@ -45,8 +44,7 @@ def main() -> None:
 
     chars = list(gb2312_chars())[:1000 if args.quick else None]
     result = {"benchmark": "bench/render.py", "quick": args.quick,
-              "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
-                          "date": datetime.datetime.now().isoformat(timespec="seconds")},
+              "machine": machine_info(("pillow", "numpy")),
               "fonts": {"cjk": find_cjk_font().key, "emoji": getattr(find_emoji_font(), "key", None)}}
 
     with tempfile.TemporaryDirectory() as cache:

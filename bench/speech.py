@@ -36,15 +36,12 @@ Everything runs in one process, back to back, because the machine is shared and 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import random
 import sys
 import time
 import unicodedata
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +49,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from bench.machine import machine_info  # noqa: E402
 
 CER_TARGET = 0.15
 SPEEDUP_TARGET = 5.0
@@ -65,47 +64,12 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def cpu_model() -> str | None:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return None
-
-
-def machine_info() -> dict:
-    import onnxruntime
+def machine_info_speech() -> dict:
     import torch
-    import whisper
 
-    try:
-        load = os.getloadavg()
-    except OSError:
-        load = None
-    return {
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "cpu_model": cpu_model(),
-        "torch_threads": torch.get_num_threads(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "loadavg_at_start": load,
-        "torch": torch.__version__,
-        "onnxruntime": onnxruntime.__version__,
-        "openai-whisper": getattr(whisper, "__version__", None) or version("openai-whisper"),
-        "packages": {n: version(n) for n in ("numpy", "librosa", "misaki", "opencc", "opencc-python-reimplemented")},
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    }
+    info = machine_info(("torch", "onnxruntime", "openai-whisper", "numpy", "librosa", "misaki", "opencc"))
+    info["torch_threads"] = torch.get_num_threads()
+    return info
 
 
 def levenshtein(a: str, b: str) -> int:
@@ -387,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     from speech import make_backend, speakable
     from speech.features import WhisperEncoder
 
-    info = machine_info()
+    info = machine_info_speech()
     log(f"machine: {info['cpu_count']} cpus, {info['cpu_model']}, load {info['loadavg_at_start']}")
 
     posts = [r for r in read_dataset("cold", str(test_csv)) if MIN_CHARS <= len(r["text"]) <= MAX_CHARS]
