@@ -47,6 +47,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.machine import machine_info  # noqa: E402
+from cloak.io import count_lines  # noqa: E402
 
 MIX = "homophone,emoji,split,abbrev,pinyin,english"
 SPEED_TARGET_TEXTS_PER_S = 5000
@@ -504,14 +505,6 @@ def run_cli(in_path: str, out_path: str, workers: int, env: dict) -> dict:
     info["command"] = " ".join(Path(c).name if c.startswith("/") and c in (cloak, sys.executable)
                                else c for c in cmd)
     return info
-
-
-def count_lines(path: str) -> int:
-    n = 0
-    with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            n += block.count(b"\n")
-    return n
 
 
 def bench_cli(train: list[dict], n_memory: int, n_workers: int, worker_rounds: int, env: dict) -> tuple[dict, dict]:

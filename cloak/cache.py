@@ -11,11 +11,12 @@ import functools
 import hashlib
 import os
 import pickle
-import tempfile
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import TypeVar
+
+from .io import write_atomic
 
 T = TypeVar("T")
 
@@ -63,11 +64,7 @@ def disk_cached(func: Callable[..., T]) -> Callable[..., T]:
             pass
         value = func(*args)
         try:  # a read-only or full disk only costs the rebuild next time
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
+            write_atomic(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         except OSError:
             pass
         return value

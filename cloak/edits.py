@@ -53,18 +53,26 @@ def apply_edits(source: str, edits: Iterable[Edit | Mapping]) -> str:
     return "".join(parts)
 
 
+def output_spans(edits: Iterable[Edit | Mapping]) -> list[tuple[Edit, int, int]]:
+    """Each edit (sorted) with the span its ``dst`` occupies in the perturbed text."""
+    spans = []
+    shift = 0  # perturbed position minus source position, before the current edit
+    for e in _as_edits(edits):
+        at = e.start + shift
+        spans.append((e, at, at + len(e.dst)))
+        shift += len(e.dst) - (e.end - e.start)
+    return spans
+
+
 def invert_edits(text: str, edits: Iterable[Edit | Mapping]) -> str:
     """Undo edits on the perturbed text and return the source text."""
     parts: list[str] = []
     pos = 0  # in the perturbed text
-    shift = 0  # perturbed position minus source position, before the current edit
-    for e in _as_edits(edits):
-        at = e.start + shift
-        if at < pos or text[at:at + len(e.dst)] != e.dst:
+    for e, at, end in output_spans(edits):
+        if at < pos or text[at:end] != e.dst:
             raise EditError(f"edit {e} expects {e.dst!r} at {at} of the perturbed text")
         parts.append(text[pos:at])
         parts.append(e.src)
-        pos = at + len(e.dst)
-        shift += len(e.dst) - (e.end - e.start)
+        pos = end
     parts.append(text[pos:])
     return "".join(parts)

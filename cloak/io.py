@@ -8,9 +8,11 @@ beside it (``OUT.partial.ckpt``) lets ``--resume`` carry on from the last comple
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO, TypeVar
@@ -111,6 +113,26 @@ def read_lines(path: str, start: int = 0, stop: int | None = None) -> Iterator[t
             stream.close()
 
 
+def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write a whole file so that readers see the old one or the new one, never a part of it.
+
+    The bytes go to a temporary file of a unique name (never named like the target, so nothing
+    mistakes it for a finished file) beside the target, then a rename replaces the target.
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
     """Lists of ``size`` consecutive items (the last one shorter): streaming in constant memory."""
     batch: list[T] = []
@@ -205,10 +227,8 @@ class AtomicWriter:
             return
         self._file.flush()
         os.fsync(self._file.fileno())
-        tmp = self.ckpt + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"fingerprint": self.fingerprint, "bytes": self._file.tell(), "state": state}, f)
-        os.replace(tmp, self.ckpt)
+        write_atomic(self.ckpt, json.dumps({"fingerprint": self.fingerprint, "bytes": self._file.tell(),
+                                            "state": state}).encode("utf-8"))
 
     def commit(self) -> None:
         if self.path == "-":

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from rich.console import Console
 from rich.text import Text
 
-from .edits import Edit
+from .edits import output_spans
 
 _INVISIBLE = {ord(c): f"\\u{ord(c):04x}" for c in "\u200b\u200c\u200d\u2060\ufeff"}
 _ONE_LINE = {ord("\n"): "⏎", ord("\r"): "⏎", ord("\t"): " "}  # one for one: edit offsets still fit
@@ -33,15 +33,10 @@ def _marked(text: str, spans: list[tuple[int, int]], style: str, colour: bool) -
 
 def render_record(record: dict, colour: bool) -> tuple[Text, Text]:
     """(source line, cloaked line) of a perturbed record, with the edits marked."""
-    edits = [Edit.from_dict(e) for e in record.get("cloak", {}).get("edits", [])]
+    spans = output_spans(record.get("cloak", {}).get("edits", []))
     source = record.get("source_text", record["text"])
-    src_spans = [(e.start, e.end) for e in edits]
-    dst_spans = []
-    shift = 0
-    for e in edits:
-        at = e.start + shift
-        dst_spans.append((at, at + len(e.dst)))
-        shift += len(e.dst) - (e.end - e.start)
+    src_spans = [(e.start, e.end) for e, _, _ in spans]
+    dst_spans = [(start, end) for _, start, end in spans]
     return (_marked(source.translate(_ONE_LINE), src_spans, "bold red", colour),
             _marked(record["text"].translate(_ONE_LINE), dst_spans, "bold green", colour))
 

@@ -13,12 +13,13 @@ Shards are written atomically, so ``resume=True`` keeps the shards a previous ru
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import numpy as np
 from tqdm import tqdm
 
-from cloak.io import AtomicWriter, batched, dump_record, read_records
+from cloak.io import AtomicWriter, batched, dump_record, read_records, write_atomic
 
 from .glyphs import GlyphRenderer, glyph_tokens
 
@@ -32,12 +33,12 @@ def _write_shard(path: str, records: list[dict], renderer: GlyphRenderer) -> Non
     for record in records:
         token_ids.extend(vocab.setdefault(t, len(vocab)) for t in glyph_tokens(record["text"]))
         offsets.append(len(token_ids))
-    tmp = path + ".tmp.npz"
-    np.savez_compressed(tmp, tokens=np.array(list(vocab), dtype=str),
+    shard = io.BytesIO()
+    np.savez_compressed(shard, tokens=np.array(list(vocab), dtype=str),
                         images=renderer.render_batch(list(vocab)),
                         token_ids=np.array(token_ids, dtype=np.int32),
                         offsets=np.array(offsets, dtype=np.int64))
-    os.replace(tmp, path)
+    write_atomic(path, shard.getvalue())
 
 
 def render_corpus(in_path: str, out_dir: str, renderer: GlyphRenderer, *,

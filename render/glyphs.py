@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import os
 import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+
+from cloak.io import write_atomic
 
 from .fonts import FontFile, find_cjk_font, find_emoji_font, find_fallback_font
 
@@ -115,10 +118,9 @@ class GlyphRenderer:
             image = np.asarray(self._draw(token))
             self.renders += 1
             if path:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                tmp = f"{path}.{os.getpid()}.tmp"
-                Image.fromarray(image).save(tmp, format="PNG")
-                os.replace(tmp, path)
+                png = io.BytesIO()
+                Image.fromarray(image).save(png, format="PNG")
+                write_atomic(path, png.getvalue())
         image.setflags(write=False)
         self._memory[key] = image
         return image

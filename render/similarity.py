@@ -24,6 +24,7 @@ import numpy as np
 from PIL import Image, ImageFilter
 
 from cloak.hanzi import gb2312_chars
+from cloak.io import write_atomic
 
 from .fonts import FontFile, find_cjk_font
 from .glyphs import GlyphRenderer
@@ -108,13 +109,9 @@ def write_similarity_index(index: dict[str, list[tuple[str, float]]], path: str 
                            font: FontFile | None = None) -> None:
     """Write the index as ``char<TAB>neighbours`` lines (neighbours best first), atomically."""
     font = font or find_cjk_font()
-    path = os.fspath(path)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(f"# visually similar characters: blurred {FEATURE_SIZE} px glyphs of "
-                f"{os.path.basename(font.path)} (face {font.index}), cosine + structure bonus, "
-                f"{len(index)} characters, built {datetime.date.today().isoformat()} "
-                f"by `cloak render --build-similarity-index`\n")
-        for ch, neighbours in index.items():
-            f.write(f"{ch}\t{''.join(n for n, _ in neighbours)}\n")
-    os.replace(tmp, path)
+    header = (f"# visually similar characters: blurred {FEATURE_SIZE} px glyphs of "
+              f"{os.path.basename(font.path)} (face {font.index}), cosine + structure bonus, "
+              f"{len(index)} characters, built {datetime.date.today().isoformat()} "
+              f"by `cloak render --build-similarity-index`\n")
+    lines = "".join(f"{ch}\t{''.join(n for n, _ in neighbours)}\n" for ch, neighbours in index.items())
+    write_atomic(path, (header + lines).encode("utf-8"))

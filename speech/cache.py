@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from cloak.io import write_atomic
+
 from .tts import TTSBackend
 
 
@@ -44,13 +46,8 @@ class _Store:
         return os.path.exists(self.path(key))
 
     def _commit(self, key: str, data: bytes) -> str:
-        """Write an entry atomically: a temporary file (never named like an entry), then a rename."""
         path = self.path(key)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        write_atomic(path, data)
         return path
 
 
