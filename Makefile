@@ -14,7 +14,7 @@ TORCH ?= torch==2.13.0
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,speech]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,train]'
 	touch $@
 
 $(BENCH_INSTALLED): $(INSTALLED)

@@ -1,0 +1,122 @@
+"""The COLD data of the MMBERT benchmarks: samples, cloaked copies, and their Kokoro speech.
+
+Deterministic: the same arguments give the same files, and speech lands in content-addressed caches
+under ``WORK/speech``, so a rerun (or a larger ``--train``) synthesises only what is new.
+
+Posts: COLD posts of 8 to 32 characters (a few seconds of speech each), shuffled with ``seed`` and
+stratified by label, the first N of each split.
+
+- ``train.jsonl``: each training post followed by one cloaked copy (ops ``TRAIN_OPS``, lexicon targets).
+- ``dev.jsonl``: the same for the dev posts (early stopping sees clean and cloaked text).
+- ``test_clean.jsonl``, ``test_homophone.jsonl``, ``test_emoji.jsonl``: the test posts, clean and
+  cloaked by one op each (lexicon targets: a post with no lexicon term stays as it is, as in the wild).
+
+Run alone to prepare (and speak) the data ahead of ``bench/mmbert_cold.py``::
+
+    .venv/bin/python bench/mmbert_data.py --weights /tmp/weights --work bench/work/mmbert
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+MIN_CHARS, MAX_CHARS = 8, 32
+TRAIN_OPS = "homophone,similar,emoji,split,abbrev,pinyin,english"
+TEST_OPS = ("homophone", "emoji")
+VOICE = "zf_xiaobei"
+
+
+def sample(cold: Path, split: str, n: int, seed: int) -> list[dict]:
+    """n posts of the split, half of each label where possible, in a seeded order."""
+    from cloak.convert import read_dataset
+
+    posts = [r for r in read_dataset("cold", str(cold / f"{split}.csv"))
+             if MIN_CHARS <= len(r["text"]) <= MAX_CHARS]
+    random.Random(f"{seed}:{split}").shuffle(posts)
+    by_label = {0: [r for r in posts if r["label"] == 0], 1: [r for r in posts if r["label"] == 1]}
+    chosen = by_label[1][: n // 2] + by_label[0][: n - min(n // 2, len(by_label[1]))]
+    random.Random(f"{seed}:{split}:order").shuffle(chosen)
+    return chosen
+
+
+def cloaked(records: list[dict], ops: str, seed: int) -> list[dict]:
+    from cloak import Perturber
+    from cloak.run import cloak_record
+
+    perturber = Perturber(ops=ops, seed=seed)
+    out = []
+    for number, record in enumerate(records):
+        lines, _, _ = cloak_record(perturber, number, record, 1)
+        out.extend(json.loads(line) for line in lines)
+    return out
+
+
+def interleaved(clean: list[dict], cloaks: list[dict]) -> list[dict]:
+    """Each post followed by its cloak, so that any prefix of the file holds whole pairs."""
+    return [r for pair in zip(clean, cloaks) for r in pair]
+
+
+def write(path: Path, records: list[dict]) -> None:
+    from cloak.io import dump_record, write_atomic
+
+    write_atomic(path, b"".join(dump_record(r) for r in records))
+
+
+def prepare(cold: Path, work: Path, n_train: int, n_dev: int, n_test: int, seed: int = 0) -> dict[str, Path]:
+    """Write the benchmark's record files into ``work``; returns {name: path}."""
+    work.mkdir(parents=True, exist_ok=True)
+    train, dev, test = (sample(cold, s, n, seed) for s, n in (("train", n_train), ("dev", n_dev),
+                                                              ("test", n_test)))
+    files = {
+        "train": interleaved(train, cloaked(train, TRAIN_OPS, seed)),
+        "dev": interleaved(dev, cloaked(dev, TRAIN_OPS, seed)),
+        "test_clean": test,
+        **{f"test_{op}": cloaked(test, op, seed) for op in TEST_OPS},
+    }
+    paths = {}
+    for name, records in files.items():
+        paths[name] = work / f"{name}.jsonl"
+        write(paths[name], records)
+    return paths
+
+
+def speak(paths: dict[str, Path], work: Path, weights: Path) -> dict:
+    """Kokoro speech and Whisper-base features for every record, into ``work/speech``."""
+    from speech.features import WhisperEncoder
+    from speech.synth import speak_file
+
+    encoder = WhisperEncoder(str(weights / "whisper-base.pt"))
+    backend = ("kokoro-onnx", str(weights / "kokoro" / "kokoro-v1.0.int8.onnx"), VOICE, 1.0)
+    counts = {}
+    for name, path in paths.items():
+        counts[name] = speak_file(str(path), str(work / "speech"), backend, encoder=encoder)
+        os.replace(work / "speech" / "index.jsonl", work / f"{name}.speech.jsonl")
+        print(name, counts[name], flush=True)
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cold", type=Path, default=REPO.parent / "shared" / "data" / "cold")
+    parser.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "mmbert")
+    parser.add_argument("--weights", type=Path, default=os.environ.get("MMCLOAK_WEIGHTS"))
+    parser.add_argument("--train", type=int, default=1000)
+    parser.add_argument("--dev", type=int, default=200)
+    parser.add_argument("--test", type=int, default=300)
+    args = parser.parse_args()
+    paths = prepare(args.cold, args.work, args.train, args.dev, args.test)
+    if args.weights:
+        speak({k: paths[k] for k in ("test_clean", "test_homophone", "test_emoji", "dev", "train")},
+              args.work, args.weights)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""The ``mmbert`` command: a thin shell over the ``mmbert`` API."""
+from __future__ import annotations
+
+import functools
+import json
+import sys
+
+import click
+
+from cloak.io import RecordError, read_records
+
+EXAMPLES = """
+\b
+Examples:
+  mmbert pretrain --corpus posts.jsonl --config small --out backbone/
+  mmbert train --stage 1 --config small --train train.jsonl --dev dev.jsonl --out s1/ --from backbone/
+  mmbert train --stage 2 --config small --train train.jsonl --dev dev.jsonl --out s2/ --from s1/
+  mmbert train --stage 3 --config small --train train.jsonl --dev dev.jsonl --out s3/ --from s2/
+  mmbert evaluate --model s3/ --data test.jsonl
+  mmbert predict --model s3/ --in posts.jsonl --out scored.jsonl
+  mmbert routing --model s3/ --data cloaked_test.jsonl --out routing/
+Multi-GPU: accelerate launch -m mmbert.cli train ...
+"""
+
+
+def _fail(message: str) -> None:
+    click.echo(f"mmbert: error: {message}", err=True)
+    sys.exit(1)
+
+
+def _errors_reported(func):
+    """Bad input ends with one line naming what is wrong, not a traceback."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except (ValueError, RecordError, FileNotFoundError) as e:
+            _fail(str(e))
+    return wrapper
+
+
+def _feature_options(func):
+    """Overrides of the config's (or the model's) ``features`` section."""
+    options = [
+        click.option("--tts", default=None, type=click.Choice(["tone", "kokoro-onnx", "kokoro"]),
+                     help="TTS backend for the speech modality."),
+        click.option("--tts-model", default=None, metavar="PATH", help="TTS model (kokoro-onnx: the .onnx file)."),
+        click.option("--voice", default=None, help="TTS voice, e.g. zf_xiaobei."),
+        click.option("--whisper", default=None, metavar="NAME|PATH", help="Whisper model for speech features."),
+        click.option("--speech-cache", default=None, metavar="DIR",
+                     help="Folder of cached audio and Whisper frames (the layout `cloak synth` writes)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _features(base: dict, tts, tts_model, voice, whisper, speech_cache) -> dict:
+    features = json.loads(json.dumps(base))
+    tts_args = features.setdefault("tts", {})
+    if tts:
+        tts_args.clear()
+        tts_args["name"] = tts
+    for key, value in (("model", tts_model), ("voice", voice)):
+        if value:
+            tts_args[key] = value
+    if whisper:
+        features["whisper"] = whisper
+    if speech_cache:
+        features["speech_cache"] = speech_cache
+    return features
+
+
+def _records(path: str) -> list[dict]:
+    return [r for _, r in read_records(path)]
+
+
+@click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="mmcloak")
+def main() -> None:
+    """MMBERT: a mixture-of-experts BERT reading each post as text, synthetic speech and glyph images,
+    trained in three stages (aligners, experts, the whole), to detect cloaked hate speech."""
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()  # weight-loading bars on every load drown the training bars
+
+
+@main.command()
+@click.option("--stage", type=click.IntRange(1, 3), required=True,
+              help="1: aligners; 2: modality experts; 3: the whole MoE model.")
+@click.option("--config", "config", default="small", show_default=True, metavar="PRESET|YAML",
+              help="A preset (paper, small, tiny) or a YAML file (may start from a preset).")
+@click.option("--train", "train_path", required=True, metavar="FILE", help="Training records (JSONL with text, label).")
+@click.option("--dev", "dev_path", required=True, metavar="FILE", help="Dev records, for early stopping on macro-F1.")
+@click.option("--out", "out_dir", required=True, metavar="DIR", help="Output folder: the best model, log.json.")
+@click.option("--from", "from_dir", default=None, metavar="DIR|NAME",
+              help="Stage 1: a BERT checkpoint to upcycle (default: the config's backbone, or from scratch). "
+                   "Stages 2 and 3: the previous stage's output.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted run from OUT/checkpoint.")
+@click.option("--skip-stages", is_flag=True, help="Allow starting without the previous stage (ablation).")
+@_feature_options
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@_errors_reported
+def train(stage, config, train_path, dev_path, out_dir, from_dir, resume, skip_stages, tts, tts_model, voice,
+          whisper, speech_cache, quiet) -> None:
+    """Train one stage of MMBERT; the best epoch's model is saved to OUT (save_pretrained)."""
+    from .presets import load_run_config
+    from .train import train_stage
+
+    run = load_run_config(config)
+    run["features"] = _features(run["features"], tts, tts_model, voice, whisper, speech_cache)
+    result = train_stage(stage, run, train_path, dev_path, out_dir, from_dir, resume=resume,
+                         allow_skip=skip_stages, progress=False if quiet else None)
+    click.echo(f"stage {stage}: best epoch {result['best_epoch']}, dev score {result['best_score']:.4f} "
+               f"(model in {out_dir}, log in {out_dir}/log.json)", err=True)
+
+
+@main.command()
+@click.option("--corpus", required=True, metavar="FILE", help="JSONL records or a text file, one post a line.")
+@click.option("--config", "config", default="small", show_default=True, metavar="PRESET|YAML",
+              help="Backbone shape (model section) and pretrain epochs / lr (train.pretrain).")
+@click.option("--out", "out_dir", required=True, metavar="DIR", help="Output folder: a BERT masked-LM model.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted run from OUT/checkpoint.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@_errors_reported
+def pretrain(corpus, config, out_dir, resume, quiet) -> None:
+    """Pre-train a from-scratch BERT backbone with masked language modelling."""
+    from .presets import load_run_config
+    from .pretrain import pretrain as run_pretrain
+
+    entry = run_pretrain(corpus, out_dir, load_run_config(config), resume=resume, progress=False if quiet else None)
+    click.echo(f"pretrain: {entry.get('epoch')} epochs, held-out MLM loss {entry.get('dev_mlm_loss', float('nan')):.4f} "
+               f"(model in {out_dir})", err=True)
+
+
+@main.command()
+@click.option("--model", "model_dir", required=True, metavar="DIR", help="A trained MMBERT folder.")
+@click.option("--data", "data_path", required=True, metavar="FILE", help="Labelled records (JSONL).")
+@click.option("--out", "out_path", default=None, metavar="FILE", help="Also write the figures as JSON.")
+@click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True)
+@_feature_options
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@_errors_reported
+def evaluate(model_dir, data_path, out_path, batch_size, tts, tts_model, voice, whisper, speech_cache, quiet) -> None:
+    """Accuracy and macro precision / recall / F1, overall and per cloaking op."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from cloak.io import write_atomic
+
+    from .inference import evaluate_records
+    from .loading import load_model, peek_features
+
+    features = _features(peek_features(model_dir), tts, tts_model, voice, whisper, speech_cache)
+    model, featurizer = load_model(model_dir, features)
+    records = _records(data_path)
+    missing = next((n for n, r in enumerate(records, 1) if not isinstance(r.get("label"), int)), None)
+    if missing:
+        raise ValueError(f"{data_path}, line {missing}: field 'label': evaluation needs an integer label")
+    result = evaluate_records(model, featurizer, records, batch_size, progress=False if quiet else None)
+    table = Table(title=f"{model_dir} on {data_path}")
+    for column in ("group", "n", "accuracy", "precision", "recall", "macro-F1"):
+        table.add_column(column, justify="left" if column == "group" else "right")
+    for group, m in [("all", result["overall"]), *result["by_op"].items()]:
+        table.add_row(group, str(m["n"]), *(f"{m[k]:.4f}" for k in ("accuracy", "precision", "recall", "f1")))
+    Console(stderr=True).print(table)
+    if out_path:
+        write_atomic(out_path, json.dumps(result, indent=1).encode())
+    else:
+        click.echo(json.dumps(result))
+
+
+@main.command()
+@click.option("--model", "model_dir", required=True, metavar="DIR", help="A trained MMBERT folder.")
+@click.option("--in", "in_path", required=True, metavar="FILE", help="Records to score (JSONL).")
+@click.option("--out", "out_path", required=True, metavar="FILE",
+              help="Records plus mmbert: {probs, label, experts, routing[layer][expert]}.")
+@click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True)
+@click.option("--no-routing", is_flag=True, help="Leave out the per-layer routing weights.")
+@_feature_options
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@_errors_reported
+def predict(model_dir, in_path, out_path, batch_size, no_routing, tts, tts_model, voice, whisper, speech_cache,
+            quiet) -> None:
+    """Probabilities and per-layer routing weights for each record."""
+    from .inference import predict_file
+    from .loading import load_model, peek_features
+
+    features = _features(peek_features(model_dir), tts, tts_model, voice, whisper, speech_cache)
+    model, featurizer = load_model(model_dir, features)
+    n = predict_file(model, featurizer, in_path, out_path, batch_size, routing=not no_routing,
+                     progress=False if quiet else None)
+    click.echo(f"predict: {n} records scored into {out_path}", err=True)
+
+
+@main.command()
+@click.option("--model", "model_dir", required=True, metavar="DIR", help="A trained MMBERT folder.")
+@click.option("--data", "data_path", required=True, metavar="FILE", help="Records, cloaked ones carrying cloak.edits.")
+@click.option("--out", "out_dir", required=True, metavar="DIR", help="Folder for routing.json and routing.png.")
+@click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True)
+@_feature_options
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@_errors_reported
+def routing(model_dir, data_path, out_dir, batch_size, tts, tts_model, voice, whisper, speech_cache, quiet) -> None:
+    """Mean routing weight per layer and expert, grouped by cloaking op (the paper's Fig. 3)."""
+    from .loading import load_model, peek_features
+    from .routing import routing_analysis
+
+    features = _features(peek_features(model_dir), tts, tts_model, voice, whisper, speech_cache)
+    model, featurizer = load_model(model_dir, features)
+    table = routing_analysis(model, featurizer, _records(data_path), out_dir, batch_size,
+                             progress=False if quiet else None)
+    groups = ", ".join(f"{g} ({v['n']})" for g, v in table["groups"].items())
+    click.echo(f"routing: {groups} -> {out_dir}/routing.json, {out_dir}/routing.png", err=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""Records -> model inputs: token ids, pooled speech frames, labels, and the clean text's ids.
+
+Featurising happens once, before training (tokenising, and speech from the cache), so an epoch only
+pads and stacks. Vision needs nothing here: the model looks its inputs up by token id.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from .speech_features import SpeechFeatures
+
+
+class Featurizer:
+    """``encode(records)`` -> examples; ``collate(examples)`` -> a padded batch of tensors."""
+
+    def __init__(self, tokenizer, max_length: int = 128, speech: SpeechFeatures | None = None) -> None:
+        self.tokenizer, self.max_length, self.speech = tokenizer, max_length, speech
+
+    def _ids(self, texts: list[str]) -> list[list[int]]:
+        return self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
+
+    def encode(self, records: Sequence[dict], text_field: str = "text", progress: bool | None = None) -> list[dict]:
+        texts = [r[text_field] for r in records]
+        sources = [r.get("source_text") or r[text_field] for r in records]
+        examples = [{"input_ids": ids, "source_ids": src} for ids, src in zip(self._ids(texts), self._ids(sources))]
+        for example, record in zip(examples, records):
+            if record.get("label") is not None:
+                example["labels"] = int(record["label"])
+        if self.speech is not None:
+            for example, feats in zip(examples, self.speech.features(texts, progress=progress)):
+                example["speech_features"] = feats
+        return examples
+
+    def collate(self, examples: list[dict]) -> dict[str, torch.Tensor]:
+        pad = self.tokenizer.pad_token_id
+        batch = {}
+        for key, mask_key in (("input_ids", "attention_mask"), ("source_ids", "source_mask")):
+            width = max(len(e[key]) for e in examples)
+            ids = torch.full((len(examples), width), pad, dtype=torch.long)
+            for i, e in enumerate(examples):
+                ids[i, :len(e[key])] = torch.tensor(e[key])
+            batch[key], batch[mask_key] = ids, (ids != pad).long()
+        if "labels" in examples[0]:
+            batch["labels"] = torch.tensor([e["labels"] for e in examples])
+        if "speech_features" in examples[0]:
+            width = max(len(e["speech_features"]) for e in examples)
+            dim = examples[0]["speech_features"].shape[1]
+            feats = np.zeros((len(examples), width, dim), dtype=np.float32)
+            mask = torch.zeros(len(examples), width, dtype=torch.long)
+            for i, e in enumerate(examples):
+                feats[i, :len(e["speech_features"])] = e["speech_features"]
+                mask[i, :len(e["speech_features"])] = 1
+            batch["speech_features"], batch["speech_mask"] = torch.from_numpy(feats), mask
+        return batch

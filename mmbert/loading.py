@@ -1,0 +1,164 @@
+"""Making and loading MMBERT models with their tokenizer and featurizer.
+
+- :func:`model_for_stage`: the model a training stage starts from (a BERT to upcycle, a from-scratch
+  config, or the previous stage's MMBERT), with its vision inputs filled in.
+- :func:`load_model`: a trained MMBERT folder, ready to predict on raw text.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import torch
+
+from .configuration import MMBertConfig
+from .data import Featurizer
+from .modeling import MMBertForSequenceClassification, upcycle_from_bert
+from .tokenization import build_tokenizer, vocabulary
+
+MM_FIELDS = ("modalities", "speech_dim", "speech_pool", "max_speech_tokens", "vision_encoder", "vision_dim",
+             "glyph_size", "moe_top_k", "aux_loss_weight")
+
+
+class StageError(ValueError):
+    """The model given cannot start this stage (wrong stage, skipped stages without permission)."""
+
+
+def is_mmbert(path: str | None) -> bool:
+    config = os.path.join(path or "", "config.json")
+    if not os.path.isfile(config):
+        return False
+    with open(config, encoding="utf-8") as f:
+        return json.load(f).get("model_type") == "mmbert"
+
+
+def peek_features(model_dir: str) -> dict:
+    """The ``features`` section saved in a trained MMBERT folder's config."""
+    if not is_mmbert(model_dir):
+        raise ValueError(f"{model_dir} is not an MMBERT model folder (no config.json with model_type 'mmbert')")
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        return json.load(f).get("features") or {}
+
+
+def load_tokenizer(path: str | None):
+    """The tokenizer saved in ``path``, or the bundled bert-base-chinese vocabulary plus emoji."""
+    from transformers import AutoTokenizer
+
+    if path and os.path.isfile(os.path.join(path, "tokenizer_config.json")):
+        return AutoTokenizer.from_pretrained(path)
+    return build_tokenizer()
+
+
+def _grow_vocabulary(model: MMBertForSequenceClassification, bert_vocab: int) -> None:
+    """Rows past the BERT checkpoint's vocabulary (the added emoji) start random, like BERT's own."""
+    embeddings = model.mmbert.embeddings.word_embeddings.weight
+    with torch.no_grad():
+        embeddings[bert_vocab:].normal_(0.0, model.config.initializer_range)
+
+
+def speech_features(features: dict, speech_dim: int | None = None):
+    """The :class:`SpeechFeatures` that ``features`` (a run config's section) describes."""
+    from .speech_features import SpeechFeatures
+
+    tts, whisper = dict(features.get("tts") or {}), features.get("whisper")
+    if not whisper:
+        raise ValueError("speech needs a Whisper encoder: set features.whisper (a name like 'base' or a .pt path)")
+    if tts.get("name") == "kokoro-onnx" and not tts.get("model"):
+        raise ValueError("the kokoro-onnx TTS backend needs features.tts.model (path to kokoro-v1.0.int8.onnx); "
+                         "pass --tts-model or use --tts tone")
+    speech = SpeechFeatures(features.get("speech_cache") or "mmbert_cache/speech", tts, whisper,
+                            whisper_mode=features.get("whisper_mode", "trimmed"))
+    if speech_dim is not None and speech.dim != speech_dim:
+        raise ValueError(f"the model reads speech frames of width {speech_dim}, Whisper {whisper!r} gives {speech.dim}")
+    return speech
+
+
+def fill_vision_inputs(model: MMBertForSequenceClassification, tokenizer, features: dict,
+                       progress: bool | None = None) -> None:
+    """Glyph images (glyph CNN) or CLIP features (table) of every vocabulary entry, once."""
+    config = model.config
+    if "vision" not in config.modalities:
+        return
+    encoder = model.mmbert.vision_encoder
+    tokens = vocabulary(tokenizer)
+    if config.vision_encoder == "glyph-cnn":
+        if encoder.glyphs.any():
+            return
+        from .vision import glyph_images
+
+        encoder.glyphs.copy_(torch.from_numpy(glyph_images(tokens, config.glyph_size, progress=progress)))
+        return
+    if encoder.features.any():
+        return
+    if not features.get("clip"):
+        raise ValueError("vision_encoder 'table' needs features.clip: a CLIP model name or folder")
+    from transformers import AutoModel, AutoProcessor
+
+    from .vision import clip_features
+
+    clip = AutoModel.from_pretrained(features["clip"])
+    try:
+        processor = AutoProcessor.from_pretrained(features["clip"]).image_processor
+    except (OSError, ValueError, AttributeError):
+        processor = None
+    table = clip_features(tokens, clip, processor, progress=progress)
+    if table.shape[1] != config.vision_dim:
+        raise ValueError(f"CLIP gives {table.shape[1]}-d features, the model's vision_dim is {config.vision_dim}")
+    encoder.features.copy_(table)
+
+
+def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: bool = False,
+                    num_labels: int = 2, progress: bool | None = None):
+    """(model, tokenizer) to start ``stage`` from. Stage 1 starts from a BERT (``from_dir`` or the
+    config's ``backbone``) or from scratch; later stages from the previous stage's MMBERT."""
+    if is_mmbert(from_dir):
+        model = MMBertForSequenceClassification.from_pretrained(from_dir)
+        done = model.config.stage
+        if done >= stage:
+            raise StageError(f"{from_dir} has already finished stage {done}; stage {stage} starts from a "
+                             f"stage-{stage - 1} model (to continue an interrupted run use --resume)")
+        if done < stage - 1 and not allow_skip:
+            raise StageError(f"{from_dir} finished stage {done}, so stage {stage} would skip stage "
+                             f"{done + 1}; pass --skip-stages to do so on purpose (the paper's ablation)")
+        return model, load_tokenizer(from_dir)
+    if stage > 1 and not allow_skip:
+        raise StageError(f"stage {stage} starts from the stage-{stage - 1} model: pass --from DIR "
+                         "(or --skip-stages to start from a BERT, the paper's ablation)")
+    tokenizer = load_tokenizer(from_dir)
+    mm = {k: v for k, v in run["model"].items() if k in MM_FIELDS}
+    backbone = from_dir or run["model"].get("backbone")
+    if "speech" in mm.get("modalities", ("speech",)) and run["features"].get("whisper"):
+        mm["speech_dim"] = speech_features(run["features"]).dim
+    if backbone:
+        from transformers import AutoModel
+
+        bert = AutoModel.from_pretrained(backbone)
+        config = MMBertConfig.from_bert_config(bert.config, num_labels=num_labels, **mm)
+        bert_vocab, config.vocab_size = config.vocab_size, max(config.vocab_size, len(tokenizer))
+        model = upcycle_from_bert(bert, config)
+        _grow_vocabulary(model, bert_vocab)
+    else:
+        shape = {k: v for k, v in run["model"].items() if k not in MM_FIELDS and k != "backbone"}
+        config = MMBertConfig(vocab_size=len(tokenizer), num_labels=num_labels, **shape, **mm)
+        model = MMBertForSequenceClassification(config)
+    model.config.features = dict(run["features"])
+    fill_vision_inputs(model, tokenizer, run["features"], progress)
+    return model, tokenizer
+
+
+def make_featurizer(model: MMBertForSequenceClassification, tokenizer, features: dict | None = None,
+                    max_length: int = 128) -> Featurizer:
+    """The featurizer a model needs: speech features when it reads speech (settings from ``features``,
+    default: those saved in the model's config)."""
+    speech = None
+    if "speech" in model.config.modalities:
+        speech = speech_features(features or model.config.features, model.config.speech_dim)
+        speech.stride, speech.max_tokens = model.config.speech_pool, model.config.max_speech_tokens
+    return Featurizer(tokenizer, max_length, speech)
+
+
+def load_model(model_dir: str, features: dict | None = None, max_length: int = 128):
+    """(model in eval mode, featurizer) of a trained MMBERT folder."""
+    peek_features(model_dir)  # a clear error for a folder that is not MMBERT
+    model = MMBertForSequenceClassification.from_pretrained(model_dir).eval()
+    return model, make_featurizer(model, load_tokenizer(model_dir), features, max_length)

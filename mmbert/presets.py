@@ -1,0 +1,101 @@
+"""Run configurations: presets (``paper``, ``small``, ``tiny``) and YAML files over them.
+
+A run configuration has three parts:
+
+- ``model``: :class:`MMBertConfig` fields for a model built from scratch, plus ``backbone``: a BERT
+  checkpoint (hub name or folder, e.g. the output of ``mmbert pretrain``) to upcycle in stage 1.
+- ``features``: how inputs are made from text: ``tts`` (backend arguments for ``speech.make_backend``),
+  ``whisper`` (openai-whisper name or .pt path), ``whisper_mode``, ``speech_cache`` (folder of audio and
+  encoder frames, shared with ``cloak synth``), ``clip`` (CLIP for a ``table`` vision encoder).
+- ``train``: batch size, text length, seed, early-stopping patience, per stage the epochs and
+  learning rates (the paper's Appendix A in ``paper``), and ``pretrain`` (epochs, lr) for
+  ``mmbert pretrain``.
+
+A YAML file may name a ``preset`` to start from and override any field::
+
+    preset: small
+    train: {stage3: {epochs: 10}}
+"""
+from __future__ import annotations
+
+import copy
+import os
+
+STAGES = {
+    # Appendix A: stage 1 aligners 1e-3; stage 2 aligners 1e-3, text expert 5e-6, speech / vision
+    # experts 5e-5; stage 3 everything 5e-4 with aux weight 1e-2, AdamW, linear decay, 50 epochs.
+    "stage1": {"epochs": 3, "lr": 1e-3},
+    "stage2": {"epochs": 3, "head_warmup_epochs": 1, "lr_aligners": 1e-3, "lr_text_expert": 5e-6,
+               "lr_experts": 5e-5, "lr_head": 5e-5},
+    "stage3": {"epochs": 50, "lr": 5e-4, "lr_overrides": {}},
+}
+
+PRESETS: dict[str, dict] = {
+    "paper": {
+        "model": {"backbone": "bert-base-chinese", "vision_encoder": "table", "vision_dim": 512,
+                  "speech_dim": 512},
+        "features": {"tts": {"name": "kokoro", "voice": "zf_xiaobei"}, "whisper": "base",
+                     "whisper_mode": "trimmed", "speech_cache": "mmbert_cache/speech",
+                     "clip": "OFA-Sys/chinese-clip-vit-base-patch16"},
+        "train": {"batch_size": 32, "max_length": 128, "seed": 0, "patience": 5, **copy.deepcopy(STAGES)},
+    },
+    "small": {
+        "model": {"backbone": None, "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+                  "intermediate_size": 1024, "max_position_embeddings": 256, "vision_encoder": "glyph-cnn",
+                  "vision_dim": 256, "glyph_size": 32, "speech_dim": 512},
+        "features": {"tts": {"name": "kokoro-onnx", "model": None, "voice": "zf_xiaobei"}, "whisper": "base",
+                     "whisper_mode": "trimmed", "speech_cache": "mmbert_cache/speech"},
+        "train": {"batch_size": 32, "max_length": 64, "seed": 0, "patience": 3,
+                  "pretrain": {"epochs": 5, "lr": 5e-4},
+                  "stage1": {"epochs": 3, "lr": 1e-3},
+                  "stage2": {**STAGES["stage2"], "lr_text_expert": 5e-5, "lr_experts": 2e-4, "lr_head": 2e-4},
+                  "stage3": {"epochs": 8, "lr": 1e-4, "lr_overrides": {"aligners": 1e-3, "routers": 1e-3}}},
+    },
+    "tiny": {
+        "model": {"backbone": None, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+                  "intermediate_size": 64, "max_position_embeddings": 64, "vision_encoder": "glyph-cnn",
+                  "vision_dim": 16, "glyph_size": 16, "speech_dim": 64},
+        "features": {"tts": {"name": "tone"}, "whisper": None, "whisper_mode": "trimmed",
+                     "speech_cache": "mmbert_cache/speech"},
+        "train": {"batch_size": 8, "max_length": 32, "seed": 0, "patience": 2,
+                  "pretrain": {"epochs": 1, "lr": 5e-4},
+                  "stage1": {"epochs": 1, "lr": 1e-3},
+                  "stage2": {**STAGES["stage2"], "epochs": 2},
+                  "stage3": {"epochs": 2, "lr": 5e-4, "lr_overrides": {}}},
+    },
+}
+
+
+def merge(base: dict, override: dict) -> dict:
+    """``base`` with ``override`` laid over it, dicts merged key by key."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) \
+            else copy.deepcopy(value)
+    return out
+
+
+def load_run_config(spec: str | dict) -> dict:
+    """A preset name, a YAML file path, or a dict (with an optional ``preset`` key) -> a full run config."""
+    if isinstance(spec, str) and spec in PRESETS:
+        return copy.deepcopy(PRESETS[spec])
+    if isinstance(spec, str):
+        if not os.path.isfile(spec):
+            raise ValueError(f"--config {spec!r} is neither a preset ({', '.join(PRESETS)}) nor a YAML file")
+        import yaml
+
+        with open(spec, encoding="utf-8") as f:
+            try:
+                spec = yaml.safe_load(f) or {}
+            except yaml.YAMLError as e:
+                raise ValueError(f"{f.name}: not valid YAML: {e}") from None
+        if not isinstance(spec, dict):
+            raise ValueError(f"{f.name}: expected a mapping with model / features / train sections")
+    spec = dict(spec)
+    base = spec.pop("preset", "small")
+    if base not in PRESETS:
+        raise ValueError(f"preset {base!r} unknown; presets: {', '.join(PRESETS)}")
+    unknown = set(spec) - {"model", "features", "train"}
+    if unknown:
+        raise ValueError(f"unknown config sections {sorted(unknown)}; expected model, features, train")
+    return merge(PRESETS[base], spec)

@@ -1,0 +1,100 @@
+"""Masked-language-model pre-training of a from-scratch BERT backbone (HABERTOR's setting), for
+machines without a pretrained Chinese BERT. The result is a BERT folder (``BertForMaskedLM`` and its
+tokenizer) that ``mmbert train --stage 1 --from DIR`` upcycles into MMBERT."""
+from __future__ import annotations
+
+import math
+import os
+import time
+
+import torch
+from tqdm import tqdm
+
+from cloak.io import read_lines, read_records
+
+from .checkpoint import Checkpointer, save_model
+from .loading import MM_FIELDS
+from .tokenization import build_tokenizer
+
+
+def read_corpus(path: str, text_field: str = "text") -> list[str]:
+    """Texts of a JSONL file of records, or the non-empty lines of a plain text file."""
+    if path.endswith((".jsonl", ".json")):
+        return [r[text_field] for _, r in read_records(path, text_field=text_field)]
+    texts = []
+    for number, raw in read_lines(path):
+        try:
+            texts.append(raw.decode("utf-8").strip())
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}, line {number}: not valid UTF-8 ({e.reason})") from None
+    return [t for t in texts if t]
+
+
+def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progress: bool | None = None,
+             text_field: str = "text") -> dict:
+    """Pre-train for ``run["train"]["pretrain"]`` (epochs, lr, mlm_probability); 2% of the corpus is
+    held out for the masked-LM loss in the log. Returns the last log entry."""
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+    from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling, \
+        get_linear_schedule_with_warmup
+
+    settings = run["train"]
+    options = settings.get("pretrain", {})
+    epochs, lr = options.get("epochs", 5), options.get("lr", 5e-4)
+    batch_size, max_length, seed = settings.get("batch_size", 32), settings.get("max_length", 128), settings.get("seed", 0)
+    accelerator = Accelerator()
+    set_seed(seed)
+    os.makedirs(out_dir, exist_ok=True)
+    checkpointer = Checkpointer(out_dir, accelerator)
+    if resume and not checkpointer.exists():
+        raise ValueError(f"--resume: {out_dir} has no checkpoint to resume from")
+
+    tokenizer = build_tokenizer()
+    texts = read_corpus(corpus, text_field)
+    if len(texts) < 10:
+        raise ValueError(f"{corpus}: {len(texts)} texts; pre-training needs a corpus of at least 10")
+    encoded = [{"input_ids": ids} for ids in tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]]
+    held_out = max(1, len(encoded) // 50)
+    train, dev = encoded[held_out:], encoded[:held_out]
+    shape = {k: v for k, v in run["model"].items() if k not in MM_FIELDS and k != "backbone"}
+    model = BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), **shape))
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=options.get("mlm_probability", 0.15))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=settings.get("weight_decay", 0.01))
+    steps = epochs * math.ceil(len(train) / (batch_size * accelerator.num_processes))
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(0.06 * steps), steps)
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    state, log = {"epoch": 0}, []
+    if resume:
+        state, log = checkpointer.load(), checkpointer.read_log()
+    for epoch in range(state["epoch"], epochs):
+        started = time.time()
+        model.train()
+        generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+        loader = accelerator.prepare(torch.utils.data.DataLoader(train, batch_size=batch_size, shuffle=True,
+                                                                 generator=generator, collate_fn=collator))
+        total = 0.0
+        bar = tqdm(loader, desc=f"pretrain epoch {epoch + 1}/{epochs}", unit="batch", leave=False,
+                   disable=progress is False or None or not accelerator.is_local_main_process)
+        for batch in bar:
+            loss = model(**batch).loss
+            accelerator.backward(loss)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            total += loss.item()
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+        model.eval()
+        torch.manual_seed(seed)  # the same masks on the held-out texts every epoch
+        with torch.no_grad():
+            dev_losses = [model(**{k: v.to(accelerator.device) for k, v in collator(dev[i:i + batch_size]).items()}).loss.item()
+                          for i in range(0, len(dev), batch_size)]
+        entry = {"epoch": epoch + 1, "train_mlm_loss": total / len(loader),
+                 "dev_mlm_loss": sum(dev_losses) / len(dev_losses), "seconds": round(time.time() - started, 2)}
+        log.append(entry)
+        save_model(out_dir, model, tokenizer, accelerator)
+        state["epoch"] = epoch + 1
+        checkpointer.write_log(log)
+        checkpointer.save(state)
+    checkpointer.remove()
+    return log[-1] if log else {}

@@ -1,0 +1,56 @@
+"""Speech inputs: pooled Whisper encoder frames of each post's synthetic speech.
+
+Audio and encoder frames come from ``speech``'s content-addressed caches under one folder (the layout
+``cloak synth`` writes: ``audio/``, ``features/``), so features ``cloak synth`` made ahead are found, and
+whatever is missing is synthesised and encoded on demand and cached for next time.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+from tqdm import tqdm
+
+from speech import AudioCache, TTSBackend, make_backend
+from speech.features import FeatureCache, WhisperEncoder
+
+
+def pool_frames(frames: np.ndarray, stride: int, max_tokens: int) -> np.ndarray:
+    """Average-pool (frames, dim) in time, ``stride`` frames a token (more for long utterances, so that
+    at most ``max_tokens`` remain): Whisper's 50 frames a second are far more than a post needs."""
+    stride = max(stride, math.ceil(len(frames) / max_tokens))
+    n = math.ceil(len(frames) / stride)
+    padded = np.zeros((n * stride, frames.shape[1]), dtype=np.float32)
+    padded[:len(frames)] = frames
+    counts = np.minimum(stride, len(frames) - np.arange(n) * stride)[:, None]
+    return (padded.reshape(n, stride, -1).sum(1) / counts).astype(np.float16)
+
+
+class SpeechFeatures:
+    """``features(texts)`` -> per text, float16 (tokens, dim) pooled encoder frames of its speech."""
+
+    def __init__(self, cache_dir: str | os.PathLike, backend: TTSBackend | dict, encoder: WhisperEncoder | str,
+                 stride: int = 4, max_tokens: int = 64, whisper_mode: str = "trimmed") -> None:
+        self.backend = backend if not isinstance(backend, dict) else make_backend(**backend)
+        self.encoder = encoder if not isinstance(encoder, str) else WhisperEncoder(encoder, mode=whisper_mode)
+        self.audio = AudioCache(os.path.join(cache_dir, "audio"))
+        self.frames = FeatureCache(os.path.join(cache_dir, "features"))
+        self.stride, self.max_tokens = stride, max_tokens
+        self._memory: dict[str, np.ndarray] = {}
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.dim
+
+    def features(self, texts: list[str], batch_size: int = 16, progress: bool | None = None) -> list[np.ndarray]:
+        todo = sorted({t for t in texts if t not in self._memory})
+        with tqdm(total=len(todo), desc="speech", unit="post", leave=False,
+                  disable=progress is False or None) as bar:
+            for start in range(0, len(todo), batch_size):
+                batch = todo[start:start + batch_size]
+                for text, (_, audio, _) in zip(batch, self.audio.synthesize(self.backend, batch)):
+                    _, frames = self.frames.features(self.encoder, audio, self.backend.sample_rate)
+                    self._memory[text] = pool_frames(frames, self.stride, self.max_tokens)
+                bar.update(len(batch))
+        return [self._memory[t] for t in texts]

@@ -1,0 +1,282 @@
+"""The three-stage trainer (paper §3.3, Appendix A; DESIGN §6), under Hugging Face Accelerate.
+
+Stage 1, aligners: everything but the aligners (and the glyph CNN) frozen. The aligned speech and
+    vision tokens of the *cloaked* text, encoded by the frozen backbone, should match the backbone's
+    encoding of the *clean* text (mean over tokens, MSE); vision tokens also match the clean text's
+    word embeddings token by token where the two tokenisations have the same length.
+Stage 2, experts: each expert learns its own modality through one shared classification head:
+    text expert on the text alone, speech expert on [CLS] + speech tokens, vision expert on [CLS] +
+    vision tokens (cross-entropy summed). The first ``head_warmup_epochs`` train the head on text
+    only, so the other modalities learn to reach a head that already knows the task.
+Stage 3, MMBERT tuning: all parts, all modalities, the router free: cross-entropy + aux weight x
+    load-balancing loss. One learning rate with per-group overrides.
+
+Groups of parameters (for learning rates and freezing): ``aligners`` (aligners, glyph CNN),
+``expert_text`` / ``expert_speech`` / ``expert_vision``, ``routers``, ``head`` (pooler, classifier),
+``backbone`` (embeddings, attention, layer norms).
+
+Every epoch ends with a dev evaluation, an atomic checkpoint (``--resume`` continues from it with the
+same data order and random state) and a log entry; the best epoch's model is saved to the output
+folder (``save_pretrained``); training stops early after ``patience`` epochs without improvement.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from cloak.io import read_records, write_atomic
+
+from .checkpoint import Checkpointer, save_model
+from .loading import make_featurizer, model_for_stage
+from .metrics import classification_metrics
+from .modeling import SPEECH, VISION, MMBertForSequenceClassification
+
+GROUPS = ("aligners", "expert_text", "expert_speech", "expert_vision", "routers", "head", "backbone")
+
+
+def parameter_group(name: str, modalities: list[str]) -> str:
+    if name.startswith(("mmbert.speech_aligner.", "mmbert.vision_aligner.", "mmbert.vision_encoder.")):
+        return "aligners"
+    if ".moe.experts." in name:
+        return "expert_" + modalities[int(name.split(".moe.experts.")[1].split(".")[0])]
+    if ".moe.router." in name:
+        return "routers"
+    if name.startswith(("mmbert.pooler.", "classifier.")):
+        return "head"
+    return "backbone"
+
+
+def stage_learning_rates(stage: int, settings: dict) -> dict[str, float]:
+    """Learning rate of each group that trains in ``stage``; groups left out stay frozen."""
+    s = settings[f"stage{stage}"]
+    if stage == 1:
+        return {"aligners": s["lr"]}
+    if stage == 2:
+        return {"aligners": s["lr_aligners"], "expert_text": s["lr_text_expert"], "expert_speech": s["lr_experts"],
+                "expert_vision": s["lr_experts"], "head": s["lr_head"]}
+    overrides = dict(s.get("lr_overrides") or {})
+    experts = overrides.pop("experts", None)
+    rates = {g: s["lr"] for g in GROUPS}
+    if experts is not None:
+        rates.update({g: experts for g in GROUPS if g.startswith("expert_")})
+    unknown = set(overrides) - set(GROUPS)
+    if unknown:
+        raise ValueError(f"unknown lr_overrides {sorted(unknown)}; groups: experts, {', '.join(GROUPS)}")
+    rates.update(overrides)
+    return rates
+
+
+def optimizer_groups(model: MMBertForSequenceClassification, rates: dict[str, float], weight_decay: float):
+    """AdamW groups by learning rate; parameters of frozen groups get ``requires_grad=False``."""
+    groups: dict[str, list] = {}
+    for name, param in model.named_parameters():
+        group = parameter_group(name, model.config.modalities)
+        param.requires_grad_(group in rates)
+        if group in rates:
+            groups.setdefault(group, []).append(param)
+    return [{"params": params, "lr": rates[g], "weight_decay": weight_decay, "name": g}
+            for g, params in groups.items()]
+
+
+def _pooled(hidden: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    keep = keep.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * keep).sum(1) / keep.sum(1).clamp(min=1.0)
+
+
+def alignment_loss(model: MMBertForSequenceClassification, batch: dict) -> torch.Tensor:
+    """Stage 1: cloaked speech / vision, through the frozen backbone, against the clean text."""
+    mmbert = model.mmbert
+    text_only = ("text",)
+    with torch.no_grad():
+        clean = mmbert(batch["source_ids"], batch["source_mask"], modalities=text_only, expert=0)
+        target = _pooled(clean.last_hidden_state, clean.attention_mask)
+    losses = []
+    for modality, token_type in (("speech", SPEECH), ("vision", VISION)):
+        if modality not in model.config.modalities or (modality == "speech" and "speech_features" not in batch):
+            continue
+        out = mmbert(batch["input_ids"], batch["attention_mask"], batch.get("speech_features"),
+                     batch.get("speech_mask"), modalities=(modality,), expert=mmbert.expert_index(modality))
+        keep = out.attention_mask * (out.token_types == token_type)
+        losses.append(F.mse_loss(_pooled(out.last_hidden_state, keep), target))
+    if "vision" in model.config.modalities:
+        same = batch["attention_mask"].sum(1) == batch["source_mask"].sum(1)
+        if same.any() and batch["input_ids"].shape == batch["source_ids"].shape:
+            aligned = mmbert.aligned_vision(batch["input_ids"][same])
+            with torch.no_grad():
+                words = mmbert.embeddings.word_embeddings(batch["source_ids"][same])
+            keep = batch["attention_mask"][same].unsqueeze(-1).to(aligned.dtype)
+            losses.append(((aligned - words) ** 2 * keep).sum() / (keep.sum() * aligned.shape[-1]))
+    return torch.stack(losses).sum()
+
+
+def expert_loss(model, batch: dict, modalities: tuple[str, ...], experts: list[str]) -> torch.Tensor:
+    """Stage 2: each modality alone through its own expert (``experts``: the model's modalities, in
+    expert order) and the shared head."""
+    total = 0.0
+    for modality in modalities:
+        out = model(**batch, modalities=(modality,), expert=experts.index(modality))
+        total = total + out.loss
+    return total
+
+
+def stage2_modalities(model, epoch: int, settings: dict, batch: dict) -> tuple[str, ...]:
+    if epoch < settings["stage2"].get("head_warmup_epochs", 0):
+        return ("text",)
+    return tuple(m for m in model.config.modalities if m != "speech" or "speech_features" in batch)
+
+
+@torch.no_grad()
+def predict(model: MMBertForSequenceClassification, batches, modalities=None, expert=None,
+            routing: bool = False, progress: bool | None = None) -> dict:
+    """Probabilities (n, labels) over batches, and optionally each example's mean routing weight per
+    layer and expert over its real tokens (n, layers, experts)."""
+    model.eval()
+    probs, weights = [], []
+    for batch in tqdm(batches, desc="predict", unit="batch", leave=False, disable=progress is False or None):
+        batch = {k: v for k, v in batch.items() if k != "labels"}
+        out = model(**batch, modalities=modalities, expert=expert)
+        probs.append(torch.softmax(out.logits.float(), -1).cpu())
+        if routing:
+            keep = out.attention_mask.unsqueeze(-1)
+            per_layer = [(w * keep).sum(1) / keep.sum(1) for w in out.routing]
+            weights.append(torch.stack(per_layer, 1).cpu())
+    result = {"probs": torch.cat(probs).numpy()}
+    if routing:
+        result["routing"] = torch.cat(weights).numpy()
+    return result
+
+
+def evaluate_stage(stage: int, model, batches, labels: np.ndarray) -> dict:
+    """Dev figures of a stage: alignment loss (stage 1), macro-F1 per modality and their mean (2),
+    the full model's metrics (3). ``score`` is what early stopping maximises."""
+    model.eval()
+    if stage == 1:
+        with torch.no_grad():
+            losses = [alignment_loss(model, b).item() for b in batches]
+        return {"dev_alignment_loss": float(np.mean(losses)), "score": -float(np.mean(losses))}
+    if stage == 2:
+        scores = {}
+        for m in model.config.modalities:
+            probs = predict(model, batches, (m,), model.mmbert.expert_index(m), progress=False)["probs"]
+            scores[f"dev_f1_{m}"] = classification_metrics(labels, probs.argmax(1))["f1"]
+        return {**scores, "score": float(np.mean(list(scores.values())))}
+    metrics = classification_metrics(labels, predict(model, batches, progress=False)["probs"].argmax(1))
+    return {**{f"dev_{k}": v for k, v in metrics.items()}, "score": metrics["f1"]}
+
+
+def read_labelled(path: str) -> list[dict]:
+    records = [r for _, r in read_records(path)]
+    for number, record in enumerate(records, 1):
+        if not isinstance(record.get("label"), int) or isinstance(record.get("label"), bool):
+            raise ValueError(f"{path}, line {number}: field 'label': training needs an integer label")
+    return records
+
+
+def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: str, from_dir: str | None = None,
+                resume: bool = False, allow_skip: bool = False, progress: bool | None = None,
+                on_epoch_end: Callable[[int, dict], None] | None = None) -> dict:
+    """Train one stage; the best model lands in ``out_dir``. Returns the final log entry plus
+    ``best_score``. ``on_epoch_end(epoch, entry)`` is called after each epoch's checkpoint."""
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+    from transformers import get_linear_schedule_with_warmup
+
+    if stage not in (1, 2, 3):
+        raise ValueError(f"stage must be 1, 2 or 3, not {stage}")
+    settings = run["train"]
+    seed = settings.get("seed", 0)
+    accelerator = Accelerator()
+    set_seed(seed)
+    os.makedirs(out_dir, exist_ok=True)
+    checkpointer = Checkpointer(out_dir, accelerator)
+    if resume and not checkpointer.exists():
+        raise ValueError(f"--resume: {out_dir} has no checkpoint to resume from")
+
+    train_records, dev_records = read_labelled(train_path), read_labelled(dev_path)
+    num_labels = max(r["label"] for r in train_records + dev_records) + 1
+    model, tokenizer = model_for_stage(stage, run, from_dir, allow_skip, num_labels, progress)
+    if model.config.num_labels != num_labels and stage > 1:
+        raise ValueError(f"the model has {model.config.num_labels} labels, the data {num_labels}")
+    model.config.features = dict(run["features"])
+    featurizer = make_featurizer(model, tokenizer, run["features"], settings.get("max_length", 128))
+    train_examples = featurizer.encode(train_records, progress=progress)
+    dev_examples = featurizer.encode(dev_records, progress=progress)
+    dev_labels = np.array([e["labels"] for e in dev_examples])
+
+    stage_settings = settings[f"stage{stage}"]
+    epochs, batch_size = stage_settings["epochs"], settings.get("batch_size", 32)
+    rates = stage_learning_rates(stage, settings)
+    optimizer = torch.optim.AdamW(optimizer_groups(model, rates, settings.get("weight_decay", 0.01)))
+    steps = epochs * math.ceil(len(train_examples) / (batch_size * accelerator.num_processes))
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.get("warmup_ratio", 0.0) * steps), steps)
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    dev_loader = accelerator.prepare(torch.utils.data.DataLoader(dev_examples, batch_size=batch_size,
+                                                                 collate_fn=featurizer.collate))
+
+    state = {"stage": stage, "epoch": 0, "best_score": None, "best_epoch": None, "since_best": 0}
+    log = []
+    if resume:
+        state = checkpointer.load()
+        log = checkpointer.read_log()[: state["epoch"]]
+    raw = accelerator.unwrap_model(model)
+    patience = settings.get("patience", 3)
+    for epoch in range(state["epoch"], epochs):
+        if state["since_best"] >= patience:
+            break
+        started = time.time()
+        model.train()
+        generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)  # same order on resume
+        loader = accelerator.prepare(torch.utils.data.DataLoader(
+            train_examples, batch_size=batch_size, shuffle=True, generator=generator, collate_fn=featurizer.collate))
+        totals: dict[str, float] = {"loss": 0.0, "aux_loss": 0.0}
+        bar = tqdm(loader, desc=f"stage {stage} epoch {epoch + 1}/{epochs}", unit="batch", leave=False,
+                   disable=progress is False or None or not accelerator.is_local_main_process)
+        for batch in bar:
+            if stage == 1:
+                loss = alignment_loss(raw, batch)
+            elif stage == 2:
+                loss = expert_loss(model, batch, stage2_modalities(raw, epoch, settings, batch), raw.config.modalities)
+            else:
+                out = model(**batch)
+                loss = out.loss
+                totals["aux_loss"] += out.aux_loss.item() if out.aux_loss is not None else 0.0
+            accelerator.backward(loss)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            totals["loss"] += loss.item()
+            bar.set_postfix(loss=f"{loss.item():.4f}")
+        entry = {"epoch": epoch + 1, "train_loss": totals["loss"] / len(loader)}
+        if stage == 3:
+            entry["train_aux_loss"] = totals["aux_loss"] / len(loader)
+        entry.update(evaluate_stage(stage, raw, dev_loader, dev_labels))
+        entry["seconds"] = round(time.time() - started, 2)
+        entry["lr"] = {g["name"]: g["lr"] for g in optimizer.param_groups}
+        improved = state["best_score"] is None or entry["score"] > state["best_score"]
+        if improved:
+            state.update(best_score=entry["score"], best_epoch=epoch + 1, since_best=0)
+            raw.config.stage = stage
+            save_model(out_dir, raw, tokenizer, accelerator)
+        else:
+            state["since_best"] += 1
+        state["epoch"] = epoch + 1
+        log.append(entry)
+        checkpointer.write_log(log)
+        checkpointer.save(state)
+        if on_epoch_end is not None:
+            on_epoch_end(epoch + 1, entry)
+    if accelerator.is_main_process:
+        summary = {"stage": stage, "epochs_run": state["epoch"], "best_epoch": state["best_epoch"],
+                   "best_score": state["best_score"], "train": train_path, "dev": dev_path,
+                   "from": from_dir, "run_config": run}
+        write_atomic(os.path.join(out_dir, "training.json"), json.dumps(summary, indent=1).encode())
+    checkpointer.remove()
+    return {**(log[-1] if log else {}), "best_score": state["best_score"], "best_epoch": state["best_epoch"]}
