@@ -8,6 +8,7 @@ stratified by label, the first N of each split.
 
 - ``train.jsonl``: each training post followed by one cloaked copy (ops ``TRAIN_OPS``, lexicon targets).
 - ``dev.jsonl``: the same for the dev posts (early stopping sees clean and cloaked text).
+- ``pretrain_corpus.jsonl``: ``n_pretrain`` COLD training posts of any length, for ``mmbert pretrain``.
 - ``test_clean.jsonl``, ``test_homophone.jsonl``, ``test_emoji.jsonl``: the test posts, clean and
   cloaked by one op each (lexicon targets: a post with no lexicon term stays as it is, as in the wild).
 
@@ -70,7 +71,8 @@ def write(path: Path, records: list[dict]) -> None:
     write_atomic(path, b"".join(dump_record(r) for r in records))
 
 
-def prepare(cold: Path, work: Path, n_train: int, n_dev: int, n_test: int, seed: int = 0) -> dict[str, Path]:
+def prepare(cold: Path, work: Path, n_train: int, n_dev: int, n_test: int, n_pretrain: int = 8000,
+            seed: int = 0) -> dict[str, Path]:
     """Write the benchmark's record files into ``work``; returns {name: path}."""
     work.mkdir(parents=True, exist_ok=True)
     train, dev, test = (sample(cold, s, n, seed) for s, n in (("train", n_train), ("dev", n_dev),
@@ -81,6 +83,12 @@ def prepare(cold: Path, work: Path, n_train: int, n_dev: int, n_test: int, seed:
         "test_clean": test,
         **{f"test_{op}": cloaked(test, op, seed) for op in TEST_OPS},
     }
+    # The corpus of the from-scratch backbone's masked-LM pre-training: COLD training posts (any length).
+    from cloak.convert import read_dataset
+
+    corpus = list(read_dataset("cold", str(cold / "train.csv")))
+    random.Random(f"{seed}:pretrain").shuffle(corpus)
+    files["pretrain_corpus"] = corpus[:n_pretrain]
     paths = {}
     for name, records in files.items():
         paths[name] = work / f"{name}.jsonl"
@@ -88,8 +96,10 @@ def prepare(cold: Path, work: Path, n_train: int, n_dev: int, n_test: int, seed:
     return paths
 
 
-def speak(paths: dict[str, Path], work: Path, weights: Path) -> dict:
-    """Kokoro speech and Whisper-base features for every record, into ``work/speech``."""
+def speak(paths: dict[str, Path], work: Path, weights: Path, limits: dict[str, int] | None = None) -> dict:
+    """Kokoro speech and Whisper-base features for every record (the first ``limits[name]`` lines of
+    a file, where given), into ``work/speech``."""
+    from cloak.io import write_atomic
     from speech.features import WhisperEncoder
     from speech.synth import speak_file
 
@@ -97,8 +107,12 @@ def speak(paths: dict[str, Path], work: Path, weights: Path) -> dict:
     backend = ("kokoro-onnx", str(weights / "kokoro" / "kokoro-v1.0.int8.onnx"), VOICE, 1.0)
     counts = {}
     for name, path in paths.items():
+        if limits and name in limits:
+            head = work / f"{name}.head.jsonl"
+            with open(path, encoding="utf-8") as f:
+                write_atomic(head, "".join(line for _, line in zip(range(limits[name]), f)).encode())
+            path = head
         counts[name] = speak_file(str(path), str(work / "speech"), backend, encoder=encoder)
-        os.replace(work / "speech" / "index.jsonl", work / f"{name}.speech.jsonl")
         print(name, counts[name], flush=True)
     return counts
 
@@ -111,11 +125,14 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=1000)
     parser.add_argument("--dev", type=int, default=200)
     parser.add_argument("--test", type=int, default=300)
+    parser.add_argument("--speak-train", type=int, default=None, metavar="N",
+                        help="speak only the first N pairs of train (and of dev: N // 5)")
     args = parser.parse_args()
     paths = prepare(args.cold, args.work, args.train, args.dev, args.test)
     if args.weights:
+        limits = None if args.speak_train is None else {"train": 2 * args.speak_train, "dev": 2 * (args.speak_train // 5)}
         speak({k: paths[k] for k in ("test_clean", "test_homophone", "test_emoji", "dev", "train")},
-              args.work, args.weights)
+              args.work, args.weights, limits)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ SKIN_TONES = range(0x1F3FB, 0x1F400)
 def bundled_vocab() -> dict[str, int]:
     """bert-base-chinese's vocabulary (shipped in mmbert/data/vocab.txt)."""
     text = resources.files("mmbert").joinpath("data/vocab.txt").read_text(encoding="utf-8")
-    return {token: i for i, token in enumerate(text.splitlines())}
+    # split("\n"), not splitlines(): a few entries are characters splitlines() would break on.
+    return {token: i for i, token in enumerate(text.rstrip("\n").split("\n"))}
 
 
 def emoji_tokens() -> list[str]:

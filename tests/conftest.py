@@ -22,3 +22,18 @@ def sample_texts() -> list[str]:
 def read_jsonl(path) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def tiny_whisper(tmp_path_factory):
+    """A random Whisper (64-wide, 2 encoder layers) saved as an openai-whisper checkpoint."""
+    torch = pytest.importorskip("torch")
+    whisper = pytest.importorskip("whisper")
+    torch.manual_seed(0)
+    dims = whisper.model.ModelDimensions(n_mels=80, n_audio_ctx=1500, n_audio_state=64, n_audio_head=4,
+                                         n_audio_layer=2, n_vocab=51865, n_text_ctx=448, n_text_state=64,
+                                         n_text_head=4, n_text_layer=1)
+    model = whisper.model.Whisper(dims)
+    path = tmp_path_factory.mktemp("whisper") / "tiny.pt"
+    torch.save({"dims": dims.__dict__, "model_state_dict": model.state_dict()}, path)
+    return path

@@ -91,20 +91,6 @@ def test_speak_resumes_and_reports_bad_records(tmp_path, sample_path):
     assert missing.returncode == 1 and "kokoro-onnx needs --model" in missing.stderr
 
 
-@pytest.fixture(scope="module")
-def tiny_whisper(tmp_path_factory):
-    torch = pytest.importorskip("torch")
-    whisper = pytest.importorskip("whisper")
-    torch.manual_seed(0)
-    dims = whisper.model.ModelDimensions(n_mels=80, n_audio_ctx=1500, n_audio_state=64, n_audio_head=4,
-                                         n_audio_layer=2, n_vocab=51865, n_text_ctx=448, n_text_state=64,
-                                         n_text_head=4, n_text_layer=1)
-    model = whisper.model.Whisper(dims)
-    path = tmp_path_factory.mktemp("whisper") / "tiny.pt"
-    torch.save({"dims": dims.__dict__, "model_state_dict": model.state_dict()}, path)
-    return path
-
-
 def test_trimmed_features_cover_the_utterance_only(tiny_whisper):
     from speech.features import WhisperEncoder
 

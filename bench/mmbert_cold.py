@@ -1,0 +1,187 @@
+"""Does MMBERT lose less than text-only BERT when posts are cloaked? A real experiment on COLD.
+
+Run from the repository root with the real weights of ``shared/models/offline_weights.py``::
+
+    python /work/shared/models/offline_weights.py /tmp/weights
+    .venv/bin/python bench/mmbert_cold.py --weights /tmp/weights
+
+Everything lands in ``--work`` (default ``bench/work/mmbert``) and is reused when present, so a rerun
+after an interruption continues; the figures go to ``bench/results/mmbert_cold.json``.
+
+1. Data (``bench/mmbert_data.py``): COLD posts of 8-32 characters. Training: the first ``--train``
+   posts, each followed by a cloaked copy (ops homophone, similar, emoji, split, abbrev, pinyin,
+   english; lexicon targets), so ``2 x --train`` examples; dev: ``--train // 5`` posts and their cloaks;
+   test: 300 posts, clean and cloaked by ``homophone`` alone and by ``emoji`` alone.
+2. Speech: every text spoken by Kokoro-82M (int8 ONNX, voice zf_xiaobei) and encoded by Whisper base
+   (trimmed), cached in ``WORK/speech``.
+3. Backbone: the ``small`` preset's BERT (4 layers, 256 wide) pre-trained from scratch with masked
+   language modelling on ``--pretrain-posts`` COLD training posts for ``--pretrain-epochs`` epochs (no
+   pretrained Chinese BERT can be had on this machine).
+4. MMBERT: ``small`` preset, stages 1, 2, 3 in turn from that backbone. Text-only: the same backbone
+   with one modality (a plain BERT), fine-tuned with the same stage-3 settings (epochs, learning rate,
+   batch, early stopping on dev macro-F1).
+5. Both evaluated on the three test sets: accuracy and macro-F1, overall and on the posts the op
+   changed (a post without a lexicon term stays as it is); the drop = clean - cloaked.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+for path in (REPO, REPO / "bench"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+from bench.machine import machine_info  # noqa: E402
+from mmbert_data import TEST_OPS, VOICE, prepare  # noqa: E402
+
+TEST_SETS = ("clean", *TEST_OPS)
+
+
+def head(path: Path, lines: int, out: Path) -> Path:
+    from cloak.io import write_atomic
+
+    with open(path, encoding="utf-8") as f:
+        write_atomic(out, "".join(line for _, line in zip(range(lines), f)).encode())
+    return out
+
+
+def run_config(work: Path, weights: Path, text_only: bool) -> dict:
+    from mmbert.presets import load_run_config
+
+    run = load_run_config("small")
+    run["features"].update(tts={"name": "kokoro-onnx", "model": str(weights / "kokoro" / "kokoro-v1.0.int8.onnx"),
+                                "voice": VOICE},
+                           whisper=str(weights / "whisper-base.pt"), speech_cache=str(work / "speech"))
+    if text_only:
+        run["model"]["modalities"] = ["text"]
+    return run
+
+
+def trained(stage: int, run: dict, files: dict, out: Path, from_dir: Path, allow_skip: bool = False) -> dict:
+    """Train a stage unless ``out`` already holds its finished model; returns its training summary."""
+    from mmbert.train import train_stage
+
+    summary = out / "training.json"
+    if not summary.exists():
+        resume = (out / "checkpoint" / "trainer_state.json").exists()
+        started = time.time()
+        train_stage(stage, run, str(files["train"]), str(files["dev"]), str(out), str(from_dir),
+                    resume=resume, allow_skip=allow_skip)
+        print(f"{out.name}: {time.time() - started:.0f} s", flush=True)
+    data = json.loads(summary.read_text())
+    log = json.loads((out / "log.json").read_text())
+    return {"best_epoch": data["best_epoch"], "epochs_run": data["epochs_run"], "best_dev_score": data["best_score"],
+            "seconds": round(sum(e["seconds"] for e in log), 1)}
+
+
+def evaluate(model_dir: Path, files: dict) -> dict:
+    from mmbert.inference import infer
+    from mmbert.loading import load_model
+    from mmbert.metrics import classification_metrics
+
+    from cloak.io import read_records
+
+    model, featurizer = load_model(str(model_dir))
+    out = {}
+    for name in TEST_SETS:
+        records = [r for _, r in read_records(str(files[f"test_{name}"]))]
+        predictions = infer(model, featurizer, records)["probs"].argmax(1)
+        labels = [r["label"] for r in records]
+        changed = [i for i, r in enumerate(records) if r.get("source_text", r["text"]) != r["text"]]
+        out[name] = {"all": classification_metrics(labels, predictions)}
+        if name != "clean":
+            out[name]["changed"] = classification_metrics([labels[i] for i in changed], predictions[changed])
+    clean_on_changed = {}
+    for name in TEST_OPS:  # the same posts, clean, for the drop on changed posts
+        records = [r for _, r in read_records(str(files[f"test_{name}"]))]
+        changed = [i for i, r in enumerate(records) if r.get("source_text", r["text"]) != r["text"]]
+        clean = [r for _, r in read_records(str(files["test_clean"]))]
+        predictions = infer(model, featurizer, [clean[i] for i in changed])["probs"].argmax(1)
+        clean_on_changed[name] = classification_metrics([clean[i]["label"] for i in changed], predictions)
+    for name in TEST_OPS:
+        out[name]["drop_f1"] = round(out["clean"]["all"]["f1"] - out[name]["all"]["f1"], 4)
+        out[name]["clean_on_changed"] = clean_on_changed[name]
+        out[name]["drop_f1_changed"] = round(clean_on_changed[name]["f1"] - out[name]["changed"]["f1"], 4)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cold", type=Path, default=REPO.parent / "shared" / "data" / "cold")
+    parser.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "mmbert")
+    parser.add_argument("--weights", type=Path, default=os.environ.get("MMCLOAK_WEIGHTS"))
+    parser.add_argument("--train", type=int, default=500, help="training posts (each also cloaked)")
+    parser.add_argument("--pretrain-posts", type=int, default=8000)
+    parser.add_argument("--pretrain-epochs", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "mmbert_cold.json")
+    args = parser.parse_args()
+    if not args.weights:
+        parser.error("no weights: pass --weights DIR or set MMCLOAK_WEIGHTS; assemble them with "
+                     "`python /work/shared/models/offline_weights.py DIR`")
+    import torch
+
+    from cloak.io import write_atomic
+    from mmbert.presets import load_run_config
+    from mmbert.pretrain import pretrain
+
+    started = time.time()
+    work = args.work
+    paths = prepare(args.cold, work, max(args.train, 1000), 200, 300, args.pretrain_posts)
+    files = {"train": head(paths["train"], 2 * args.train, work / f"train_{args.train}.jsonl"),
+             "dev": head(paths["dev"], 2 * (args.train // 5), work / f"dev_{args.train // 5}.jsonl"),
+             **{f"test_{n}": paths[f"test_{n}"] for n in TEST_SETS}}
+
+    backbone = work / "backbone"
+    if not (backbone / "config.json").exists() or (backbone / "checkpoint").exists():
+        run = load_run_config("small")
+        run["train"]["pretrain"]["epochs"] = args.pretrain_epochs
+        pretrain(str(paths["pretrain_corpus"]), str(backbone), run,
+                 resume=(backbone / "checkpoint" / "trainer_state.json").exists())
+    pretrain_log = json.loads((backbone / "log.json").read_text())
+
+    runs = work / f"runs_{args.train}"
+    mm, text = run_config(work, args.weights, False), run_config(work, args.weights, True)
+    training = {"mmbert_stage1": trained(1, mm, files, runs / "mmbert_stage1", backbone)}
+    training["mmbert_stage2"] = trained(2, mm, files, runs / "mmbert_stage2", runs / "mmbert_stage1")
+    training["mmbert_stage3"] = trained(3, mm, files, runs / "mmbert_stage3", runs / "mmbert_stage2")
+    training["text_only"] = trained(3, text, files, runs / "text_only", backbone, allow_skip=True)
+
+    results = {"mmbert": evaluate(runs / "mmbert_stage3", files), "text_only": evaluate(runs / "text_only", files)}
+    goal = {}
+    for op in TEST_OPS:
+        mm_drop, text_drop = results["mmbert"][op]["drop_f1"], results["text_only"][op]["drop_f1"]
+        goal[op] = {"mmbert_drop_f1": mm_drop, "text_only_drop_f1": text_drop,
+                    "at_most_half": bool(text_drop > 0 and mm_drop <= text_drop / 2)}
+    report = {
+        "what": "small-preset MMBERT (text + Kokoro speech + glyph CNN) vs the same backbone text-only, COLD",
+        "posts": {"train_posts": args.train, "train_examples": 2 * args.train, "dev_examples": 2 * (args.train // 5),
+                  "test_posts": 300, "post_chars": "8-32", "pretrain_posts": args.pretrain_posts,
+                  "pretrain_epochs": args.pretrain_epochs},
+        "pretrain": pretrain_log[-1],
+        "training": training,
+        "settings": {"stage_settings": mm["train"], "model": mm["model"]},
+        "results": results,
+        "goal_half_the_drop": goal,
+        "seconds": round(time.time() - started, 1),
+        "torch_threads": torch.get_num_threads(),
+        "machine": machine_info(),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(args.out, json.dumps(report, indent=1, ensure_ascii=False).encode())
+    print(f"{'model':10} {'test':10} {'acc':>6} {'F1':>6} {'drop':>6} {'F1 changed':>10} {'drop changed':>12}")
+    for model in ("text_only", "mmbert"):
+        for name in TEST_SETS:
+            r = results[model][name]
+            print(f"{model:10} {name:10} {r['all']['accuracy']:6.3f} {r['all']['f1']:6.3f} "
+                  f"{r.get('drop_f1', 0):6.3f} {r.get('changed', r['all'])['f1']:10.3f} {r.get('drop_f1_changed', 0):12.3f}")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,285 @@
+"""MMBERT on the tiny preset: the MoE layer, routing, aux loss, the three stages, saving, resuming, CLI.
+
+Speech comes from the tone backend and a random tiny Whisper; the backbone is random. Nothing here
+needs a download.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("accelerate")
+
+from transformers import BertConfig, BertModel  # noqa: E402
+
+from cloak import Perturber  # noqa: E402
+from cloak.run import cloak_record  # noqa: E402
+from mmbert import MMBertConfig, MMBertForSequenceClassification, load_balancing_loss, upcycle_from_bert  # noqa: E402
+from mmbert.loading import StageError, load_model, model_for_stage  # noqa: E402
+from mmbert.presets import load_run_config  # noqa: E402
+from mmbert.speech_features import pool_frames  # noqa: E402
+from mmbert.tokenization import build_tokenizer  # noqa: E402
+from mmbert.train import parameter_group, train_stage  # noqa: E402
+
+from .conftest import read_jsonl  # noqa: E402
+
+
+def tiny_bert() -> BertModel:
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
+    return BertModel(config).eval()
+
+
+def mm_config(bert: BertModel, **kwargs) -> MMBertConfig:
+    return MMBertConfig.from_bert_config(bert.config, speech_dim=16, vision_dim=8, glyph_size=16, num_labels=2,
+                                         **kwargs)
+
+
+@pytest.mark.parametrize("top_k", [0, 1, 2])
+def test_upcycled_moe_equals_the_feed_forward_whatever_the_router_says(top_k):
+    bert = tiny_bert()
+    model = upcycle_from_bert(bert, mm_config(bert, moe_top_k=top_k)).eval()
+    torch.manual_seed(1)
+    h = torch.randn(3, 7, 32)
+    for bert_layer, layer in zip(bert.encoder.layer, model.mmbert.layers):
+        torch.nn.init.normal_(layer.moe.router.weight, std=3.0)  # a router with strong opinions
+        expected = bert_layer.output.dense(bert_layer.intermediate(h))
+        mixed, weights = layer.moe(h)
+        assert weights.shape == (3, 7, 3) and weights.std() > 0.1
+        torch.testing.assert_close(mixed, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_text_only_mmbert_from_a_bert_computes_what_the_bert_computes():
+    bert = tiny_bert()
+    model = upcycle_from_bert(bert, mm_config(bert)).eval()
+    ids = torch.randint(5, 120, (2, 9))
+    mask = torch.ones_like(ids)
+    mask[1, 6:] = 0
+    ours = model.mmbert(ids, mask, modalities=("text",)).last_hidden_state
+    theirs = bert(input_ids=ids, attention_mask=mask).last_hidden_state
+    torch.testing.assert_close(ours[mask.bool()], theirs[mask.bool()], atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("top_k", [0, 1, 2])
+def test_routing_weights_sum_to_one_over_all_modalities(top_k):
+    bert = tiny_bert()
+    model = MMBertForSequenceClassification(mm_config(bert, moe_top_k=top_k)).eval()
+    ids = torch.randint(5, 120, (2, 6))
+    out = model(ids, speech_features=torch.randn(2, 4, 16))
+    assert out.token_types.tolist()[0] == [0] * 6 + [1] * 4 + [2] * 6
+    for weights in out.routing:
+        assert weights.shape == (2, 16, 3)
+        torch.testing.assert_close(weights.sum(-1), torch.ones(2, 16))
+        assert (weights >= 0).all()
+        if top_k:
+            assert ((weights > 0).sum(-1) == top_k).all()
+
+
+def test_aux_loss_is_its_formula_and_one_when_balanced():
+    weights = torch.tensor([[[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6], [0.0, 0.0, 1.0]]])
+    mask = torch.tensor([[1, 1, 1, 1, 0]])  # the last token is padding: it must not count
+    # p = shares routed (argmax) = [2, 1, 1] / 4; f = mean weights = [1.6, 1.5, 0.9] / 4
+    expected = 3 * (0.5 * 0.4 + 0.25 * 0.375 + 0.25 * 0.225)
+    assert load_balancing_loss(weights, mask).item() == pytest.approx(expected)
+    balanced = torch.eye(3)[None]
+    assert load_balancing_loss(balanced, torch.ones(1, 3)).item() == pytest.approx(1.0)
+    collapsed = torch.tensor([[[1.0, 0.0, 0.0]] * 3])
+    assert load_balancing_loss(collapsed, torch.ones(1, 3)).item() == pytest.approx(3.0)
+
+
+def test_tokenizer_keeps_bert_base_chinese_ids_and_reads_emoji_as_tokens():
+    tokenizer = build_tokenizer()
+    assert len(tokenizer) > 21128
+    ids = tokenizer("黑🧜")["input_ids"]
+    assert ids[:2] == [101, 7946] and ids[-1] == 102  # [CLS] 黑 ... [SEP] as in bert-base-chinese
+    assert ids[2] >= 21128 and tokenizer.convert_ids_to_tokens(ids[2]) == "🧜"
+
+
+def test_pool_frames_averages_in_time_and_caps_the_count():
+    frames = np.arange(10, dtype=np.float32)[:, None].repeat(2, 1)
+    pooled = pool_frames(frames, stride=4, max_tokens=8)
+    assert pooled[:, 0].tolist() == [1.5, 5.5, 8.5]  # means of 0-3, 4-7, 8-9
+    assert len(pool_frames(np.zeros((500, 2), np.float32), stride=4, max_tokens=8)) == 8
+
+
+# ---- training on the tiny preset ----
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory, sample_path):
+    """Records from the bundled COLD sample: clean posts and their cloaks, labels of both kinds."""
+    records = [r for r in read_jsonl(sample_path) if len(r["text"]) <= 30]
+    records = [r for r in records if r["label"] == 1][:16] + [r for r in records if r["label"] == 0][:16]
+    perturber = Perturber(ops="homophone,emoji", seed=0)
+    cloaked = [json.loads(cloak_record(perturber, i, r, 1)[0][0]) for i, r in enumerate(records)]
+    folder = tmp_path_factory.mktemp("data")
+    train = records[:12] + records[16:28] + cloaked[:12] + cloaked[16:28]
+    dev = records[12:16] + records[28:] + cloaked[12:16] + cloaked[28:]
+    for name, rows in (("train", train), ("dev", dev)):
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                                             encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def run(tiny_whisper, tmp_path_factory):
+    config = load_run_config("tiny")
+    config["features"].update(whisper=str(tiny_whisper), speech_cache=str(tmp_path_factory.mktemp("speech")))
+    config["train"]["stage2"]["head_warmup_epochs"] = 0  # so that one epoch trains every expert
+    for stage in ("stage1", "stage2", "stage3"):
+        config["train"][stage]["epochs"] = 1
+    return config
+
+
+@pytest.fixture(scope="module")
+def stages(run, data, tmp_path_factory):
+    """Stage 1, 2 and 3 trained in turn: {stage: output folder}."""
+    root = tmp_path_factory.mktemp("stages")
+    dirs, previous = {}, None
+    for stage in (1, 2, 3):
+        dirs[stage] = str(root / f"s{stage}")
+        train_stage(stage, run, str(data / "train.jsonl"), str(data / "dev.jsonl"), dirs[stage], previous,
+                    progress=False)
+        previous = dirs[stage]
+    return dirs
+
+
+def _groups_changed(before: dict, after: dict, modalities) -> set[str]:
+    return {parameter_group(name, modalities) for name, tensor in after.items()
+            if not torch.equal(tensor, before[name]) and not name.endswith("glyphs")}
+
+
+def test_each_stage_trains_only_its_parameters(run, stages):
+    from accelerate.utils import set_seed
+
+    set_seed(run["train"]["seed"])  # the trainer's initialisation, rebuilt
+    initial, _ = model_for_stage(1, run, None)
+    models = {s: MMBertForSequenceClassification.from_pretrained(d) for s, d in stages.items()}
+    modalities = initial.config.modalities
+    before = initial.state_dict()
+    assert _groups_changed(before, models[1].state_dict(), modalities) == {"aligners"}
+    assert _groups_changed(models[1].state_dict(), models[2].state_dict(), modalities) == {
+        "aligners", "expert_text", "expert_speech", "expert_vision", "head"}
+    assert _groups_changed(models[2].state_dict(), models[3].state_dict(), modalities) == {
+        "aligners", "expert_text", "expert_speech", "expert_vision", "head", "routers", "backbone"}
+    assert [models[s].config.stage for s in (1, 2, 3)] == [1, 2, 3]
+    log = json.loads(open(os.path.join(stages[3], "log.json")).read())
+    assert log[0]["epoch"] == 1 and 0 <= log[0]["dev_f1"] <= 1 and log[0]["train_aux_loss"] >= 1.0 - 1e-6
+    assert not os.path.exists(os.path.join(stages[3], "checkpoint"))  # removed once the run is complete
+
+
+def test_stages_must_come_in_order(run, data, stages, tmp_path):
+    args = (run, str(data / "train.jsonl"), str(data / "dev.jsonl"))
+    with pytest.raises(StageError, match="--from"):
+        train_stage(2, *args, str(tmp_path / "a"), None, progress=False)
+    with pytest.raises(StageError, match="skip stage 2"):
+        train_stage(3, *args, str(tmp_path / "b"), stages[1], progress=False)
+    with pytest.raises(StageError, match="already finished stage 3"):
+        train_stage(3, *args, str(tmp_path / "c"), stages[3], progress=False)
+    # The ablation skips on purpose.
+    result = train_stage(3, *args, str(tmp_path / "d"), stages[1], allow_skip=True, progress=False)
+    assert result["best_epoch"] == 1
+
+
+def test_saved_model_reloads_and_predicts_identically(stages, data, tmp_path):
+    from mmbert.inference import infer
+
+    records = read_jsonl(data / "dev.jsonl")
+    model, featurizer = load_model(stages[3])
+    first = infer(model, featurizer, records, routing=True)
+    model.save_pretrained(tmp_path / "copy")
+    featurizer.tokenizer.save_pretrained(tmp_path / "copy")
+    again, featurizer2 = load_model(str(tmp_path / "copy"))
+    second = infer(again, featurizer2, records, routing=True)
+    np.testing.assert_array_equal(first["probs"], second["probs"])
+    np.testing.assert_array_equal(first["routing"], second["routing"])
+    assert first["routing"].shape == (len(records), 2, 3)
+
+
+def test_an_interrupted_run_resumes_to_the_same_model(run, data, stages, tmp_path):
+    run = json.loads(json.dumps(run))
+    run["train"]["stage3"].update(epochs=3)
+    run["train"]["patience"] = 10
+    args = (run, str(data / "train.jsonl"), str(data / "dev.jsonl"))
+    whole = tmp_path / "whole"
+    train_stage(3, *args, str(whole), stages[2], progress=False)
+
+    def interrupt(epoch, entry):
+        if epoch == 1:
+            raise KeyboardInterrupt
+
+    cut = tmp_path / "cut"
+    with pytest.raises(KeyboardInterrupt):
+        train_stage(3, *args, str(cut), stages[2], progress=False, on_epoch_end=interrupt)
+    assert json.loads((cut / "checkpoint" / "trainer_state.json").read_text())["epoch"] == 1
+    train_stage(3, *args, str(cut), stages[2], resume=True, progress=False)
+    a = MMBertForSequenceClassification.from_pretrained(whole).state_dict()
+    b = MMBertForSequenceClassification.from_pretrained(cut).state_dict()
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], msg=name)
+    assert json.loads((whole / "log.json").read_text()) [-1]["dev_f1"] == \
+        json.loads((cut / "log.json").read_text())[-1]["dev_f1"]
+
+
+def run_mmbert(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mmbert.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_cli_evaluate_predict_routing(stages, data, tmp_path):
+    dev = data / "dev.jsonl"
+    result = run_mmbert("evaluate", "--model", stages[3], "--data", dev, "--out", tmp_path / "eval.json", "-q")
+    assert result.returncode == 0, result.stderr
+    figures = json.loads((tmp_path / "eval.json").read_text())
+    assert figures["overall"]["n"] == 16 and {"clean", "homophone"} <= set(figures["by_op"])
+    assert "macro-F1" in result.stderr
+
+    result = run_mmbert("predict", "--model", stages[3], "--in", dev, "--out", tmp_path / "p.jsonl", "-q")
+    assert result.returncode == 0, result.stderr
+    scored = read_jsonl(tmp_path / "p.jsonl")
+    assert len(scored) == 16 and scored[0]["text"] == read_jsonl(dev)[0]["text"]
+    assert sum(scored[0]["mmbert"]["probs"]) == pytest.approx(1.0, abs=1e-5)
+    assert np.array(scored[0]["mmbert"]["routing"]).shape == (2, 3)
+
+    result = run_mmbert("routing", "--model", stages[3], "--data", dev, "--out", tmp_path / "routing", "-q")
+    assert result.returncode == 0, result.stderr
+    table = json.loads((tmp_path / "routing" / "routing.json").read_text())
+    assert table["experts"] == ["text", "speech", "vision"] and table["groups"]["all"]["n"] == 16
+    assert (tmp_path / "routing" / "routing.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_train_and_pretrain(run, data, tmp_path, tiny_whisper):
+    common = ["--config", "tiny", "--train", data / "train.jsonl", "--dev", data / "dev.jsonl",
+              "--whisper", tiny_whisper, "--speech-cache", tmp_path / "speech", "-q"]
+    result = run_mmbert("pretrain", "--corpus", data / "train.jsonl", "--config", "tiny", "--out", tmp_path / "bert", "-q")
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "bert" / "config.json").read_text())["model_type"] == "bert"
+    result = run_mmbert("train", "--stage", "1", *common, "--out", tmp_path / "s1", "--from", tmp_path / "bert")
+    assert result.returncode == 0, result.stderr
+    assert "stage 1: best epoch 1" in result.stderr
+    model = MMBertForSequenceClassification.from_pretrained(tmp_path / "s1")
+    from transformers import BertForMaskedLM
+
+    bert = BertForMaskedLM.from_pretrained(tmp_path / "bert")
+    torch.testing.assert_close(model.mmbert.layers[0].moe.experts[2].up.weight,  # upcycled from the BERT
+                               bert.bert.encoder.layer[0].intermediate.dense.weight)
+
+    result = run_mmbert("train", "--stage", "2", *common, "--out", tmp_path / "s2")
+    assert result.returncode == 1 and "pass --from DIR" in result.stderr
+
+
+def test_cli_names_the_bad_line(tmp_path, data):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "你好", "label": 1}\n{"text": "再见"}\n', encoding="utf-8")
+    result = run_mmbert("train", "--stage", "1", "--config", "tiny", "--train", bad, "--dev", data / "dev.jsonl",
+                        "--out", tmp_path / "o", "-q")
+    assert result.returncode == 1
+    assert f"{bad}, line 2: field 'label'" in result.stderr
+    result = run_mmbert("evaluate", "--model", tmp_path, "--data", bad)
+    assert result.returncode == 1 and "not an MMBERT model folder" in result.stderr
