@@ -51,6 +51,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.machine import machine_info  # noqa: E402
+from bench.summary import print_summary  # noqa: E402
 
 CER_TARGET = 0.15
 SPEEDUP_TARGET = 5.0
@@ -466,11 +467,7 @@ def main(argv: list[str] | None = None) -> int:
           for name, e in enc_speed.items() if isinstance(e, dict)],
         ("tone synthesis", f"{tone_speed['posts_per_s']:.1f} posts/s", f"n={tone_speed['n_posts']}"),
     ]
-    width = max(len(r[0]) for r in rows)
-    print()
-    for name, value, note in rows:
-        print(f"{name:<{width}}  {value:<28}  {note}")
-    print(f"\nwrote {out} in {total_s:.0f} s")
+    print_summary(rows, out, total_s, 28)
     return 0
 
 

@@ -137,16 +137,16 @@ class MMBertMoE(nn.Module):
         super().__init__()
         self.top_k = config.moe_top_k
         self.experts = nn.ModuleList(MMBertExpert(config) for _ in range(config.num_experts))
-        self.router = nn.Linear(config.hidden_size, config.num_experts)
+        # One expert (a text-only model) is a plain BERT feed-forward: nothing to route.
+        self.router = nn.Linear(config.hidden_size, config.num_experts) if config.num_experts > 1 else None
 
     def forward(self, x: torch.Tensor, expert: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         n = len(self.experts)
-        if expert is not None:
+        if expert is not None or n == 1:
+            expert = expert or 0
             weights = F.one_hot(torch.full(x.shape[:2], expert, device=x.device), n).to(x.dtype)
             return self.experts[expert](x), weights
         weights = torch.softmax(self.router(x), dim=-1)
-        if n == 1:
-            return self.experts[0](x), weights
         if not self.top_k:
             outputs = torch.stack([e(x) for e in self.experts], dim=-1)  # (b, t, h, n)
             return (outputs * weights.unsqueeze(2)).sum(-1), weights

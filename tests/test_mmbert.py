@@ -283,3 +283,30 @@ def test_cli_names_the_bad_line(tmp_path, data):
     assert f"{bad}, line 2: field 'label'" in result.stderr
     result = run_mmbert("evaluate", "--model", tmp_path, "--data", bad)
     assert result.returncode == 1 and "not an MMBERT model folder" in result.stderr
+
+
+def test_a_clip_table_holds_one_feature_row_per_vocabulary_entry(tmp_path):
+    """The ``table`` vision encoder: CLIP image features of each token's glyph, computed once."""
+    from transformers import ChineseCLIPConfig, ChineseCLIPModel
+
+    from mmbert.loading import fill_vision_inputs
+
+    torch.manual_seed(0)
+    clip_config = ChineseCLIPConfig(
+        text_config={"vocab_size": 100, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+                     "intermediate_size": 32},
+        vision_config={"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+                       "intermediate_size": 32, "image_size": 32, "patch_size": 16},
+        projection_dim=8)
+    ChineseCLIPModel(clip_config).save_pretrained(tmp_path / "clip")
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "黑", "人", "##人", "默"])}
+    tokenizer = build_tokenizer(vocab, add_emoji=False)
+    config = MMBertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                          intermediate_size=32, vision_encoder="table", vision_dim=8, speech_dim=8)
+    model = MMBertForSequenceClassification(config)
+    fill_vision_inputs(model, tokenizer, {"clip": str(tmp_path / "clip")})
+    table = model.mmbert.vision_encoder.features
+    assert table.shape == (9, 8)
+    assert not table[:5].any() and table[5:].abs().sum(1).min() > 0  # special tokens have no picture
+    torch.testing.assert_close(table[6], table[7])  # 人 and ##人 look the same
+    assert not torch.equal(table[5], table[8])
