@@ -38,17 +38,9 @@ for path in (REPO, REPO / "bench"):
         sys.path.insert(0, str(path))
 
 from bench.machine import machine_info  # noqa: E402
-from mmbert_data import TEST_OPS, VOICE, prepare  # noqa: E402
+from mmbert_data import TEST_OPS, VOICE, head, prepare  # noqa: E402
 
 TEST_SETS = ("clean", *TEST_OPS)
-
-
-def head(path: Path, lines: int, out: Path) -> Path:
-    from cloak.io import write_atomic
-
-    with open(path, encoding="utf-8") as f:
-        write_atomic(out, "".join(line for _, line in zip(range(lines), f)).encode())
-    return out
 
 
 def run_config(work: Path, weights: Path, text_only: bool) -> dict:

@@ -96,10 +96,18 @@ def prepare(cold: Path, work: Path, n_train: int, n_dev: int, n_test: int, n_pre
     return paths
 
 
+def head(path: Path, lines: int, out: Path) -> Path:
+    """The first ``lines`` lines of ``path``, written to ``out``."""
+    from cloak.io import write_atomic
+
+    with open(path, encoding="utf-8") as f:
+        write_atomic(out, "".join(line for _, line in zip(range(lines), f)).encode())
+    return out
+
+
 def speak(paths: dict[str, Path], work: Path, weights: Path, limits: dict[str, int] | None = None) -> dict:
     """Kokoro speech and Whisper-base features for every record (the first ``limits[name]`` lines of
     a file, where given), into ``work/speech``."""
-    from cloak.io import write_atomic
     from speech.features import WhisperEncoder
     from speech.synth import speak_file
 
@@ -108,10 +116,7 @@ def speak(paths: dict[str, Path], work: Path, weights: Path, limits: dict[str, i
     counts = {}
     for name, path in paths.items():
         if limits and name in limits:
-            head = work / f"{name}.head.jsonl"
-            with open(path, encoding="utf-8") as f:
-                write_atomic(head, "".join(line for _, line in zip(range(limits[name]), f)).encode())
-            path = head
+            path = head(path, limits[name], work / f"{name}.head.jsonl")
         counts[name] = speak_file(str(path), str(work / "speech"), backend, encoder=encoder)
         print(name, counts[name], flush=True)
     return counts

@@ -14,6 +14,21 @@ import shutil
 from cloak.io import write_atomic
 
 
+def start_run(out_dir: str, seed: int, resume: bool):
+    """(accelerator, checkpointer) of a training run into ``out_dir``, seeded; checks that ``resume``
+    has a checkpoint to resume from."""
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+
+    accelerator = Accelerator()
+    set_seed(seed)
+    os.makedirs(out_dir, exist_ok=True)
+    checkpointer = Checkpointer(out_dir, accelerator)
+    if resume and not checkpointer.exists():
+        raise ValueError(f"--resume: {out_dir} has no checkpoint to resume from")
+    return accelerator, checkpointer
+
+
 class Checkpointer:
     def __init__(self, out_dir: str, accelerator) -> None:
         self.out_dir, self.accelerator = out_dir, accelerator

@@ -71,6 +71,13 @@ def _features(base: dict, tts, tts_model, voice, whisper, speech_cache) -> dict:
     return features
 
 
+def _load(model_dir: str, tts, tts_model, voice, whisper, speech_cache):
+    """(model, featurizer) of a trained folder, its saved feature settings overridden by the options."""
+    from .loading import load_model, peek_features
+
+    return load_model(model_dir, _features(peek_features(model_dir), tts, tts_model, voice, whisper, speech_cache))
+
+
 def _records(path: str) -> list[dict]:
     return [r for _, r in read_records(path)]
 
@@ -149,10 +156,7 @@ def evaluate(model_dir, data_path, out_path, batch_size, tts, tts_model, voice, 
     from cloak.io import write_atomic
 
     from .inference import evaluate_records
-    from .loading import load_model, peek_features
-
-    features = _features(peek_features(model_dir), tts, tts_model, voice, whisper, speech_cache)
-    model, featurizer = load_model(model_dir, features)
+    model, featurizer = _load(model_dir, tts, tts_model, voice, whisper, speech_cache)
     records = _records(data_path)
     missing = next((n for n, r in enumerate(records, 1) if not isinstance(r.get("label"), int)), None)
     if missing:
@@ -184,10 +188,7 @@ def predict(model_dir, in_path, out_path, batch_size, no_routing, tts, tts_model
             quiet) -> None:
     """Probabilities and per-layer routing weights for each record."""
     from .inference import predict_file
-    from .loading import load_model, peek_features
-
-    features = _features(peek_features(model_dir), tts, tts_model, voice, whisper, speech_cache)
-    model, featurizer = load_model(model_dir, features)
+    model, featurizer = _load(model_dir, tts, tts_model, voice, whisper, speech_cache)
     n = predict_file(model, featurizer, in_path, out_path, batch_size, routing=not no_routing,
                      progress=False if quiet else None)
     click.echo(f"predict: {n} records scored into {out_path}", err=True)
@@ -203,11 +204,9 @@ def predict(model_dir, in_path, out_path, batch_size, no_routing, tts, tts_model
 @_errors_reported
 def routing(model_dir, data_path, out_dir, batch_size, tts, tts_model, voice, whisper, speech_cache, quiet) -> None:
     """Mean routing weight per layer and expert, grouped by cloaking op (the paper's Fig. 3)."""
-    from .loading import load_model, peek_features
     from .routing import routing_analysis
 
-    features = _features(peek_features(model_dir), tts, tts_model, voice, whisper, speech_cache)
-    model, featurizer = load_model(model_dir, features)
+    model, featurizer = _load(model_dir, tts, tts_model, voice, whisper, speech_cache)
     table = routing_analysis(model, featurizer, _records(data_path), out_dir, batch_size,
                              progress=False if quiet else None)
     groups = ", ".join(f"{g} ({v['n']})" for g, v in table["groups"].items())

@@ -17,7 +17,6 @@ router says the layer computes exactly what BERT did (the weights sum to one).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch

@@ -4,7 +4,6 @@ tokenizer) that ``mmbert train --stage 1 --from DIR`` upcycles into MMBERT."""
 from __future__ import annotations
 
 import math
-import os
 import time
 
 import torch
@@ -12,7 +11,7 @@ from tqdm import tqdm
 
 from cloak.io import read_lines, read_records
 
-from .checkpoint import Checkpointer, save_model
+from .checkpoint import save_model, start_run
 from .loading import MM_FIELDS
 from .tokenization import build_tokenizer
 
@@ -44,8 +43,6 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
              text_field: str = "text") -> dict:
     """Pre-train for ``run["train"]["pretrain"]`` (epochs, lr, mlm_probability); 2% of the corpus is
     held out for the masked-LM loss in the log. Returns the last log entry."""
-    from accelerate import Accelerator
-    from accelerate.utils import set_seed
     from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling, \
         get_linear_schedule_with_warmup
 
@@ -53,12 +50,7 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
     options = settings.get("pretrain", {})
     epochs, lr = options.get("epochs", 5), options.get("lr", 5e-4)
     batch_size, max_length, seed = settings.get("batch_size", 32), settings.get("max_length", 128), settings.get("seed", 0)
-    accelerator = Accelerator()
-    set_seed(seed)
-    os.makedirs(out_dir, exist_ok=True)
-    checkpointer = Checkpointer(out_dir, accelerator)
-    if resume and not checkpointer.exists():
-        raise ValueError(f"--resume: {out_dir} has no checkpoint to resume from")
+    accelerator, checkpointer = start_run(out_dir, seed, resume)
 
     tokenizer = build_tokenizer()
     texts = read_corpus(corpus, text_field)

@@ -34,7 +34,7 @@ from tqdm import tqdm
 
 from cloak.io import read_records, write_atomic
 
-from .checkpoint import Checkpointer, save_model
+from .checkpoint import save_model, start_run
 from .loading import make_featurizer, model_for_stage
 from .metrics import classification_metrics
 from .modeling import SPEECH, VISION, MMBertForSequenceClassification
@@ -185,20 +185,13 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
                 on_epoch_end: Callable[[int, dict], None] | None = None) -> dict:
     """Train one stage; the best model lands in ``out_dir``. Returns the final log entry plus
     ``best_score``. ``on_epoch_end(epoch, entry)`` is called after each epoch's checkpoint."""
-    from accelerate import Accelerator
-    from accelerate.utils import set_seed
     from transformers import get_linear_schedule_with_warmup
 
     if stage not in (1, 2, 3):
         raise ValueError(f"stage must be 1, 2 or 3, not {stage}")
     settings = run["train"]
     seed = settings.get("seed", 0)
-    accelerator = Accelerator()
-    set_seed(seed)
-    os.makedirs(out_dir, exist_ok=True)
-    checkpointer = Checkpointer(out_dir, accelerator)
-    if resume and not checkpointer.exists():
-        raise ValueError(f"--resume: {out_dir} has no checkpoint to resume from")
+    accelerator, checkpointer = start_run(out_dir, seed, resume)
 
     train_records, dev_records = read_labelled(train_path), read_labelled(dev_path)
     num_labels = max(r["label"] for r in train_records + dev_records) + 1
