@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.installed-bench
 DEMO_OPS ?= homophone,similar,emoji,split,abbrev,pinyin,english
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench bench-mmbert clean
 
 # torch first, pinned to the CPU build on local disk: openai-whisper would otherwise pull a CUDA build.
 TORCH ?= torch==2.13.0
@@ -37,6 +37,14 @@ COLD ?= ../shared/data/cold
 bench: $(BENCH_INSTALLED)
 	$(BIN)/python bench/perturb.py --cold $(COLD)
 	$(BIN)/python bench/render.py --cold $(COLD)
+
+## bench-mmbert: MMBERT speed, and MMBERT vs text-only under cloaking on COLD with real Kokoro + Whisper
+## weights (WEIGHTS=folder made by shared/models/offline_weights.py); about an hour on 2 CPU cores
+WEIGHTS ?= weights
+bench-mmbert: $(BENCH_INSTALLED)
+	$(BIN)/python bench/mmbert_speed.py --cold $(COLD)
+	$(BIN)/python bench/mmbert_data.py --cold $(COLD) --weights $(WEIGHTS) --speak-train 500 --workers 2
+	$(BIN)/python bench/mmbert_cold.py --cold $(COLD) --weights $(WEIGHTS)
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache .hypothesis *.egg-info

@@ -22,6 +22,8 @@ after an interruption continues; the figures go to ``bench/results/mmbert_cold.j
    batch, early stopping on dev macro-F1).
 5. Both evaluated on the three test sets: accuracy and macro-F1, overall and on the posts the op
    changed (a post without a lexicon term stays as it is); the drop = clean - cloaked.
+6. MMBERT's routing over the three test sets together, grouped by op (the paper's Fig. 3):
+   ``--routing-out`` (default ``bench/results/mmbert_routing/``: routing.json, routing.png).
 """
 from __future__ import annotations
 
@@ -43,15 +45,18 @@ from mmbert_data import TEST_OPS, VOICE, head, prepare  # noqa: E402
 TEST_SETS = ("clean", *TEST_OPS)
 
 
-def run_config(work: Path, weights: Path, text_only: bool) -> dict:
+def run_config(work: Path, weights: Path, text_only: bool, quick: bool) -> dict:
     from mmbert.presets import load_run_config
 
     run = load_run_config("small")
-    run["features"].update(tts={"name": "kokoro-onnx", "model": str(weights / "kokoro" / "kokoro-v1.0.int8.onnx"),
-                                "voice": VOICE},
-                           whisper=str(weights / "whisper-base.pt"), speech_cache=str(work / "speech"))
+    tts = {"name": "kokoro-onnx", "model": str(weights / "kokoro" / "kokoro-v1.0.int8.onnx"), "voice": VOICE}
+    run["features"].update(tts={"name": "tone"} if quick else tts, whisper=str(weights / "whisper-base.pt"),
+                           speech_cache=str(work / "speech"))
     if text_only:
         run["model"]["modalities"] = ["text"]
+    if quick:
+        for stage in ("stage1", "stage2", "stage3"):
+            run["train"][stage]["epochs"] = 1
     return run
 
 
@@ -103,6 +108,17 @@ def evaluate(model_dir: Path, files: dict) -> dict:
     return out
 
 
+def routing_figure(model_dir: Path, files: dict, out_dir: Path) -> dict:
+    """The paper's Fig. 3 for the trained MMBERT over the three test sets together."""
+    from cloak.io import read_records
+    from mmbert.loading import load_model
+    from mmbert.routing import routing_analysis
+
+    model, featurizer = load_model(str(model_dir))
+    records = [r for name in TEST_SETS for _, r in read_records(str(files[f"test_{name}"]))]
+    return routing_analysis(model, featurizer, records, str(out_dir))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cold", type=Path, default=REPO.parent / "shared" / "data" / "cold")
@@ -112,7 +128,13 @@ def main() -> None:
     parser.add_argument("--pretrain-posts", type=int, default=8000)
     parser.add_argument("--pretrain-epochs", type=int, default=1)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "mmbert_cold.json")
+    parser.add_argument("--routing-out", type=Path, default=REPO / "bench" / "results" / "mmbert_routing",
+                        help="folder for routing.json and routing.png")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: 40 posts, tone TTS instead of Kokoro, 1 epoch a stage, results to /tmp")
     args = parser.parse_args()
+    if args.quick:
+        args.train, args.out, args.routing_out = 40, Path("/tmp/mmbert_cold_quick.json"), Path("/tmp/mmbert_routing")
     if not args.weights:
         parser.error("no weights: pass --weights DIR or set MMCLOAK_WEIGHTS; assemble them with "
                      "`python /work/shared/models/offline_weights.py DIR`")
@@ -137,20 +159,22 @@ def main() -> None:
                  resume=(backbone / "checkpoint" / "trainer_state.json").exists())
     pretrain_log = json.loads((backbone / "log.json").read_text())
 
-    runs = work / f"runs_{args.train}"
-    mm, text = run_config(work, args.weights, False), run_config(work, args.weights, True)
+    runs = work / (f"runs_{args.train}" + ("_quick" if args.quick else ""))
+    mm, text = (run_config(work, args.weights, text_only, args.quick) for text_only in (False, True))
     training = {"mmbert_stage1": trained(1, mm, files, runs / "mmbert_stage1", backbone)}
     training["mmbert_stage2"] = trained(2, mm, files, runs / "mmbert_stage2", runs / "mmbert_stage1")
     training["mmbert_stage3"] = trained(3, mm, files, runs / "mmbert_stage3", runs / "mmbert_stage2")
     training["text_only"] = trained(3, text, files, runs / "text_only", backbone, allow_skip=True)
 
     results = {"mmbert": evaluate(runs / "mmbert_stage3", files), "text_only": evaluate(runs / "text_only", files)}
+    routing = routing_figure(runs / "mmbert_stage3", files, args.routing_out)
     goal = {}
     for op in TEST_OPS:
         mm_drop, text_drop = results["mmbert"][op]["drop_f1"], results["text_only"][op]["drop_f1"]
         goal[op] = {"mmbert_drop_f1": mm_drop, "text_only_drop_f1": text_drop,
                     "at_most_half": bool(text_drop > 0 and mm_drop <= text_drop / 2)}
     report = {
+        "quick": args.quick,
         "what": "small-preset MMBERT (text + Kokoro speech + glyph CNN) vs the same backbone text-only, COLD",
         "posts": {"train_posts": args.train, "train_examples": 2 * args.train, "dev_examples": 2 * (args.train // 5),
                   "test_posts": 300, "post_chars": "8-32", "pretrain_posts": args.pretrain_posts,
@@ -160,6 +184,7 @@ def main() -> None:
         "settings": {"stage_settings": mm["train"], "model": mm["model"]},
         "results": results,
         "goal_half_the_drop": goal,
+        "routing": routing,
         "seconds": round(time.time() - started, 1),
         "torch_threads": torch.get_num_threads(),
         "machine": machine_info(),

@@ -105,7 +105,8 @@ def head(path: Path, lines: int, out: Path) -> Path:
     return out
 
 
-def speak(paths: dict[str, Path], work: Path, weights: Path, limits: dict[str, int] | None = None) -> dict:
+def speak(paths: dict[str, Path], work: Path, weights: Path, limits: dict[str, int] | None = None,
+          workers: int = 1) -> dict:
     """Kokoro speech and Whisper-base features for every record (the first ``limits[name]`` lines of
     a file, where given), into ``work/speech``."""
     from speech.features import WhisperEncoder
@@ -117,7 +118,7 @@ def speak(paths: dict[str, Path], work: Path, weights: Path, limits: dict[str, i
     for name, path in paths.items():
         if limits and name in limits:
             path = head(path, limits[name], work / f"{name}.head.jsonl")
-        counts[name] = speak_file(str(path), str(work / "speech"), backend, encoder=encoder)
+        counts[name] = speak_file(str(path), str(work / "speech"), backend, encoder=encoder, workers=workers)
         print(name, counts[name], flush=True)
     return counts
 
@@ -132,12 +133,13 @@ def main() -> None:
     parser.add_argument("--test", type=int, default=300)
     parser.add_argument("--speak-train", type=int, default=None, metavar="N",
                         help="speak only the first N pairs of train (and of dev: N // 5)")
+    parser.add_argument("--workers", type=int, default=1, help="TTS worker processes (they split the cores)")
     args = parser.parse_args()
     paths = prepare(args.cold, args.work, args.train, args.dev, args.test)
     if args.weights:
         limits = None if args.speak_train is None else {"train": 2 * args.speak_train, "dev": 2 * (args.speak_train // 5)}
         speak({k: paths[k] for k in ("test_clean", "test_homophone", "test_emoji", "dev", "train")},
-              args.work, args.weights, limits)
+              args.work, args.weights, limits, args.workers)
 
 
 if __name__ == "__main__":

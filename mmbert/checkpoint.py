@@ -18,9 +18,10 @@ def start_run(out_dir: str, seed: int, resume: bool):
     """(accelerator, checkpointer) of a training run into ``out_dir``, seeded; checks that ``resume``
     has a checkpoint to resume from."""
     from accelerate import Accelerator
-    from accelerate.utils import set_seed
+    from accelerate.utils import DistributedDataParallelKwargs, set_seed
 
-    accelerator = Accelerator()
+    # Stages 1 and 2 run the model on one modality at a time: the others' parameters get no gradient.
+    accelerator = Accelerator(kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
     set_seed(seed)
     os.makedirs(out_dir, exist_ok=True)
     checkpointer = Checkpointer(out_dir, accelerator)

@@ -200,6 +200,8 @@ class MMBertOutput(ModelOutput):
     pooled: torch.Tensor | None = None
     routing: tuple[torch.Tensor, ...] | None = None  # per layer: (batch, tokens, experts)
     token_types: torch.Tensor | None = None  # (batch, tokens): modality of each token
+    word_embeddings: torch.Tensor | None = None  # (batch, text tokens, hidden): before position and type
+    aligned_vision: torch.Tensor | None = None  # (batch, text tokens, hidden): the vision aligner's output
     attention_mask: torch.Tensor | None = None  # (batch, tokens)
 
 
@@ -261,7 +263,8 @@ class MMBertModel(MMBertPreTrainedModel):
         positions = torch.arange(n, device=input_ids.device).expand(b, n)
         text_mask = attention_mask if "text" in modalities else attention_mask * (positions == 0)
         emb = self.embeddings
-        parts = [emb.modality(emb.word_embeddings(input_ids), TEXT, positions)]
+        words = emb.word_embeddings(input_ids)
+        parts = [emb.modality(words, TEXT, positions)]
         masks, types = [text_mask], [torch.full_like(input_ids, TEXT)]
         if "speech" in modalities and "speech" in config.modalities and speech_features is not None:
             m = speech_features.shape[1]
@@ -270,8 +273,10 @@ class MMBertModel(MMBertPreTrainedModel):
             masks.append(speech_mask if speech_mask is not None else torch.ones(b, m, dtype=attention_mask.dtype,
                                                                                  device=input_ids.device))
             types.append(torch.full((b, m), SPEECH, device=input_ids.device))
+        aligned_vision = None
         if "vision" in modalities and "vision" in config.modalities:
-            parts.append(emb.modality(self.aligned_vision(input_ids), VISION, positions))
+            aligned_vision = self.aligned_vision(input_ids)
+            parts.append(emb.modality(aligned_vision, VISION, positions))
             masks.append(attention_mask)
             types.append(torch.full_like(input_ids, VISION))
         x = emb(parts)
@@ -287,7 +292,8 @@ class MMBertModel(MMBertPreTrainedModel):
             aux = torch.stack([load_balancing_loss(w, mask) for w in routing]).mean()
         pooled = torch.tanh(self.pooler(x[:, 0]))
         return MMBertOutput(aux_loss=aux, last_hidden_state=x, pooled=pooled, routing=tuple(routing),
-                            token_types=torch.cat(types, dim=1), attention_mask=mask)
+                            token_types=torch.cat(types, dim=1), attention_mask=mask, word_embeddings=words,
+                            aligned_vision=aligned_vision)
 
 
 class MMBertForSequenceClassification(MMBertPreTrainedModel):

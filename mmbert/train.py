@@ -91,29 +91,28 @@ def _pooled(hidden: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return (hidden * keep).sum(1) / keep.sum(1).clamp(min=1.0)
 
 
-def alignment_loss(model: MMBertForSequenceClassification, batch: dict) -> torch.Tensor:
-    """Stage 1: cloaked speech / vision, through the frozen backbone, against the clean text."""
-    mmbert = model.mmbert
-    text_only = ("text",)
+def alignment_loss(model, batch: dict, experts: list[str]) -> torch.Tensor:
+    """Stage 1: cloaked speech / vision, through the frozen backbone, against the clean text.
+
+    Every pass goes through ``model`` itself (not its parts), so that a DDP-wrapped model under
+    ``accelerate launch`` synchronises the aligners' gradients."""
     with torch.no_grad():
-        clean = mmbert(batch["source_ids"], batch["source_mask"], modalities=text_only, expert=0)
+        clean = model(batch["source_ids"], batch["source_mask"], modalities=("text",), expert=0)
         target = _pooled(clean.last_hidden_state, clean.attention_mask)
     losses = []
     for modality, token_type in (("speech", SPEECH), ("vision", VISION)):
-        if modality not in model.config.modalities or (modality == "speech" and "speech_features" not in batch):
+        if modality not in experts or (modality == "speech" and "speech_features" not in batch):
             continue
-        out = mmbert(batch["input_ids"], batch["attention_mask"], batch.get("speech_features"),
-                     batch.get("speech_mask"), modalities=(modality,), expert=mmbert.expert_index(modality))
+        out = model(batch["input_ids"], batch["attention_mask"], batch.get("speech_features"),
+                    batch.get("speech_mask"), modalities=(modality,), expert=experts.index(modality))
         keep = out.attention_mask * (out.token_types == token_type)
         losses.append(F.mse_loss(_pooled(out.last_hidden_state, keep), target))
-    if "vision" in model.config.modalities:
-        same = batch["attention_mask"].sum(1) == batch["source_mask"].sum(1)
-        if same.any() and batch["input_ids"].shape == batch["source_ids"].shape:
-            aligned = mmbert.aligned_vision(batch["input_ids"][same])
-            with torch.no_grad():
-                words = mmbert.embeddings.word_embeddings(batch["source_ids"][same])
-            keep = batch["attention_mask"][same].unsqueeze(-1).to(aligned.dtype)
-            losses.append(((aligned - words) ** 2 * keep).sum() / (keep.sum() * aligned.shape[-1]))
+        if modality == "vision":  # token by token, where cloaked and clean tokenise to the same length
+            same = batch["attention_mask"].sum(1) == batch["source_mask"].sum(1)
+            if same.any() and batch["input_ids"].shape == batch["source_ids"].shape:
+                words = clean.word_embeddings[same]
+                keep = batch["attention_mask"][same].unsqueeze(-1).to(words.dtype)
+                losses.append(((out.aligned_vision[same] - words) ** 2 * keep).sum() / (keep.sum() * words.shape[-1]))
     return torch.stack(losses).sum()
 
 
@@ -160,7 +159,7 @@ def evaluate_stage(stage: int, model, batches, labels: np.ndarray) -> dict:
     model.eval()
     if stage == 1:
         with torch.no_grad():
-            losses = [alignment_loss(model, b).item() for b in batches]
+            losses = [alignment_loss(model, b, model.config.modalities).item() for b in batches]
         return {"dev_alignment_loss": float(np.mean(losses)), "score": -float(np.mean(losses))}
     if stage == 2:
         scores = {}
@@ -234,7 +233,7 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
                    disable=progress is False or None or not accelerator.is_local_main_process)
         for batch in bar:
             if stage == 1:
-                loss = alignment_loss(raw, batch)
+                loss = alignment_loss(model, batch, raw.config.modalities)
             elif stage == 2:
                 loss = expert_loss(model, batch, stage2_modalities(raw, epoch, settings, batch), raw.config.modalities)
             else:
