@@ -229,6 +229,7 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
         loader = accelerator.prepare(torch.utils.data.DataLoader(
             train_examples, batch_size=batch_size, shuffle=True, generator=generator, collate_fn=featurizer.collate))
         totals: dict[str, float] = {"loss": 0.0, "aux_loss": 0.0}
+        rates_now = {g["name"]: g["lr"] for g in optimizer.param_groups}  # at the epoch's start
         bar = tqdm(loader, desc=f"stage {stage} epoch {epoch + 1}/{epochs}", unit="batch", leave=False,
                    disable=progress is False or None or not accelerator.is_local_main_process)
         for batch in bar:
@@ -251,7 +252,7 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
             entry["train_aux_loss"] = totals["aux_loss"] / len(loader)
         entry.update(evaluate_stage(stage, raw, dev_loader, dev_labels))
         entry["seconds"] = round(time.time() - started, 2)
-        entry["lr"] = {g["name"]: g["lr"] for g in optimizer.param_groups}
+        entry["lr"] = rates_now
         improved = state["best_score"] is None or entry["score"] > state["best_score"]
         if improved:
             state.update(best_score=entry["score"], best_epoch=epoch + 1, since_best=0)
