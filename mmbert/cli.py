@@ -36,6 +36,11 @@ def _errors_reported(func):
             return func(*args, **kwargs)
         except (ValueError, RecordError, FileNotFoundError) as e:
             _fail(str(e))
+        except ImportError as e:
+            _fail(f"{e}: this needs an optional package (pip install {e.name or 'it'})")
+        except OSError as e:  # e.g. a hub name that cannot be fetched on this machine
+            _fail(f"{e.__class__.__name__}: {e} (models given by name are downloaded; without a model hub "
+                  "pass local paths: --whisper FILE.pt, --from DIR, features.clip: DIR)")
     return wrapper
 
 

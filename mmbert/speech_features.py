@@ -32,12 +32,18 @@ class SpeechFeatures:
 
     def __init__(self, cache_dir: str | os.PathLike, backend: TTSBackend | dict, encoder: WhisperEncoder | str,
                  stride: int = 4, max_tokens: int = 64, whisper_mode: str = "trimmed") -> None:
-        self.backend = backend if not isinstance(backend, dict) else make_backend(**backend)
+        self._backend = backend  # built on first use: loading a TTS model is slow and often not needed
         self.encoder = encoder if not isinstance(encoder, str) else WhisperEncoder(encoder, mode=whisper_mode)
         self.audio = AudioCache(os.path.join(cache_dir, "audio"))
         self.frames = FeatureCache(os.path.join(cache_dir, "features"))
         self.stride, self.max_tokens = stride, max_tokens
         self._memory: dict[str, np.ndarray] = {}
+
+    @property
+    def backend(self) -> TTSBackend:
+        if isinstance(self._backend, dict):
+            self._backend = make_backend(**self._backend)
+        return self._backend
 
     @property
     def dim(self) -> int:
