@@ -35,12 +35,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-for path in (REPO, REPO / "bench"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
 from bench.machine import machine_info  # noqa: E402
-from mmbert_data import TEST_OPS, VOICE, head, prepare  # noqa: E402
+from bench.mmbert_data import TEST_OPS, VOICE, head, prepare  # noqa: E402
 
 TEST_SETS = ("clean", *TEST_OPS)
 

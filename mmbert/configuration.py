@@ -23,6 +23,10 @@ class MMBertConfig(BertConfig):
     moe_top_k: 0 routes every token through all experts, weighted (the paper); 1 or 2 keeps only the
         top-k weights per token (renormalised) and runs each expert on its tokens only.
     aux_loss_weight: weight of the load-balancing loss ``N * sum_i p_i f_i`` in the training loss.
+    pooling: what the classification head reads: ``cls`` (BERT's pooler on [CLS]) or ``mean`` (the
+        pooler on the mean of all real tokens). A backbone pre-trained by masked LM alone never taught
+        its [CLS] to summarise the post, so with its attention frozen (stage 2) [CLS] carries almost
+        nothing; ``mean`` does.
     stage: the last training stage this model finished (0 = not trained as MMBERT).
     features: how to make the inputs from raw text, for ``predict`` on new posts: ``tts`` backend
         arguments, ``whisper`` model name or path, ``whisper_mode``, glyph ``font``.
@@ -32,7 +36,8 @@ class MMBertConfig(BertConfig):
 
     def __init__(self, modalities=MODALITIES, speech_dim: int = 512, speech_pool: int = 4,
                  max_speech_tokens: int = 64, vision_encoder: str = "glyph-cnn", vision_dim: int = 256,
-                 glyph_size: int = 32, moe_top_k: int = 0, aux_loss_weight: float = 0.01, stage: int = 0,
+                 glyph_size: int = 32, moe_top_k: int = 0, aux_loss_weight: float = 0.01, pooling: str = "cls",
+                 stage: int = 0,
                  features: dict | None = None, type_vocab_size: int = 3, **kwargs) -> None:
         super().__init__(type_vocab_size=type_vocab_size, **kwargs)
         modalities = list(modalities)
@@ -43,12 +48,14 @@ class MMBertConfig(BertConfig):
             raise ValueError(f"vision_encoder must be one of {VISION_ENCODERS}, not {vision_encoder!r}")
         if moe_top_k not in (0, 1, 2):
             raise ValueError(f"moe_top_k must be 0 (dense), 1 or 2, not {moe_top_k}")
+        if pooling not in ("cls", "mean"):
+            raise ValueError(f"pooling must be 'cls' or 'mean', not {pooling!r}")
         if type_vocab_size < 3:
             raise ValueError("type_vocab_size must be at least 3: one token type per modality")
         self.modalities = [m for m in MODALITIES if m in modalities]  # canonical order = expert order
         self.speech_dim, self.speech_pool, self.max_speech_tokens = speech_dim, speech_pool, max_speech_tokens
         self.vision_encoder, self.vision_dim, self.glyph_size = vision_encoder, vision_dim, glyph_size
-        self.moe_top_k, self.aux_loss_weight, self.stage = moe_top_k, aux_loss_weight, stage
+        self.moe_top_k, self.aux_loss_weight, self.pooling, self.stage = moe_top_k, aux_loss_weight, pooling, stage
         self.features = dict(features or {})
 
     @property

@@ -5,7 +5,7 @@ One model, readable top to bottom:
     input_ids ──> word embeddings ─────────────────────────────┐ (token type 0, positions 0..n-1)
     speech frames (pooled) ──> speech aligner (2-layer MLP) ───┤ (token type 1, positions 0..m-1)
     input_ids ──> vision encoder ──> vision aligner ───────────┘ (token type 2, its text token's position)
-         [T ; S ; V] ──> LayerNorm ──> N x MMBertLayer ──> pooler([CLS]) ──> classifier
+         [T ; S ; V] ──> LayerNorm ──> N x MMBertLayer ──> pooler([CLS] or mean) ──> classifier
 
     MMBertLayer (post-LN, as BERT, so pretrained weights load):
         h = LN(x + SelfAttention(x))
@@ -290,7 +290,11 @@ class MMBertModel(MMBertPreTrainedModel):
         aux = None
         if expert is None and config.num_experts > 1:
             aux = torch.stack([load_balancing_loss(w, mask) for w in routing]).mean()
-        pooled = torch.tanh(self.pooler(x[:, 0]))
+        if config.pooling == "mean":
+            summary = (x * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1.0)
+        else:
+            summary = x[:, 0]
+        pooled = torch.tanh(self.pooler(summary))
         return MMBertOutput(aux_loss=aux, last_hidden_state=x, pooled=pooled, routing=tuple(routing),
                             token_types=torch.cat(types, dim=1), attention_mask=mask, word_embeddings=words,
                             aligned_vision=aligned_vision)
