@@ -310,3 +310,18 @@ def test_a_clip_table_holds_one_feature_row_per_vocabulary_entry(tmp_path):
     assert not table[:5].any() and table[5:].abs().sum(1).min() > 0  # special tokens have no picture
     torch.testing.assert_close(table[6], table[7])  # 人 and ##人 look the same
     assert not torch.equal(table[5], table[8])
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_padding_does_not_change_the_prediction(pooling):
+    bert = tiny_bert()
+    model = MMBertForSequenceClassification(mm_config(bert, pooling=pooling)).eval()
+    ids = torch.randint(5, 120, (1, 6))
+    padded = torch.cat([ids, torch.zeros(1, 3, dtype=torch.long)], 1)
+    mask = torch.cat([torch.ones(1, 6), torch.zeros(1, 3)], 1).long()
+    speech = torch.randn(1, 4, 16)
+    speech_padded = torch.cat([speech, torch.zeros(1, 2, 16)], 1)
+    speech_mask = torch.tensor([[1, 1, 1, 1, 0, 0]])
+    plain = model(ids, speech_features=speech).logits
+    with_padding = model(padded, mask, speech_features=speech_padded, speech_mask=speech_mask).logits
+    torch.testing.assert_close(plain, with_padding, atol=1e-5, rtol=1e-4)
