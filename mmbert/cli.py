@@ -161,11 +161,10 @@ def evaluate(model_dir, data_path, out_path, batch_size, tts, tts_model, voice, 
     from cloak.io import write_atomic
 
     from .inference import evaluate_records
+    from .train import read_labelled
+
     model, featurizer = _load(model_dir, tts, tts_model, voice, whisper, speech_cache)
-    records = _records(data_path)
-    missing = next((n for n, r in enumerate(records, 1) if not isinstance(r.get("label"), int)), None)
-    if missing:
-        raise ValueError(f"{data_path}, line {missing}: field 'label': evaluation needs an integer label")
+    records = read_labelled(data_path)
     result = evaluate_records(model, featurizer, records, batch_size, progress=False if quiet else None)
     table = Table(title=f"{model_dir} on {data_path}")
     for column in ("group", "n", "accuracy", "precision", "recall", "macro-F1"):

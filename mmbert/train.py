@@ -172,10 +172,11 @@ def evaluate_stage(stage: int, model, batches, labels: np.ndarray) -> dict:
 
 
 def read_labelled(path: str) -> list[dict]:
-    records = [r for _, r in read_records(path)]
-    for number, record in enumerate(records, 1):
+    records = []
+    for number, record in read_records(path):  # number: the line in the file
         if not isinstance(record.get("label"), int) or isinstance(record.get("label"), bool):
-            raise ValueError(f"{path}, line {number}: field 'label': training needs an integer label")
+            raise ValueError(f"{path}, line {number}: field 'label': needs an integer label")
+        records.append(record)
     return records
 
 
