@@ -24,8 +24,13 @@ class Featurizer:
 
     def encode(self, records: Sequence[dict], text_field: str = "text", progress: bool | None = None) -> list[dict]:
         texts = [r[text_field] for r in records]
-        sources = [r.get("source_text") or r[text_field] for r in records]
-        examples = [{"input_ids": ids, "source_ids": src} for ids, src in zip(self._ids(texts), self._ids(sources))]
+        ids = self._ids(texts)
+        # Only cloaked records have a different clean text to tokenise (stage 1 aligns to it).
+        cloaked = [i for i, r in enumerate(records) if r.get("source_text") not in (None, texts[i])]
+        source_ids = list(ids)
+        for i, src in zip(cloaked, self._ids([records[i]["source_text"] for i in cloaked]) if cloaked else []):
+            source_ids[i] = src
+        examples = [{"input_ids": a, "source_ids": b} for a, b in zip(ids, source_ids)]
         for example, record in zip(examples, records):
             if record.get("label") is not None:
                 example["labels"] = int(record["label"])

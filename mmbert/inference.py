@@ -5,11 +5,34 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import torch
+from tqdm import tqdm
 
 from cloak.io import AtomicWriter, batched, dump_record, read_records
 
 from .metrics import classification_metrics
-from .train import predict
+from .modeling import MMBertForSequenceClassification
+
+
+@torch.no_grad()
+def predict(model: MMBertForSequenceClassification, batches, modalities=None, expert=None,
+            routing: bool = False, progress: bool | None = None) -> dict:
+    """Probabilities (n, labels) over batches, and optionally each example's mean routing weight per
+    layer and expert over its real tokens (n, layers, experts)."""
+    model.eval()
+    probs, weights = [], []
+    for batch in tqdm(batches, desc="predict", unit="batch", leave=False, disable=progress is False or None):
+        batch = {k: v for k, v in batch.items() if k != "labels"}
+        out = model(**batch, modalities=modalities, expert=expert)
+        probs.append(torch.softmax(out.logits.float(), -1).cpu())
+        if routing:
+            keep = out.attention_mask.unsqueeze(-1)
+            per_layer = [(w * keep).sum(1) / keep.sum(1) for w in out.routing]
+            weights.append(torch.stack(per_layer, 1).cpu())
+    result = {"probs": torch.cat(probs).numpy()}
+    if routing:
+        result["routing"] = torch.cat(weights).numpy()
+    return result
 
 
 def op_groups(record: dict) -> list[str]:

@@ -35,6 +35,7 @@ from tqdm import tqdm
 from cloak.io import read_records, write_atomic
 
 from .checkpoint import save_model, start_run
+from .inference import predict
 from .loading import make_featurizer, model_for_stage
 from .metrics import classification_metrics
 from .modeling import SPEECH, VISION, MMBertForSequenceClassification
@@ -130,27 +131,6 @@ def stage2_modalities(model, epoch: int, settings: dict, batch: dict) -> tuple[s
     if epoch < settings["stage2"].get("head_warmup_epochs", 0):
         return ("text",)
     return tuple(m for m in model.config.modalities if m != "speech" or "speech_features" in batch)
-
-
-@torch.no_grad()
-def predict(model: MMBertForSequenceClassification, batches, modalities=None, expert=None,
-            routing: bool = False, progress: bool | None = None) -> dict:
-    """Probabilities (n, labels) over batches, and optionally each example's mean routing weight per
-    layer and expert over its real tokens (n, layers, experts)."""
-    model.eval()
-    probs, weights = [], []
-    for batch in tqdm(batches, desc="predict", unit="batch", leave=False, disable=progress is False or None):
-        batch = {k: v for k, v in batch.items() if k != "labels"}
-        out = model(**batch, modalities=modalities, expert=expert)
-        probs.append(torch.softmax(out.logits.float(), -1).cpu())
-        if routing:
-            keep = out.attention_mask.unsqueeze(-1)
-            per_layer = [(w * keep).sum(1) / keep.sum(1) for w in out.routing]
-            weights.append(torch.stack(per_layer, 1).cpu())
-    result = {"probs": torch.cat(probs).numpy()}
-    if routing:
-        result["routing"] = torch.cat(weights).numpy()
-    return result
 
 
 def evaluate_stage(stage: int, model, batches, labels: np.ndarray) -> dict:
