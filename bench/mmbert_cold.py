@@ -77,6 +77,8 @@ def trained(stage: int, run: dict, files: dict, out: Path, from_dir: Path, allow
 
 
 def evaluate(model_dir: Path, files: dict) -> dict:
+    """Figures on each test set, overall and on the posts its op changed; the drops against the same
+    posts clean (the test files hold the same posts in the same order)."""
     from mmbert.inference import infer
     from mmbert.loading import load_model
     from mmbert.metrics import classification_metrics
@@ -84,26 +86,21 @@ def evaluate(model_dir: Path, files: dict) -> dict:
     from cloak.io import read_records
 
     model, featurizer = load_model(str(model_dir))
-    out = {}
+    out, clean_predictions = {}, None
     for name in TEST_SETS:
         records = [r for _, r in read_records(str(files[f"test_{name}"]))]
         predictions = infer(model, featurizer, records)["probs"].argmax(1)
         labels = [r["label"] for r in records]
-        changed = [i for i, r in enumerate(records) if r.get("source_text", r["text"]) != r["text"]]
         out[name] = {"all": classification_metrics(labels, predictions)}
-        if name != "clean":
-            out[name]["changed"] = classification_metrics([labels[i] for i in changed], predictions[changed])
-    clean_on_changed = {}
-    for name in TEST_OPS:  # the same posts, clean, for the drop on changed posts
-        records = [r for _, r in read_records(str(files[f"test_{name}"]))]
+        if name == "clean":
+            clean_predictions = predictions
+            continue
         changed = [i for i, r in enumerate(records) if r.get("source_text", r["text"]) != r["text"]]
-        clean = [r for _, r in read_records(str(files["test_clean"]))]
-        predictions = infer(model, featurizer, [clean[i] for i in changed])["probs"].argmax(1)
-        clean_on_changed[name] = classification_metrics([clean[i]["label"] for i in changed], predictions)
-    for name in TEST_OPS:
+        changed_labels = [labels[i] for i in changed]
+        out[name]["changed"] = classification_metrics(changed_labels, predictions[changed])
+        out[name]["clean_on_changed"] = classification_metrics(changed_labels, clean_predictions[changed])
         out[name]["drop_f1"] = round(out["clean"]["all"]["f1"] - out[name]["all"]["f1"], 4)
-        out[name]["clean_on_changed"] = clean_on_changed[name]
-        out[name]["drop_f1_changed"] = round(clean_on_changed[name]["f1"] - out[name]["changed"]["f1"], 4)
+        out[name]["drop_f1_changed"] = round(out[name]["clean_on_changed"]["f1"] - out[name]["changed"]["f1"], 4)
     return out
 
 

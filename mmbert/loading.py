@@ -24,20 +24,26 @@ class StageError(ValueError):
     """The model given cannot start this stage (wrong stage, skipped stages without permission)."""
 
 
-def is_mmbert(path: str | None) -> bool:
+def _mmbert_config(path: str | None) -> dict | None:
+    """The config.json of an MMBERT folder, or None for anything else."""
     config = os.path.join(path or "", "config.json")
     if not os.path.isfile(config):
-        return False
+        return None
     with open(config, encoding="utf-8") as f:
-        return json.load(f).get("model_type") == "mmbert"
+        fields = json.load(f)
+    return fields if fields.get("model_type") == "mmbert" else None
+
+
+def is_mmbert(path: str | None) -> bool:
+    return _mmbert_config(path) is not None
 
 
 def peek_features(model_dir: str) -> dict:
     """The ``features`` section saved in a trained MMBERT folder's config."""
-    if not is_mmbert(model_dir):
+    fields = _mmbert_config(model_dir)
+    if fields is None:
         raise ValueError(f"{model_dir} is not an MMBERT model folder (no config.json with model_type 'mmbert')")
-    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
-        return json.load(f).get("features") or {}
+    return fields.get("features") or {}
 
 
 def load_tokenizer(path: str | None):
@@ -56,8 +62,9 @@ def _grow_vocabulary(model: MMBertForSequenceClassification, bert_vocab: int) ->
         embeddings[bert_vocab:].normal_(0.0, model.config.initializer_range)
 
 
-def speech_features(features: dict, speech_dim: int | None = None):
-    """The :class:`SpeechFeatures` that ``features`` (a run config's section) describes."""
+def speech_features(features: dict, speech_dim: int | None = None, stride: int = 4, max_tokens: int = 64):
+    """The :class:`SpeechFeatures` that ``features`` (a run config's section) describes, pooling
+    ``stride`` frames a token and keeping at most ``max_tokens``."""
     from .speech_features import SpeechFeatures
 
     tts, whisper = dict(features.get("tts") or {}), features.get("whisper")
@@ -67,7 +74,7 @@ def speech_features(features: dict, speech_dim: int | None = None):
         raise ValueError("the kokoro-onnx TTS backend needs features.tts.model (path to kokoro-v1.0.int8.onnx); "
                          "pass --tts-model or use --tts tone")
     speech = SpeechFeatures(features.get("speech_cache") or "mmbert_cache/speech", tts, whisper,
-                            whisper_mode=features.get("whisper_mode", "trimmed"))
+                            stride, max_tokens, whisper_mode=features.get("whisper_mode", "trimmed"))
     if speech_dim is not None and speech.dim != speech_dim:
         raise ValueError(f"the model reads speech frames of width {speech_dim}, Whisper {whisper!r} gives {speech.dim}")
     return speech
@@ -152,8 +159,9 @@ def make_featurizer(model: MMBertForSequenceClassification, tokenizer, features:
     default: those saved in the model's config)."""
     speech = None
     if "speech" in model.config.modalities:
-        speech = speech_features(features or model.config.features, model.config.speech_dim)
-        speech.stride, speech.max_tokens = model.config.speech_pool, model.config.max_speech_tokens
+        config = model.config
+        speech = speech_features(features or config.features, config.speech_dim, config.speech_pool,
+                                 config.max_speech_tokens)
     return Featurizer(tokenizer, max_length, speech)
 
 

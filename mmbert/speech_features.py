@@ -6,6 +6,7 @@ whatever is missing is synthesised and encoded on demand and cached for next tim
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -27,13 +28,20 @@ def pool_frames(frames: np.ndarray, stride: int, max_tokens: int) -> np.ndarray:
     return (padded.reshape(n, stride, -1).sum(1) / counts).astype(np.float16)
 
 
+@functools.lru_cache(maxsize=4)
+def whisper_encoder(model: str, mode: str = "trimmed") -> WhisperEncoder:
+    """One loaded encoder per (model, mode) in a process: building a model for a stage and then its
+    featurizer, or evaluating several models, would otherwise load Whisper each time."""
+    return WhisperEncoder(model, mode=mode)
+
+
 class SpeechFeatures:
     """``features(texts)`` -> per text, float16 (tokens, dim) pooled encoder frames of its speech."""
 
     def __init__(self, cache_dir: str | os.PathLike, backend: TTSBackend | dict, encoder: WhisperEncoder | str,
                  stride: int = 4, max_tokens: int = 64, whisper_mode: str = "trimmed") -> None:
         self._backend = backend  # built on first use: loading a TTS model is slow and often not needed
-        self.encoder = encoder if not isinstance(encoder, str) else WhisperEncoder(encoder, mode=whisper_mode)
+        self.encoder = whisper_encoder(encoder, whisper_mode) if isinstance(encoder, str) else encoder
         self.audio = AudioCache(os.path.join(cache_dir, "audio"))
         self.frames = FeatureCache(os.path.join(cache_dir, "features"))
         self.stride, self.max_tokens = stride, max_tokens
