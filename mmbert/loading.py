@@ -115,9 +115,10 @@ def fill_vision_inputs(model: MMBertForSequenceClassification, tokenizer, featur
 
 
 def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: bool = False,
-                    num_labels: int = 2, progress: bool | None = None):
+                    num_labels: int = 2, progress: bool | None = None, seed: int = 0):
     """(model, tokenizer) to start ``stage`` from. Stage 1 starts from a BERT (``from_dir`` or the
-    config's ``backbone``) or from scratch; later stages from the previous stage's MMBERT."""
+    config's ``backbone``) or from scratch; later stages from the previous stage's MMBERT. New weights
+    (aligners, routers, a from-scratch backbone) depend on ``seed`` only."""
     if is_mmbert(from_dir):
         model = MMBertForSequenceClassification.from_pretrained(from_dir)
         done = model.config.stage
@@ -136,6 +137,8 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
     backbone = from_dir or run["model"].get("backbone")
     if "speech" in mm.get("modalities", ("speech",)) and run["features"].get("whisper"):
         mm["speech_dim"] = speech_features(run["features"]).dim
+    # Seeded here, after whatever loading came before (Whisper, say) drew from the random stream.
+    torch.manual_seed(seed)
     if backbone:
         from transformers import AutoModel
 

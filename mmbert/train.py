@@ -175,7 +175,7 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
 
     train_records, dev_records = read_labelled(train_path), read_labelled(dev_path)
     num_labels = max(r["label"] for r in train_records + dev_records) + 1
-    model, tokenizer = model_for_stage(stage, run, from_dir, allow_skip, num_labels, progress)
+    model, tokenizer = model_for_stage(stage, run, from_dir, allow_skip, num_labels, progress, seed)
     if model.config.num_labels != num_labels and stage > 1:
         raise ValueError(f"the model has {model.config.num_labels} labels, the data {num_labels}")
     model.config.features = dict(run["features"])

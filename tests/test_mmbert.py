@@ -156,10 +156,7 @@ def _groups_changed(before: dict, after: dict, modalities) -> set[str]:
 
 
 def test_each_stage_trains_only_its_parameters(run, stages):
-    from accelerate.utils import set_seed
-
-    set_seed(run["train"]["seed"])  # the trainer's initialisation, rebuilt
-    initial, _ = model_for_stage(1, run, None)
+    initial, _ = model_for_stage(1, run, None, seed=run["train"]["seed"])  # the trainer's initialisation, rebuilt
     models = {s: MMBertForSequenceClassification.from_pretrained(d) for s, d in stages.items()}
     modalities = initial.config.modalities
     before = initial.state_dict()
