@@ -19,7 +19,8 @@ class MMBertConfig(BertConfig):
         frames ``speech_pool`` at a time and keeps at most ``max_speech_tokens`` of them.
     vision_encoder: ``glyph-cnn`` (a small trainable CNN over a ``glyph_size``-pixel image of every
         vocabulary entry, stored in the model) or ``table`` (frozen features, one row per vocabulary
-        entry, computed once by a CLIP image encoder); ``vision_dim`` is its output width.
+        entry, computed once by a CLIP image encoder); ``vision_dim`` is its output width. The glyph
+        CNN trains in stage 1 only; stage 2 turns it into a ``table`` of its features.
     moe_top_k: 0 routes every token through all experts, weighted (the paper); 1 or 2 keeps only the
         top-k weights per token (renormalised) and runs each expert on its tokens only.
     aux_loss_weight: weight of the load-balancing loss ``N * sum_i p_i f_i`` in the training loss.

@@ -117,8 +117,9 @@ def fill_vision_inputs(model: MMBertForSequenceClassification, tokenizer, featur
 def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: bool = False,
                     num_labels: int = 2, progress: bool | None = None, seed: int = 0):
     """(model, tokenizer) to start ``stage`` from. Stage 1 starts from a BERT (``from_dir`` or the
-    config's ``backbone``) or from scratch; later stages from the previous stage's MMBERT. New weights
-    (aligners, routers, a from-scratch backbone) depend on ``seed`` only."""
+    config's ``backbone``) or from scratch; later stages from the previous stage's MMBERT, with a glyph
+    CNN frozen into a table. New weights (aligners, routers, a from-scratch backbone) depend on ``seed``
+    only."""
     if is_mmbert(from_dir):
         model = MMBertForSequenceClassification.from_pretrained(from_dir)
         done = model.config.stage
@@ -128,6 +129,8 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
         if done < stage - 1 and not allow_skip:
             raise StageError(f"{from_dir} finished stage {done}, so stage {stage} would skip stage "
                              f"{done + 1}; pass --skip-stages to do so on purpose (the paper's ablation)")
+        if stage > 1:
+            model.mmbert.freeze_vision_encoder()
         return model, load_tokenizer(from_dir)
     if stage > 1 and not allow_skip:
         raise StageError(f"stage {stage} starts from the stage-{stage - 1} model: pass --from DIR "
@@ -153,6 +156,8 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
         model = MMBertForSequenceClassification(config)
     model.config.features = dict(run["features"])
     fill_vision_inputs(model, tokenizer, run["features"], progress)
+    if stage > 1:  # the ablation that skips stage 1: the (untrained) glyph CNN is frozen all the same
+        model.mmbert.freeze_vision_encoder()
     return model, tokenizer
 
 

@@ -56,10 +56,18 @@ class GlyphCNN(nn.Module):
             nn.Flatten(), nn.Linear(128 * 4, config.vision_dim),
         )
 
+    def encode(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.net(self.glyphs[ids].unsqueeze(1).float() / 255.0)
+
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         ids, inverse = torch.unique(input_ids, return_inverse=True)
-        images = self.glyphs[ids].unsqueeze(1).float() / 255.0
-        return self.net(images)[inverse]
+        return self.encode(ids)[inverse]
+
+    @torch.no_grad()
+    def table(self, batch_size: int = 2048) -> torch.Tensor:
+        """The CNN's features of every vocabulary entry (vocab_size x vision_dim)."""
+        ids = torch.arange(len(self.glyphs), device=self.glyphs.device)
+        return torch.cat([self.encode(ids[i:i + batch_size]) for i in range(0, len(ids), batch_size)])
 
 
 class VisionTable(nn.Module):
@@ -147,8 +155,11 @@ class MMBertMoE(nn.Module):
             return self.experts[expert](x), weights
         weights = torch.softmax(self.router(x), dim=-1)
         if not self.top_k:
-            outputs = torch.stack([e(x) for e in self.experts], dim=-1)  # (b, t, h, n)
-            return (outputs * weights.unsqueeze(2)).sum(-1), weights
+            # Accumulated rather than stacked: no (b, t, h, n) tensor to keep for the backward pass.
+            mixed = self.experts[0](x) * weights[..., :1]
+            for i in range(1, n):
+                mixed = mixed + self.experts[i](x) * weights[..., i:i + 1]
+            return mixed, weights
         top, chosen = weights.topk(min(self.top_k, n), dim=-1)
         sparse = torch.zeros_like(weights).scatter(-1, chosen, top / top.sum(-1, keepdim=True))
         flat, gates = x.reshape(-1, x.shape[-1]), sparse.reshape(-1, n)
@@ -248,6 +259,20 @@ class MMBertModel(MMBertPreTrainedModel):
 
     def aligned_vision(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.vision_aligner(self.vision_encoder(input_ids))
+
+    def freeze_vision_encoder(self) -> None:
+        """Replace a glyph CNN by the table of its features for every vocabulary entry.
+
+        The CNN learns in stage 1 only; afterwards it is frozen, as a CLIP encoder is throughout, so its
+        output depends on the token alone and the vision modality costs a table lookup (DESIGN §6). The
+        table has the size of the glyph images it replaces (vocab x 256 floats vs vocab x 32 x 32 bytes).
+        """
+        if not isinstance(getattr(self, "vision_encoder", None), GlyphCNN):
+            return
+        table = VisionTable(self.config).to(self.vision_encoder.glyphs.device)
+        table.features.copy_(self.vision_encoder.table())
+        self.vision_encoder = table
+        self.config.vision_encoder = "table"
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 speech_features: torch.Tensor | None = None, speech_mask: torch.Tensor | None = None,

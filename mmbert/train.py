@@ -11,7 +11,8 @@ Stage 2, experts: each expert learns its own modality through one shared classif
 Stage 3, MMBERT tuning: all parts, all modalities, the router free: cross-entropy + aux weight x
     load-balancing loss. One learning rate with per-group overrides.
 
-Groups of parameters (for learning rates and freezing): ``aligners`` (aligners, glyph CNN),
+Groups of parameters (for learning rates and freezing): ``aligners`` (aligners, glyph CNN: it trains in
+stage 1 only, then becomes a frozen table of its features, see ``MMBertModel.freeze_vision_encoder``),
 ``expert_text`` / ``expert_speech`` / ``expert_vision``, ``routers``, ``head`` (pooler, classifier),
 ``backbone`` (embeddings, attention, layer norms).
 

@@ -56,6 +56,22 @@ def test_upcycled_moe_equals_the_feed_forward_whatever_the_router_says(top_k):
         torch.testing.assert_close(mixed, expected, atol=1e-5, rtol=1e-4)
 
 
+def test_moe_output_is_the_router_weighted_sum_of_distinct_experts():
+    bert = tiny_bert()
+    torch.manual_seed(2)
+    dense, top1 = (MMBertForSequenceClassification(mm_config(bert, moe_top_k=k)).eval().mmbert.layers[0].moe
+                   for k in (0, 1))
+    top1.load_state_dict(dense.state_dict())  # same (random, distinct) experts and router
+    h = torch.randn(2, 5, 32)
+    each = torch.stack([e(h) for e in dense.experts], dim=-1)  # (b, t, hidden, expert)
+    mixed, weights = dense(h)
+    torch.testing.assert_close(mixed, (each * weights.unsqueeze(2)).sum(-1))
+    sparse, one_hot = top1(h)
+    best = weights.argmax(-1)
+    torch.testing.assert_close(one_hot, torch.nn.functional.one_hot(best, 3).float())
+    torch.testing.assert_close(sparse, each.gather(-1, best[..., None, None].expand(2, 5, 32, 1)).squeeze(-1))
+
+
 def test_text_only_mmbert_from_a_bert_computes_what_the_bert_computes():
     bert = tiny_bert()
     model = upcycle_from_bert(bert, mm_config(bert)).eval()
@@ -152,7 +168,7 @@ def stages(run, data, tmp_path_factory):
 
 def _groups_changed(before: dict, after: dict, modalities) -> set[str]:
     return {parameter_group(name, modalities) for name, tensor in after.items()
-            if not torch.equal(tensor, before[name]) and not name.endswith("glyphs")}
+            if name in before and not torch.equal(tensor, before[name]) and not name.endswith("glyphs")}
 
 
 def test_each_stage_trains_only_its_parameters(run, stages):
@@ -166,6 +182,13 @@ def test_each_stage_trains_only_its_parameters(run, stages):
     assert _groups_changed(models[2].state_dict(), models[3].state_dict(), modalities) == {
         "aligners", "expert_text", "expert_speech", "expert_vision", "head", "routers", "backbone"}
     assert [models[s].config.stage for s in (1, 2, 3)] == [1, 2, 3]
+    # The glyph CNN trains in stage 1, then stays as the table of its features.
+    assert [models[s].config.vision_encoder for s in (1, 2, 3)] == ["glyph-cnn", "table", "table"]
+    ids = torch.arange(len(initial.mmbert.vision_encoder.glyphs))
+    with torch.no_grad():
+        cnn = models[1].mmbert.vision_encoder(ids)
+    torch.testing.assert_close(models[2].mmbert.vision_encoder(ids), cnn)
+    torch.testing.assert_close(models[3].mmbert.vision_encoder(ids), cnn)
     log = json.loads(open(os.path.join(stages[3], "log.json")).read())
     assert log[0]["epoch"] == 1 and 0 <= log[0]["dev_f1"] <= 1 and log[0]["train_aux_loss"] >= 1.0 - 1e-6
     assert not os.path.exists(os.path.join(stages[3], "checkpoint"))  # removed once the run is complete
