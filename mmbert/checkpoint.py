@@ -1,22 +1,33 @@
-"""Epoch checkpoints that survive a kill, and the run's JSON log.
+"""Checkpoints that survive a kill, and the run's JSON log.
 
-``OUT/checkpoint`` holds the last finished epoch's full training state (model, optimizer, scheduler,
-random states, through Accelerate) plus ``trainer_state.json``; it is written to a temporary folder
-and swapped in, so a kill at any moment leaves either the previous or the new checkpoint, never half
-of one. ``OUT/log.json`` lists one entry per finished epoch.
+``OUT/checkpoint`` holds the full training state (model, optimizer, scheduler, random states, through
+Accelerate) plus ``trainer_state.json``, written at the end of every epoch and every
+``checkpoint_minutes`` within one; it is written to a temporary folder and swapped in, so a kill at
+any moment leaves either the previous or the new checkpoint, never half of one. ``OUT/log.json`` lists
+one entry per finished epoch.
+
+The trainer's ``state`` dict says where the run is: ``epoch`` (finished epochs), ``step`` (batches done
+of the next one) and whatever the caller keeps for the epoch in progress (loss sums, ...), under the
+keys of ``EPOCH_KEYS`` or its own.
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import time
+from collections.abc import Callable, Iterator
 
 from cloak.io import write_atomic
 
 
-def start_run(out_dir: str, seed: int, resume: bool):
+EPOCH_KEYS = ("totals", "epoch_lr", "epoch_seconds")  # state of the epoch in progress, dropped at its end
+
+
+def start_run(out_dir: str, seed: int, resume: bool, checkpoint_minutes: float = 10,
+              on_checkpoint: Callable[[dict], None] | None = None):
     """(accelerator, checkpointer) of a training run into ``out_dir``, seeded; checks that ``resume``
-    has a checkpoint to resume from."""
+    has a checkpoint to resume from. ``on_checkpoint(state)`` is called after each checkpoint."""
     from accelerate import Accelerator
     from accelerate.utils import DistributedDataParallelKwargs, set_seed
 
@@ -24,15 +35,17 @@ def start_run(out_dir: str, seed: int, resume: bool):
     accelerator = Accelerator(kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
     set_seed(seed)
     os.makedirs(out_dir, exist_ok=True)
-    checkpointer = Checkpointer(out_dir, accelerator)
+    checkpointer = Checkpointer(out_dir, accelerator, 60 * checkpoint_minutes, on_checkpoint)
     if resume and not checkpointer.exists():
         raise ValueError(f"--resume: {out_dir} has no checkpoint to resume from")
     return accelerator, checkpointer
 
 
 class Checkpointer:
-    def __init__(self, out_dir: str, accelerator) -> None:
+    def __init__(self, out_dir: str, accelerator, every_seconds: float = 600,
+                 on_checkpoint: Callable[[dict], None] | None = None) -> None:
         self.out_dir, self.accelerator = out_dir, accelerator
+        self.every_seconds, self.on_checkpoint = every_seconds, on_checkpoint
         self.path = os.path.join(out_dir, "checkpoint")
         self.log_path = os.path.join(out_dir, "log.json")
 
@@ -53,6 +66,28 @@ class Checkpointer:
             os.replace(tmp, self.path)
             shutil.rmtree(old, ignore_errors=True)
         self.accelerator.wait_for_everyone()
+        if self.on_checkpoint is not None:
+            self.on_checkpoint(dict(state))
+
+    def batches(self, loader, state: dict) -> Iterator[tuple[int, object]]:
+        """(step, batch) of the epoch in progress from batch ``state["step"] + 1`` on (a resumed run
+        skips what was done), saving ``state`` every ``every_seconds`` after a batch. The caller keeps
+        ``state`` current (its loss sums, say) while it handles each batch."""
+        done = state.get("step", 0)
+        started, last = time.time() - state.get("epoch_seconds", 0.0), time.time()
+        for step, batch in enumerate(self.accelerator.skip_first_batches(loader, done), start=done + 1):
+            yield step, batch
+            if step < len(loader) and time.time() - last >= self.every_seconds:
+                state.update(step=step, epoch_seconds=time.time() - started)
+                self.save(state)
+                last = time.time()
+
+    def end_epoch(self, state: dict, epoch: int) -> None:
+        """Checkpoint a finished epoch (the epoch in progress's keys dropped)."""
+        for key in EPOCH_KEYS:
+            state.pop(key, None)
+        state.update(epoch=epoch, step=0)
+        self.save(state)
 
     def load(self) -> dict:
         """Restore the registered objects; returns the saved state."""

@@ -7,7 +7,8 @@ A run configuration has three parts:
 - ``features``: how inputs are made from text: ``tts`` (backend arguments for ``speech.make_backend``),
   ``whisper`` (openai-whisper name or .pt path), ``whisper_mode``, ``speech_cache`` (folder of audio and
   encoder frames, shared with ``cloak synth``), ``clip`` (CLIP for a ``table`` vision encoder).
-- ``train``: batch size, text length, seed, early-stopping patience, per stage the epochs and
+- ``train``: batch size, text length, seed, early-stopping patience, ``checkpoint_minutes`` (how often
+  a checkpoint is written within an epoch; default 10), per stage the epochs and
   learning rates (the paper's Appendix A in ``paper``), and ``pretrain`` (epochs, lr) for
   ``mmbert pretrain``.
 

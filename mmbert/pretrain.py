@@ -50,7 +50,7 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
     options = settings.get("pretrain", {})
     epochs, lr = options.get("epochs", 5), options.get("lr", 5e-4)
     batch_size, max_length, seed = settings.get("batch_size", 32), settings.get("max_length", 128), settings.get("seed", 0)
-    accelerator, checkpointer = start_run(out_dir, seed, resume)
+    accelerator, checkpointer = start_run(out_dir, seed, resume, settings.get("checkpoint_minutes", 10))
 
     tokenizer = build_tokenizer()
     texts = read_corpus(corpus, text_field)
@@ -66,25 +66,27 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
     steps = epochs * math.ceil(len(train) / (batch_size * accelerator.num_processes))
     scheduler = get_linear_schedule_with_warmup(optimizer, int(0.06 * steps), steps)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    state, log = {"epoch": 0}, []
+    state, log = {"epoch": 0, "step": 0}, []
     if resume:
-        state, log = checkpointer.load(), checkpointer.read_log()
+        state, log = {"step": 0, **checkpointer.load()}, checkpointer.read_log()
     for epoch in range(state["epoch"], epochs):
-        started = time.time()
+        if not state["step"]:  # a new epoch (not one resumed halfway)
+            state["totals"] = {"loss": 0.0}
+        totals, started = state["totals"], time.time() - state.get("epoch_seconds", 0.0)
         model.train()
         generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
         loader = accelerator.prepare(torch.utils.data.DataLoader(train, batch_size=batch_size, shuffle=True,
                                                                  generator=generator, collate_fn=collator))
-        total = 0.0
-        bar = tqdm(loader, desc=f"pretrain epoch {epoch + 1}/{epochs}", unit="batch", leave=False,
+        bar = tqdm(checkpointer.batches(loader, state), initial=state["step"], total=len(loader),
+                   desc=f"pretrain epoch {epoch + 1}/{epochs}", unit="batch", leave=False,
                    disable=progress is False or None or not accelerator.is_local_main_process)
-        for batch in bar:
+        for _, batch in bar:
             loss = masked_lm_loss(accelerator.unwrap_model(model), batch)
             accelerator.backward(loss)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad()
-            total += loss.item()
+            totals["loss"] += loss.item()
             bar.set_postfix(loss=f"{loss.item():.3f}")
         model.eval()
         torch.manual_seed(seed)  # the same masks on the held-out texts every epoch
@@ -92,12 +94,11 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
             dev_losses = [masked_lm_loss(accelerator.unwrap_model(model), {k: v.to(accelerator.device) for k, v in
                                                                           collator(dev[i:i + batch_size]).items()}).item()
                           for i in range(0, len(dev), batch_size)]
-        entry = {"epoch": epoch + 1, "train_mlm_loss": total / len(loader),
+        entry = {"epoch": epoch + 1, "train_mlm_loss": totals["loss"] / len(loader),
                  "dev_mlm_loss": sum(dev_losses) / len(dev_losses), "seconds": round(time.time() - started, 2)}
         log.append(entry)
         save_model(out_dir, model, tokenizer, accelerator)
-        state["epoch"] = epoch + 1
         checkpointer.write_log(log)
-        checkpointer.save(state)
+        checkpointer.end_epoch(state, epoch + 1)
     checkpointer.remove()
     return log[-1] if log else {}

@@ -16,9 +16,11 @@ stage 1 only, then becomes a frozen table of its features, see ``MMBertModel.fre
 ``expert_text`` / ``expert_speech`` / ``expert_vision``, ``routers``, ``head`` (pooler, classifier),
 ``backbone`` (embeddings, attention, layer norms).
 
-Every epoch ends with a dev evaluation, an atomic checkpoint (``--resume`` continues from it with the
-same data order and random state) and a log entry; the best epoch's model is saved to the output
-folder (``save_pretrained``); training stops early after ``patience`` epochs without improvement.
+Every epoch ends with a dev evaluation, an atomic checkpoint and a log entry; the best epoch's model is
+saved to the output folder (``save_pretrained``); training stops early after ``patience`` epochs without
+improvement. Within an epoch a checkpoint is also written every ``checkpoint_minutes`` (default 10; 0 =
+after every batch), so a kill loses at most that much work: ``--resume`` continues from the last
+checkpoint with the same data order and random state, as if never stopped.
 """
 from __future__ import annotations
 
@@ -163,16 +165,17 @@ def read_labelled(path: str) -> list[dict]:
 
 def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: str, from_dir: str | None = None,
                 resume: bool = False, allow_skip: bool = False, progress: bool | None = None,
-                on_epoch_end: Callable[[int, dict], None] | None = None) -> dict:
+                on_checkpoint: Callable[[dict], None] | None = None) -> dict:
     """Train one stage; the best model lands in ``out_dir``. Returns the final log entry plus
-    ``best_score``. ``on_epoch_end(epoch, entry)`` is called after each epoch's checkpoint."""
+    ``best_score``. ``on_checkpoint(state)`` is called after each checkpoint is written (``state``:
+    finished ``epoch``, batches ``step`` done of the next one, best score, ...)."""
     from transformers import get_linear_schedule_with_warmup
 
     if stage not in (1, 2, 3):
         raise ValueError(f"stage must be 1, 2 or 3, not {stage}")
     settings = run["train"]
     seed = settings.get("seed", 0)
-    accelerator, checkpointer = start_run(out_dir, seed, resume)
+    accelerator, checkpointer = start_run(out_dir, seed, resume, settings.get("checkpoint_minutes", 10), on_checkpoint)
 
     train_records, dev_records = read_labelled(train_path), read_labelled(dev_path)
     num_labels = max(r["label"] for r in train_records + dev_records) + 1
@@ -195,26 +198,28 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     dev_loader = accelerator.prepare(torch.utils.data.DataLoader(dev_examples, batch_size=batch_size,
                                                                  collate_fn=featurizer.collate))
 
-    state = {"stage": stage, "epoch": 0, "best_score": None, "best_epoch": None, "since_best": 0}
+    state = {"stage": stage, "epoch": 0, "step": 0, "best_score": None, "best_epoch": None, "since_best": 0}
     log = []
     if resume:
-        state = checkpointer.load()
+        state = {"step": 0, **checkpointer.load()}
         log = checkpointer.read_log()[: state["epoch"]]
     raw = accelerator.unwrap_model(model)
     patience = settings.get("patience", 3)
     for epoch in range(state["epoch"], epochs):
         if state["since_best"] >= patience:
             break
-        started = time.time()
         model.train()
         generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)  # same order on resume
         loader = accelerator.prepare(torch.utils.data.DataLoader(
             train_examples, batch_size=batch_size, shuffle=True, generator=generator, collate_fn=featurizer.collate))
-        totals: dict[str, float] = {"loss": 0.0, "aux_loss": 0.0}
-        rates_now = {g["name"]: g["lr"] for g in optimizer.param_groups}  # at the epoch's start
-        bar = tqdm(loader, desc=f"stage {stage} epoch {epoch + 1}/{epochs}", unit="batch", leave=False,
+        if not state["step"]:  # a new epoch (not one resumed halfway)
+            state.update(totals={"loss": 0.0, "aux_loss": 0.0},
+                         epoch_lr={g["name"]: g["lr"] for g in optimizer.param_groups})
+        totals, started = state["totals"], time.time() - state.get("epoch_seconds", 0.0)
+        bar = tqdm(checkpointer.batches(loader, state), initial=state["step"], total=len(loader),
+                   desc=f"stage {stage} epoch {epoch + 1}/{epochs}", unit="batch", leave=False,
                    disable=progress is False or None or not accelerator.is_local_main_process)
-        for batch in bar:
+        for _, batch in bar:
             if stage == 1:
                 loss = alignment_loss(model, batch, raw.config.modalities)
             elif stage == 2:
@@ -234,7 +239,7 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
             entry["train_aux_loss"] = totals["aux_loss"] / len(loader)
         entry.update(evaluate_stage(stage, raw, dev_loader, dev_labels))
         entry["seconds"] = round(time.time() - started, 2)
-        entry["lr"] = rates_now
+        entry["lr"] = state["epoch_lr"]
         improved = state["best_score"] is None or entry["score"] > state["best_score"]
         if improved:
             state.update(best_score=entry["score"], best_epoch=epoch + 1, since_best=0)
@@ -242,12 +247,9 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
             save_model(out_dir, raw, tokenizer, accelerator)
         else:
             state["since_best"] += 1
-        state["epoch"] = epoch + 1
         log.append(entry)
         checkpointer.write_log(log)
-        checkpointer.save(state)
-        if on_epoch_end is not None:
-            on_epoch_end(epoch + 1, entry)
+        checkpointer.end_epoch(state, epoch + 1)
     if accelerator.is_main_process:
         summary = {"stage": stage, "epochs_run": state["epoch"], "best_epoch": state["best_epoch"],
                    "best_score": state["best_score"], "train": train_path, "dev": dev_path,
