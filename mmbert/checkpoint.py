@@ -18,7 +18,25 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 
+import torch
+
 from cloak.io import write_atomic
+
+
+class Objective(torch.nn.Module):
+    """A model and its training loss as one module, the one Accelerate prepares.
+
+    DistributedDataParallel needs exactly one forward per backward, and a loss may run the model
+    several times (once per modality, say): wrapped together, it is one forward whatever the loss does.
+    ``loss(model, *args)`` returns the loss, or a tuple whose first item is the loss.
+    """
+
+    def __init__(self, model: torch.nn.Module, loss: Callable) -> None:
+        super().__init__()
+        self.model, self.loss = model, loss
+
+    def forward(self, *args, **kwargs):
+        return self.loss(self.model, *args, **kwargs)
 
 
 EPOCH_KEYS = ("totals", "epoch_lr", "epoch_seconds")  # state of the epoch in progress, dropped at its end

@@ -22,7 +22,7 @@ def predict(model: MMBertForSequenceClassification, batches, modalities=None, ex
     model.eval()
     probs, weights = [], []
     for batch in tqdm(batches, desc="predict", unit="batch", leave=False, disable=progress is False or None):
-        batch = {k: v for k, v in batch.items() if k != "labels"}
+        batch = {k: v.to(model.device) for k, v in batch.items() if k != "labels"}
         out = model(**batch, modalities=modalities, expert=expert)
         probs.append(torch.softmax(out.logits.float(), -1).cpu())
         if routing:

@@ -11,7 +11,7 @@ from tqdm import tqdm
 
 from cloak.io import read_lines, read_records
 
-from .checkpoint import save_model, start_run
+from .checkpoint import Objective, save_model, start_run
 from .loading import MM_FIELDS
 from .tokenization import build_tokenizer
 
@@ -65,7 +65,7 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=settings.get("weight_decay", 0.01))
     steps = epochs * math.ceil(len(train) / (batch_size * accelerator.num_processes))
     scheduler = get_linear_schedule_with_warmup(optimizer, int(0.06 * steps), steps)
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    objective, optimizer, scheduler = accelerator.prepare(Objective(model, masked_lm_loss), optimizer, scheduler)
     state, log = {"epoch": 0, "step": 0}, []
     if resume:
         state, log = {"step": 0, **checkpointer.load()}, checkpointer.read_log()
@@ -73,7 +73,7 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
         if not state["step"]:  # a new epoch (not one resumed halfway)
             state["totals"] = {"loss": 0.0}
         totals, started = state["totals"], time.time() - state.get("epoch_seconds", 0.0)
-        model.train()
+        objective.train()
         generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
         loader = accelerator.prepare(torch.utils.data.DataLoader(train, batch_size=batch_size, shuffle=True,
                                                                  generator=generator, collate_fn=collator))
@@ -81,7 +81,7 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
                    desc=f"pretrain epoch {epoch + 1}/{epochs}", unit="batch", leave=False,
                    disable=progress is False or None or not accelerator.is_local_main_process)
         for _, batch in bar:
-            loss = masked_lm_loss(accelerator.unwrap_model(model), batch)
+            loss = objective(batch)
             accelerator.backward(loss)
             optimizer.step()
             scheduler.step()
@@ -91,8 +91,8 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
         model.eval()
         torch.manual_seed(seed)  # the same masks on the held-out texts every epoch
         with torch.no_grad():
-            dev_losses = [masked_lm_loss(accelerator.unwrap_model(model), {k: v.to(accelerator.device) for k, v in
-                                                                          collator(dev[i:i + batch_size]).items()}).item()
+            dev_losses = [masked_lm_loss(model, {k: v.to(accelerator.device) for k, v in
+                                                 collator(dev[i:i + batch_size]).items()}).item()
                           for i in range(0, len(dev), batch_size)]
         entry = {"epoch": epoch + 1, "train_mlm_loss": totals["loss"] / len(loader),
                  "dev_mlm_loss": sum(dev_losses) / len(dev_losses), "seconds": round(time.time() - started, 2)}

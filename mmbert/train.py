@@ -24,6 +24,7 @@ checkpoint with the same data order and random state, as if never stopped.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -37,7 +38,7 @@ from tqdm import tqdm
 
 from cloak.io import read_records, write_atomic
 
-from .checkpoint import save_model, start_run
+from .checkpoint import Objective, save_model, start_run
 from .inference import predict
 from .loading import make_featurizer, model_for_stage
 from .metrics import classification_metrics
@@ -96,10 +97,7 @@ def _pooled(hidden: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
 
 
 def alignment_loss(model, batch: dict, experts: list[str]) -> torch.Tensor:
-    """Stage 1: cloaked speech / vision, through the frozen backbone, against the clean text.
-
-    Every pass goes through ``model`` itself (not its parts), so that a DDP-wrapped model under
-    ``accelerate launch`` synchronises the aligners' gradients."""
+    """Stage 1: cloaked speech / vision, through the frozen backbone, against the clean text."""
     with torch.no_grad():
         clean = model(batch["source_ids"], batch["source_mask"], modalities=("text",), expert=0)
         target = _pooled(clean.last_hidden_state, clean.attention_mask)
@@ -134,6 +132,17 @@ def stage2_modalities(model, epoch: int, settings: dict, batch: dict) -> tuple[s
     if epoch < settings["stage2"].get("head_warmup_epochs", 0):
         return ("text",)
     return tuple(m for m in model.config.modalities if m != "speech" or "speech_features" in batch)
+
+
+def stage_loss(model, batch: dict, epoch: int, stage: int, settings: dict) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(loss, aux loss or None) of a training batch in ``stage``."""
+    experts = model.config.modalities
+    if stage == 1:
+        return alignment_loss(model, batch, experts), None
+    if stage == 2:
+        return expert_loss(model, batch, stage2_modalities(model, epoch, settings, batch), experts), None
+    out = model(**batch)
+    return out.loss, out.aux_loss
 
 
 def evaluate_stage(stage: int, model, batches, labels: np.ndarray) -> dict:
@@ -194,21 +203,21 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     optimizer = torch.optim.AdamW(optimizer_groups(model, rates, settings.get("weight_decay", 0.01)))
     steps = epochs * math.ceil(len(train_examples) / (batch_size * accelerator.num_processes))
     scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.get("warmup_ratio", 0.0) * steps), steps)
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    dev_loader = accelerator.prepare(torch.utils.data.DataLoader(dev_examples, batch_size=batch_size,
-                                                                 collate_fn=featurizer.collate))
+    objective = Objective(model, functools.partial(stage_loss, stage=stage, settings=settings))
+    objective, optimizer, scheduler = accelerator.prepare(objective, optimizer, scheduler)
+    # Not sharded: every process scores the whole dev set, so all take the same early-stopping decision.
+    dev_loader = torch.utils.data.DataLoader(dev_examples, batch_size=batch_size, collate_fn=featurizer.collate)
 
     state = {"stage": stage, "epoch": 0, "step": 0, "best_score": None, "best_epoch": None, "since_best": 0}
     log = []
     if resume:
         state = {"step": 0, **checkpointer.load()}
         log = checkpointer.read_log()[: state["epoch"]]
-    raw = accelerator.unwrap_model(model)
     patience = settings.get("patience", 3)
     for epoch in range(state["epoch"], epochs):
         if state["since_best"] >= patience:
             break
-        model.train()
+        objective.train()
         generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)  # same order on resume
         loader = accelerator.prepare(torch.utils.data.DataLoader(
             train_examples, batch_size=batch_size, shuffle=True, generator=generator, collate_fn=featurizer.collate))
@@ -220,14 +229,8 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
                    desc=f"stage {stage} epoch {epoch + 1}/{epochs}", unit="batch", leave=False,
                    disable=progress is False or None or not accelerator.is_local_main_process)
         for _, batch in bar:
-            if stage == 1:
-                loss = alignment_loss(model, batch, raw.config.modalities)
-            elif stage == 2:
-                loss = expert_loss(model, batch, stage2_modalities(raw, epoch, settings, batch), raw.config.modalities)
-            else:
-                out = model(**batch)
-                loss = out.loss
-                totals["aux_loss"] += out.aux_loss.item() if out.aux_loss is not None else 0.0
+            loss, aux = objective(batch, epoch)
+            totals["aux_loss"] += aux.item() if aux is not None else 0.0
             accelerator.backward(loss)
             optimizer.step()
             scheduler.step()
@@ -237,14 +240,14 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
         entry = {"epoch": epoch + 1, "train_loss": totals["loss"] / len(loader)}
         if stage == 3:
             entry["train_aux_loss"] = totals["aux_loss"] / len(loader)
-        entry.update(evaluate_stage(stage, raw, dev_loader, dev_labels))
+        entry.update(evaluate_stage(stage, model, dev_loader, dev_labels))
         entry["seconds"] = round(time.time() - started, 2)
         entry["lr"] = state["epoch_lr"]
         improved = state["best_score"] is None or entry["score"] > state["best_score"]
         if improved:
             state.update(best_score=entry["score"], best_epoch=epoch + 1, since_best=0)
-            raw.config.stage = stage
-            save_model(out_dir, raw, tokenizer, accelerator)
+            model.config.stage = stage
+            save_model(out_dir, model, tokenizer, accelerator)
         else:
             state["since_best"] += 1
         log.append(entry)
@@ -253,7 +256,7 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     if accelerator.is_main_process:
         summary = {"stage": stage, "epochs_run": state["epoch"], "best_epoch": state["best_epoch"],
                    "best_score": state["best_score"], "train": train_path, "dev": dev_path,
-                   "from": from_dir, "run_config": run}
+                   "from": from_dir, "processes": accelerator.num_processes, "run_config": run}
         write_atomic(os.path.join(out_dir, "training.json"), json.dumps(summary, indent=1).encode())
     checkpointer.remove()
     return {**(log[-1] if log else {}), "best_score": state["best_score"], "best_epoch": state["best_epoch"]}

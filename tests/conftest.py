@@ -37,3 +37,22 @@ def tiny_whisper(tmp_path_factory):
     path = tmp_path_factory.mktemp("whisper") / "tiny.pt"
     torch.save({"dims": dims.__dict__, "model_state_dict": model.state_dict()}, path)
     return path
+
+
+@pytest.fixture(scope="session")
+def data(tmp_path_factory, sample_path):
+    """Records from the bundled COLD sample: clean posts and their cloaks, labels of both kinds."""
+    records = [r for r in read_jsonl(sample_path) if len(r["text"]) <= 30]
+    records = [r for r in records if r["label"] == 1][:16] + [r for r in records if r["label"] == 0][:16]
+    from cloak import Perturber
+    from cloak.run import cloak_record
+
+    perturber = Perturber(ops="homophone,emoji", seed=0)
+    cloaked = [json.loads(cloak_record(perturber, i, r, 1)[0][0]) for i, r in enumerate(records)]
+    folder = tmp_path_factory.mktemp("data")
+    train = records[:12] + records[16:28] + cloaked[:12] + cloaked[16:28]
+    dev = records[12:16] + records[28:] + cloaked[12:16] + cloaked[28:]
+    for name, rows in (("train", train), ("dev", dev)):
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                                             encoding="utf-8")
+    return folder

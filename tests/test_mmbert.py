@@ -17,8 +17,6 @@ pytest.importorskip("accelerate")
 
 from transformers import BertConfig, BertModel  # noqa: E402
 
-from cloak import Perturber  # noqa: E402
-from cloak.run import cloak_record  # noqa: E402
 from mmbert import MMBertConfig, MMBertForSequenceClassification, load_balancing_loss, upcycle_from_bert  # noqa: E402
 from mmbert.loading import StageError, load_model, model_for_stage  # noqa: E402
 from mmbert.presets import load_run_config  # noqa: E402
@@ -126,22 +124,6 @@ def test_pool_frames_averages_in_time_and_caps_the_count():
 
 
 # ---- training on the tiny preset ----
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory, sample_path):
-    """Records from the bundled COLD sample: clean posts and their cloaks, labels of both kinds."""
-    records = [r for r in read_jsonl(sample_path) if len(r["text"]) <= 30]
-    records = [r for r in records if r["label"] == 1][:16] + [r for r in records if r["label"] == 0][:16]
-    perturber = Perturber(ops="homophone,emoji", seed=0)
-    cloaked = [json.loads(cloak_record(perturber, i, r, 1)[0][0]) for i, r in enumerate(records)]
-    folder = tmp_path_factory.mktemp("data")
-    train = records[:12] + records[16:28] + cloaked[:12] + cloaked[16:28]
-    dev = records[12:16] + records[28:] + cloaked[12:16] + cloaked[28:]
-    for name, rows in (("train", train), ("dev", dev)):
-        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                                             encoding="utf-8")
-    return folder
-
 
 @pytest.fixture(scope="module")
 def run(tiny_whisper, tmp_path_factory):
