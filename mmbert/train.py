@@ -96,8 +96,18 @@ def _pooled(hidden: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return (hidden * keep).sum(1) / keep.sum(1).clamp(min=1.0)
 
 
+def unexplained_variance(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """MSE over rows of (n, dim), divided by the targets' variance across the rows: the share of their
+    variance left unexplained, so predicting the mean row scores 1 whatever the targets' scale."""
+    return F.mse_loss(pred, target) / target.var(0, unbiased=False).mean().clamp(min=1e-12)
+
+
 def alignment_loss(model, batch: dict, experts: list[str]) -> torch.Tensor:
-    """Stage 1: cloaked speech / vision, through the frozen backbone, against the clean text."""
+    """Stage 1: cloaked speech / vision, through the frozen backbone, against the clean text.
+
+    Each term is scale-free (:func:`unexplained_variance`). A plain MSE let every glyph collapse to one
+    vector: a weak backbone's word embeddings vary by about 0.02 per dimension, so matching their mean
+    already left almost no loss to remove."""
     with torch.no_grad():
         clean = model(batch["source_ids"], batch["source_mask"], modalities=("text",), expert=0)
         target = _pooled(clean.last_hidden_state, clean.attention_mask)
@@ -108,13 +118,12 @@ def alignment_loss(model, batch: dict, experts: list[str]) -> torch.Tensor:
         out = model(batch["input_ids"], batch["attention_mask"], batch.get("speech_features"),
                     batch.get("speech_mask"), modalities=(modality,), expert=experts.index(modality))
         keep = out.attention_mask * (out.token_types == token_type)
-        losses.append(F.mse_loss(_pooled(out.last_hidden_state, keep), target))
+        losses.append(unexplained_variance(_pooled(out.last_hidden_state, keep), target))
         if modality == "vision":  # token by token, where cloaked and clean tokenise to the same length
             same = batch["attention_mask"].sum(1) == batch["source_mask"].sum(1)
             if same.any() and batch["input_ids"].shape == batch["source_ids"].shape:
-                words = clean.word_embeddings[same]
-                keep = batch["attention_mask"][same].unsqueeze(-1).to(words.dtype)
-                losses.append(((out.aligned_vision[same] - words) ** 2 * keep).sum() / (keep.sum() * words.shape[-1]))
+                real = batch["attention_mask"][same].bool()
+                losses.append(unexplained_variance(out.aligned_vision[same][real], clean.word_embeddings[same][real]))
     return torch.stack(losses).sum()
 
 
