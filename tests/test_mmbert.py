@@ -291,6 +291,24 @@ def test_cli_names_the_bad_line(tmp_path, data):
     assert result.returncode == 1 and "not an MMBERT model folder" in result.stderr
 
 
+def test_the_fresh_glyph_cnn_tells_glyphs_apart():
+    """With BERT's N(0, 0.02) init on its convolutions, glyph features were ~10^-4 in scale: next to
+    the embeddings, every glyph was the same vector."""
+    from mmbert.modeling import GlyphCNN
+    from mmbert.vision import glyph_images
+
+    bert = tiny_bert()
+    chars = list("黑人白猪狗同性恋默犬拜仁女权")
+    model = MMBertForSequenceClassification(mm_config(bert)).eval()  # 16 px glyphs, 8-d features
+    cnn = model.mmbert.vision_encoder
+    assert isinstance(cnn, GlyphCNN)
+    cnn.glyphs[5:5 + len(chars)] = torch.from_numpy(glyph_images(chars, 16))
+    with torch.no_grad():
+        features = cnn(torch.arange(5, 5 + len(chars)))
+    # Spread across glyphs, per feature (it was 5e-5: far below the embeddings it is added to).
+    assert features.std(0).mean() > 0.05
+
+
 def test_a_clip_table_holds_one_feature_row_per_vocabulary_entry(tmp_path):
     """The ``table`` vision encoder: CLIP image features of each token's glyph, computed once."""
     from transformers import ChineseCLIPConfig, ChineseCLIPModel
