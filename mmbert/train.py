@@ -98,8 +98,10 @@ def _pooled(hidden: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
 
 def unexplained_variance(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """MSE over rows of (n, dim), divided by the targets' variance across the rows: the share of their
-    variance left unexplained, so predicting the mean row scores 1 whatever the targets' scale."""
-    return F.mse_loss(pred, target) / target.var(0, unbiased=False).mean().clamp(min=1e-12)
+    variance left unexplained, so predicting the mean row scores 1 whatever the targets' scale. A
+    single row (a batch of one) has no variance: it is divided by its mean square instead."""
+    spread = target.var(0, unbiased=False).mean() if len(target) > 1 else target.pow(2).mean()
+    return F.mse_loss(pred, target) / spread.clamp(min=1e-12)
 
 
 def alignment_loss(model, batch: dict, experts: list[str]) -> torch.Tensor:

@@ -108,6 +108,19 @@ def test_aux_loss_is_its_formula_and_one_when_balanced():
     assert load_balancing_loss(collapsed, torch.ones(1, 3)).item() == pytest.approx(3.0)
 
 
+def test_alignment_terms_are_scale_free():
+    from mmbert.train import unexplained_variance
+
+    torch.manual_seed(0)
+    for scale in (0.02, 1.0, 50.0):
+        target = torch.randn(6, 4) * scale
+        mean_row = target.mean(0, keepdim=True).expand_as(target)
+        assert unexplained_variance(mean_row, target).item() == pytest.approx(1.0, rel=1e-5)
+        assert unexplained_variance(target, target).item() == 0.0
+    one = torch.randn(1, 4)
+    assert unexplained_variance(torch.zeros(1, 4), one).item() == pytest.approx(1.0)  # a batch of one
+
+
 def test_tokenizer_keeps_bert_base_chinese_ids_and_reads_emoji_as_tokens():
     tokenizer = build_tokenizer()
     assert len(tokenizer) > 21128
