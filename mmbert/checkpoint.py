@@ -87,14 +87,14 @@ class Checkpointer:
         if self.on_checkpoint is not None:
             self.on_checkpoint(dict(state))
 
-    def batches(self, loader, state: dict) -> Iterator[tuple[int, object]]:
-        """(step, batch) of the epoch in progress from batch ``state["step"] + 1`` on (a resumed run
+    def batches(self, loader, state: dict) -> Iterator:
+        """The batches of the epoch in progress from batch ``state["step"] + 1`` on (a resumed run
         skips what was done), saving ``state`` every ``every_seconds`` after a batch. The caller keeps
         ``state`` current (its loss sums, say) while it handles each batch."""
         done = state.get("step", 0)
         started, last = time.time() - state.get("epoch_seconds", 0.0), time.time()
         for step, batch in enumerate(self.accelerator.skip_first_batches(loader, done), start=done + 1):
-            yield step, batch
+            yield batch
             if step < len(loader) and time.time() - last >= self.every_seconds:
                 state.update(step=step, epoch_seconds=time.time() - started)
                 self.save(state)

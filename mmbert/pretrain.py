@@ -80,7 +80,7 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
         bar = tqdm(checkpointer.batches(loader, state), initial=state["step"], total=len(loader),
                    desc=f"pretrain epoch {epoch + 1}/{epochs}", unit="batch", leave=False,
                    disable=progress is False or None or not accelerator.is_local_main_process)
-        for _, batch in bar:
+        for batch in bar:
             loss = objective(batch)
             accelerator.backward(loss)
             optimizer.step()

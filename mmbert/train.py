@@ -239,7 +239,7 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
         bar = tqdm(checkpointer.batches(loader, state), initial=state["step"], total=len(loader),
                    desc=f"stage {stage} epoch {epoch + 1}/{epochs}", unit="batch", leave=False,
                    disable=progress is False or None or not accelerator.is_local_main_process)
-        for _, batch in bar:
+        for batch in bar:
             loss, aux = objective(batch, epoch)
             totals["aux_loss"] += aux.item() if aux is not None else 0.0
             accelerator.backward(loss)
