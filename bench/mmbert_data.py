@@ -33,18 +33,33 @@ MIN_CHARS, MAX_CHARS = 8, 32
 TRAIN_OPS = "homophone,similar,emoji,split,abbrev,pinyin,english"
 TEST_OPS = ("homophone", "emoji")
 VOICE = "zf_xiaobei"
+BLOCK = 1000
 
 
 def sample(cold: Path, split: str, n: int, seed: int) -> list[dict]:
-    """n posts of the split, half of each label where possible, in a seeded order."""
+    """n posts of the split, half of each label where possible, in a seeded order.
+
+    The order grows in blocks of ``BLOCK`` posts: a larger n appends new posts after the smaller
+    sample's blocks, so (cloaks being numbered by position) the posts, cloaks and cached speech of
+    a smaller run stay valid when a benchmark scales up.
+    """
     from cloak.convert import read_dataset
 
     posts = [r for r in read_dataset("cold", str(cold / f"{split}.csv"))
              if MIN_CHARS <= len(r["text"]) <= MAX_CHARS]
     random.Random(f"{seed}:{split}").shuffle(posts)
-    by_label = {0: [r for r in posts if r["label"] == 0], 1: [r for r in posts if r["label"] == 1]}
-    chosen = by_label[1][: n // 2] + by_label[0][: n - min(n // 2, len(by_label[1]))]
-    random.Random(f"{seed}:{split}:order").shuffle(chosen)
+    positives = [r for r in posts if r["label"] == 1]
+    negatives = [r for r in posts if r["label"] == 0]
+    chosen: list[dict] = []
+    for block in range(-(-n // BLOCK)):
+        size = min(BLOCK, n - len(chosen))
+        taken_pos = len([r for r in chosen if r["label"] == 1])
+        new_pos = positives[taken_pos: taken_pos + size // 2]
+        taken_neg = len(chosen) - taken_pos
+        new = new_pos + negatives[taken_neg: taken_neg + size - len(new_pos)]
+        # Block 0 keeps the seed this benchmark always used, so earlier caches stay valid.
+        random.Random(f"{seed}:{split}:order" + (f":{block}" if block else "")).shuffle(new)
+        chosen.extend(new)
     return chosen
 
 
