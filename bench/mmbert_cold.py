@@ -35,14 +35,18 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.machine import machine_info  # noqa: E402
 from bench.mmbert_data import TEST_OPS, VOICE, head, prepare  # noqa: E402
+from cloak.io import read_records  # noqa: E402
 
 TEST_SETS = ("clean", *TEST_OPS)
+BOOTSTRAP = 2000  # resamples of the test posts
 DEV_POSTS = 200  # the dev set already spoken; a bigger --train keeps it (early stopping only)
 
 
@@ -78,20 +82,19 @@ def trained(stage: int, run: dict, files: dict, out: Path, from_dir: Path, allow
             "seconds": round(sum(e["seconds"] for e in log), 1)}
 
 
-def evaluate(model_dir: Path, files: dict) -> dict:
+def evaluate(model_dir: Path, files: dict) -> tuple[dict, dict[str, np.ndarray]]:
     """Figures on each test set, overall and on the posts its op changed; the drops against the same
-    posts clean (the test files hold the same posts in the same order)."""
+    posts clean (the test files hold the same posts in the same order). Also returns the predictions,
+    by test set."""
     from mmbert.inference import infer
     from mmbert.loading import load_model
     from mmbert.metrics import classification_metrics
 
-    from cloak.io import read_records
-
     model, featurizer = load_model(str(model_dir))
-    out, clean_predictions = {}, None
+    out, clean_predictions, by_set = {}, None, {}
     for name in TEST_SETS:
         records = [r for _, r in read_records(str(files[f"test_{name}"]))]
-        predictions = infer(model, featurizer, records)["probs"].argmax(1)
+        predictions = by_set[name] = infer(model, featurizer, records)["probs"].argmax(1)
         labels = [r["label"] for r in records]
         out[name] = {"all": classification_metrics(labels, predictions)}
         if name == "clean":
@@ -103,12 +106,41 @@ def evaluate(model_dir: Path, files: dict) -> dict:
         out[name]["clean_on_changed"] = classification_metrics(changed_labels, clean_predictions[changed])
         out[name]["drop_f1"] = round(out["clean"]["all"]["f1"] - out[name]["all"]["f1"], 4)
         out[name]["drop_f1_changed"] = round(out[name]["clean_on_changed"]["f1"] - out[name]["changed"]["f1"], 4)
-    return out
+    return out, by_set
+
+
+def macro_f1(labels: np.ndarray, predictions: np.ndarray) -> np.ndarray:
+    """Macro-F1 of each row of (resamples, n) label and prediction arrays (as sklearn's, zero_division=0)."""
+    f1 = []
+    for c in np.unique(labels):
+        tp = ((predictions == c) & (labels == c)).sum(1)
+        errors = ((predictions == c) != (labels == c)).sum(1)
+        f1.append(np.where(2 * tp + errors > 0, 2 * tp / np.maximum(2 * tp + errors, 1), 0.0))
+    return np.mean(f1, axis=0)
+
+
+def bootstrap_drops(labels: np.ndarray, predictions: dict[str, dict[str, np.ndarray]],
+                    resamples: int = BOOTSTRAP, seed: int = 0) -> dict:
+    """95% intervals of each model's F1 drop under each op, and of text-only's drop minus MMBERT's,
+    by resampling test posts (the same posts for both models and all three test sets: a paired
+    bootstrap), so that a difference can be told from the noise of 300 posts."""
+    rows = np.random.default_rng(seed).integers(0, len(labels), (resamples, len(labels)))
+    y = labels[rows]
+    drops = {op: {model: macro_f1(y, p["clean"][rows]) - macro_f1(y, p[op][rows])
+                  for model, p in predictions.items()} for op in TEST_OPS}
+
+    def interval(x: np.ndarray) -> list[float]:
+        return [round(float(v), 4) for v in np.percentile(x, [2.5, 97.5])]
+
+    return {"resamples": resamples, "seed": seed,
+            **{op: {**{f"{model}_drop_f1": interval(d) for model, d in by_model.items()},
+                    "text_only_minus_mmbert": interval(by_model["text_only"] - by_model["mmbert"]),
+                    "share_mmbert_drops_less": round(float(np.mean(by_model["mmbert"] < by_model["text_only"])), 4)}
+               for op, by_model in drops.items()}}
 
 
 def routing_figure(model_dir: Path, files: dict, out_dir: Path) -> dict:
     """The paper's Fig. 3 for the trained MMBERT over the three test sets together."""
-    from cloak.io import read_records
     from mmbert.loading import load_model
     from mmbert.routing import routing_analysis
 
@@ -165,7 +197,10 @@ def main() -> None:
     training["mmbert_stage3"] = trained(3, mm, files, runs / "mmbert_stage3", runs / "mmbert_stage2")
     training["text_only"] = trained(3, text, files, runs / "text_only", backbone, allow_skip=True)
 
-    results = {"mmbert": evaluate(runs / "mmbert_stage3", files), "text_only": evaluate(runs / "text_only", files)}
+    results, predictions = {}, {}
+    for model, folder in (("mmbert", "mmbert_stage3"), ("text_only", "text_only")):
+        results[model], predictions[model] = evaluate(runs / folder, files)
+    labels = np.array([r["label"] for _, r in read_records(str(files["test_clean"]))])
     routing = routing_figure(runs / "mmbert_stage3", files, args.routing_out)
     goal = {}
     for op in TEST_OPS:
@@ -183,6 +218,7 @@ def main() -> None:
         "settings": {"stage_settings": mm["train"], "model": mm["model"]},
         "results": results,
         "goal_half_the_drop": goal,
+        "bootstrap_95": bootstrap_drops(labels, predictions),
         "routing": routing,
         "seconds": round(time.time() - started, 1),
         "torch_threads": torch.get_num_threads(),
@@ -196,6 +232,10 @@ def main() -> None:
             r = results[model][name]
             print(f"{model:10} {name:10} {r['all']['accuracy']:6.3f} {r['all']['f1']:6.3f} "
                   f"{r.get('drop_f1', 0):6.3f} {r.get('changed', r['all'])['f1']:10.3f} {r.get('drop_f1_changed', 0):12.3f}")
+    for op in TEST_OPS:
+        b = report["bootstrap_95"][op]
+        print(f"{op}: 95% intervals of the F1 drop: text-only {b['text_only_drop_f1']}, MMBERT {b['mmbert_drop_f1']}, "
+              f"text-only minus MMBERT {b['text_only_minus_mmbert']}")
     print(f"wrote {args.out}")
 
 
