@@ -39,12 +39,12 @@ bench: $(BENCH_INSTALLED)
 	$(BIN)/python bench/render.py --cold $(COLD)
 
 ## bench-mmbert: MMBERT speed, and MMBERT vs text-only under cloaking on COLD with real Kokoro + Whisper
-## weights (WEIGHTS=folder made by shared/models/offline_weights.py); about 3 hours on 2 CPU cores, most
-## of it Kokoro speaking ~3,300 texts (cached: a rerun takes about 25 minutes)
+## weights (WEIGHTS=folder made by shared/models/offline_weights.py); about 5 hours on 2 CPU cores, most
+## of it Kokoro speaking ~4,300 texts (cached: a rerun takes about 30 minutes)
 WEIGHTS ?= weights
 bench-mmbert: $(BENCH_INSTALLED)
 	$(BIN)/python bench/mmbert_speed.py --cold $(COLD)
-	$(BIN)/python bench/mmbert_data.py --cold $(COLD) --weights $(WEIGHTS) --speak-train 1000 --workers 2
+	$(BIN)/python bench/mmbert_data.py --cold $(COLD) --weights $(WEIGHTS) --workers 2
 	$(BIN)/python bench/mmbert_cold.py --cold $(COLD) --weights $(WEIGHTS)
 
 clean:

@@ -154,7 +154,7 @@ def main() -> None:
     parser.add_argument("--cold", type=Path, default=REPO.parent / "shared" / "data" / "cold")
     parser.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "mmbert")
     parser.add_argument("--weights", type=Path, default=os.environ.get("MMCLOAK_WEIGHTS"))
-    parser.add_argument("--train", type=int, default=1000, help="training posts (each also cloaked)")
+    parser.add_argument("--train", type=int, default=2000, help="training posts (each also cloaked)")
     parser.add_argument("--pretrain-posts", type=int, default=8000)
     parser.add_argument("--pretrain-epochs", type=int, default=1)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "mmbert_cold.json")

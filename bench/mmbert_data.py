@@ -143,7 +143,7 @@ def main() -> None:
     parser.add_argument("--cold", type=Path, default=REPO.parent / "shared" / "data" / "cold")
     parser.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "mmbert")
     parser.add_argument("--weights", type=Path, default=os.environ.get("MMCLOAK_WEIGHTS"))
-    parser.add_argument("--train", type=int, default=1000)
+    parser.add_argument("--train", type=int, default=2000)
     parser.add_argument("--dev", type=int, default=200)
     parser.add_argument("--test", type=int, default=300)
     parser.add_argument("--speak-train", type=int, default=None, metavar="N",
