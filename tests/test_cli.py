@@ -1,4 +1,5 @@
 """The `cloak` command as a new user meets it."""
+import os
 import signal
 import subprocess
 import sys
@@ -79,13 +80,18 @@ def test_ctrl_c_leaves_no_output_and_resume_finishes_the_job(tmp_path, sample_pa
     big.write_bytes(lines * 150)  # 45,000 records: a few seconds of work
     out, whole = tmp_path / "out.jsonl", tmp_path / "whole.jsonl"
     args = ["perturb", "--in", big, "--ops", "homophone,emoji,split", "--variants", 2, "--workers", workers]
-    proc = subprocess.Popen([*CLOAK, *map(str, args), "--out", str(out)], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([*CLOAK, *map(str, args), "--out", str(out)], stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONFAULTHANDLER": "1"}, start_new_session=True)
     partial = Path(str(out) + ".partial")
     deadline = time.time() + 60
     while (not partial.exists() or partial.stat().st_size < 100_000) and time.time() < deadline:
         time.sleep(0.05)
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # a hang (seen once in CI): say where every process is stuck
+        os.killpg(proc.pid, signal.SIGABRT)  # with PYTHONFAULTHANDLER, each prints its threads' stacks
+        pytest.fail(f"still running 60 s after {sig!r}; its stacks:\n{proc.communicate()[1]}")
     assert proc.returncode == 130, err
     assert "rerun with --resume" in err
     assert not out.exists() and partial.exists()

@@ -4,6 +4,7 @@ import json
 import pytest
 
 from cloak import Perturber, apply_edits
+from cloak.io import RecordError
 from cloak.run import perturb_file
 
 from .conftest import read_jsonl
@@ -98,3 +99,16 @@ def test_output_does_not_depend_on_the_hash_seed_or_the_cache(tmp_path, sample_p
                         "--out", str(out), "--ops", OPS, "-q"], env=env, check=True)
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
+
+
+def test_a_failing_run_stops_its_workers_before_it_raises(tmp_path, sample_path, perturber):
+    # Library users (a notebook, a service) go on after the error: no worker may outlive the call.
+    import multiprocessing
+
+    lines = sample_path.read_bytes().splitlines(keepends=True)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"".join(lines * 4) + b"{not json\n" + b"".join(lines * 4))
+    with pytest.raises(RecordError) as failure:
+        perturb_file(str(bad), str(tmp_path / "out.jsonl"), perturber, workers=2, progress=False)
+    assert failure.value.line == 1201
+    assert multiprocessing.active_children() == []
