@@ -1,5 +1,6 @@
 """The file engine: identical output for any worker count or shard, and resumable."""
 import json
+import multiprocessing
 
 import pytest
 
@@ -103,8 +104,6 @@ def test_output_does_not_depend_on_the_hash_seed_or_the_cache(tmp_path, sample_p
 
 def test_a_failing_run_stops_its_workers_before_it_raises(tmp_path, sample_path, perturber):
     # Library users (a notebook, a service) go on after the error: no worker may outlive the call.
-    import multiprocessing
-
     lines = sample_path.read_bytes().splitlines(keepends=True)
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b"".join(lines * 4) + b"{not json\n" + b"".join(lines * 4))
