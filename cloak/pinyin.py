@@ -21,12 +21,6 @@ _FUZZY_INITIALS = (("zh", "z"), ("ch", "c"), ("sh", "s"))
 _FUZZY_FINAL = re.compile(r"(an|en|in)g$")
 
 
-def check_tone(tone: str) -> str:
-    if tone not in TONES:
-        raise ValueError(f"tone must be one of {', '.join(TONES)}, not {tone!r}")
-    return tone
-
-
 @functools.cache
 def _tone3(marked: str) -> str:
     from pypinyin.contrib.tone_convert import to_tone3

@@ -100,12 +100,37 @@ def test_op_specs():
     assert [o.name for o in parse_ops("homophone, emoji,split")] == ["homophone", "emoji", "split"]
     with pytest.raises(ValueError, match="unknown op 'homofone'"):
         make_op("homofone")
-    with pytest.raises(ValueError, match="bad parameter 'colour=red'"):
+    with pytest.raises(ValueError, match="op homophone: unknown parameter 'colour'; known: share, tone, word"):
         make_op("homophone:colour=red")
-    with pytest.raises(ValueError, match="wants float"):
+    with pytest.raises(ValueError, match="'share' must be a number, got 'lots'"):
         make_op("homophone:share=lots")
-    with pytest.raises(ValueError, match="tone must be one of"):
+    with pytest.raises(ValueError, match="'tone' must be one of 'exact', 'toneless', 'fuzzy', got 'loud'"):
         make_op("homophone:tone=loud")
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("split:share=7", "op split: 'share' must be a number in [0, 1], got 7.0"),
+    ("noise:share=2", "op noise: 'share' must be a number in [0, 1], got 2.0"),
+    ("split:shar=0.3", "op split: unknown parameter 'shar'; did you mean 'share'?"),
+    ("similar:top=0", "op similar: 'top' must be an integer >= 1, got 0"),
+    ("noise:symbols=", "op noise: 'symbols' must be a non-empty string, got ''"),
+    ("abbrev:case=Upper", "op abbrev: 'case' must be one of 'lower', 'upper', got 'Upper'"),
+    ("traditional:share=1", "op traditional: takes no parameters, got 'share'"),
+])
+def test_op_parameters_out_of_range_are_refused(spec, message):
+    with pytest.raises(ValueError) as info:
+        make_op(spec)
+    assert str(info.value) == message
+
+
+def test_ops_made_in_python_are_checked_too():
+    from cloak.ops import Emoji, Split
+
+    with pytest.raises(ValueError, match=r"op split: 'share' must be a number in \[0, 1\], got -0.1"):
+        Split(share=-0.1)
+    with pytest.raises(ValueError, match="'sound' must be true or false, got 'no'"):
+        Emoji(sound="no")
+    assert Split(share=1).share == 1.0 and isinstance(Split(share=1).share, float)
 
 
 def test_register_your_own_op():

@@ -1,9 +1,10 @@
 """The operation interface and the registry of operations by name.
 
 An operation is a small dataclass: its fields are its parameters (``homophone:tone=fuzzy`` on the
-command line sets ``Homophone(tone="fuzzy")``). ``apply(text, rng, targets)`` returns the edits it makes
-inside the target spans; it must not touch text outside them, and returns no edit for a span it cannot
-cloak (the ``Perturber`` then tries another op on that span).
+command line sets ``Homophone(tone="fuzzy")``), checked when the op is made against the fields' types
+and the class's ``_parameter_constraints`` (``cloak.params``). ``apply(text, rng, targets)`` returns the
+edits it makes inside the target spans; it must not touch text outside them, and returns no edit for a
+span it cannot cloak (the ``Perturber`` then tries another op on that span).
 """
 from __future__ import annotations
 
@@ -13,15 +14,22 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from ..edits import Edit
+from ..params import Interval, unknown_key, validate_fields
 from ..rng import Rng
 
 Span = tuple[int, int]
+
+SHARE = Interval(float, 0, 1)  # the share of a span's characters an op changes
 
 
 class Op:
     """Base class of perturbation operations. Subclasses are dataclasses that set ``name``."""
 
     name: ClassVar[str] = ""
+    _parameter_constraints: ClassVar[dict] = {}
+
+    def __post_init__(self) -> None:
+        validate_fields(self, f"op {self.name}")
 
     def apply(self, text: str, rng: Rng, targets: Sequence[Span]) -> list[Edit]:
         """Edits cloaking ``text`` inside each target span (sorted, non-overlapping spans)."""
@@ -118,8 +126,8 @@ def _coerce(value: str, annotation: object, field: str, op: str):
             raise ValueError
         return kind(value) if kind in (int, float) else value
     except ValueError:
-        raise ValueError(f"op {op}: parameter {field} wants {getattr(kind, '__name__', kind)}, "
-                         f"got {value!r}") from None
+        wanted = {bool: "true or false", int: "an integer", float: "a number"}.get(kind, kind)
+        raise ValueError(f"op {op}: '{field}' must be {wanted}, got {value!r}") from None
 
 
 def make_op(spec: str | Op) -> Op:
@@ -131,13 +139,16 @@ def make_op(spec: str | Op) -> Op:
         raise ValueError(f"unknown op {name!r}; available: {', '.join(sorted(_REGISTRY))}")
     cls = _REGISTRY[name]
     hints = typing.get_type_hints(cls)
-    fields = {f.name for f in dataclasses.fields(cls)}
+    fields = [f.name for f in dataclasses.fields(cls)]
     kwargs = {}
     for param in params:
         key, sep, value = param.partition("=")
-        if not sep or key not in fields:
-            raise ValueError(f"op {name}: bad parameter {param!r}; parameters: "
-                             f"{', '.join(sorted(fields)) or 'none'}")
+        if not sep:
+            raise ValueError(f"op {name}: parameter {param!r} needs a value: {param}=VALUE")
+        if key not in fields:
+            if not fields:
+                raise ValueError(f"op {name}: takes no parameters, got {key!r}")
+            raise unknown_key(key, fields, f"op {name}")
         kwargs[key] = _coerce(value, hints.get(key, str), key, name)
     return cls(**kwargs)
 

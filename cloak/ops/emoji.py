@@ -16,7 +16,7 @@ from ..edits import Edit
 from ..hanzi import is_han
 from ..pinyin import char_readings, syllable_key
 from ..rng import Rng
-from .base import Candidates, Op, register_op
+from .base import SHARE, Candidates, Op, register_op
 
 MAX_AMBIGUITY = 3
 
@@ -72,6 +72,7 @@ class Emoji(Op):
     name = "emoji"
     share: float = 0.5
     sound: bool = True
+    _parameter_constraints = {"share": SHARE}
 
     def prepare(self) -> None:
         emoji_tables()

@@ -15,9 +15,10 @@ from itertools import accumulate
 from ..cache import disk_cached
 from ..edits import Edit
 from ..hanzi import char_frequencies, common_chars, is_han, word_frequencies
-from ..pinyin import char_readings, check_tone, reading_key, syllable_key, word_reading
+from ..params import Options
+from ..pinyin import TONES, char_readings, reading_key, syllable_key, word_reading
 from ..rng import Rng
-from .base import Candidates, Op, pick, register_op
+from .base import SHARE, Candidates, Op, pick, register_op
 
 # Words rarer than this in jieba's dictionary read as typos, not as a poster's pun.
 MIN_WORD_FREQ = 10
@@ -80,9 +81,10 @@ class Homophone(Op):
     tone: str = "toneless"
     word: bool = True
     share: float = 0.5
+    _parameter_constraints = {"tone": Options(*TONES), "share": SHARE}
 
     def __post_init__(self) -> None:
-        check_tone(self.tone)
+        super().__post_init__()
         self._memo: dict[str, tuple] = {}
 
     def prepare(self) -> None:

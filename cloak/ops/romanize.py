@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from ..edits import Edit
 from ..hanzi import is_han
+from ..params import Options
 from ..pinyin import word_reading
 from ..rng import Rng
 from .base import Op, register_op
@@ -30,10 +31,7 @@ class Abbrev(Op):
 
     name = "abbrev"
     case: str = "lower"
-
-    def __post_init__(self) -> None:
-        if self.case not in ("lower", "upper"):
-            raise ValueError(f"abbrev: case must be lower or upper, not {self.case!r}")
+    _parameter_constraints = {"case": Options("lower", "upper")}
 
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
         if end - start < 2 or not _han_word(text, start, end):
@@ -55,10 +53,7 @@ class Pinyin(Op):
 
     name = "pinyin"
     mode: str = "mixed"
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"pinyin: mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+    _parameter_constraints = {"mode": Options(*MODES)}
 
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
         if not _han_word(text, start, end):

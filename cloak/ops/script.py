@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..edits import Edit
 from ..hanzi import is_han
 from ..rng import Rng
-from .base import Op, register_op
+from .base import SHARE, Op, register_op
 
 
 @functools.cache
@@ -65,6 +65,7 @@ class Variant(Op):
 
     name = "variant"
     share: float = 0.5
+    _parameter_constraints = {"share": SHARE}
 
     def prepare(self) -> None:
         for config in ("s2t", "s2hk", "s2tw", "t2jp"):

@@ -13,8 +13,9 @@ from importlib import resources
 
 from ..edits import Edit
 from ..hanzi import common_chars
+from ..params import Interval
 from ..rng import Rng
-from .base import Op, register_op
+from .base import SHARE, Op, register_op
 
 SIMILARITY_FILE = "data/similar_chars.tsv"
 
@@ -55,10 +56,7 @@ class Similar(Op):
     name = "similar"
     top: int = 3
     share: float = 0.5
-
-    def __post_init__(self) -> None:
-        if self.top < 1:
-            raise ValueError("similar: top must be at least 1")
+    _parameter_constraints = {"top": Interval(int, 1), "share": SHARE}
 
     def prepare(self) -> None:
         _common_lookalikes(self.top)

@@ -15,7 +15,7 @@ from ..cache import disk_cached
 from ..edits import Edit
 from ..hanzi import common_chars
 from ..rng import Rng
-from .base import Op, register_op
+from .base import SHARE, Op, register_op
 
 SIDE_FORMS = frozenset("亻扌氵忄犭讠钅饣衤礻纟辶廴阝刂艹宀冖冫丬牜彳罒灬疒癶⺮")
 # Canonical radicals that chaizi writes where the character shows a side form.
@@ -52,6 +52,7 @@ class Split(Op):
 
     name = "split"
     share: float = 0.5
+    _parameter_constraints = {"share": SHARE}
 
     def prepare(self) -> None:
         split_table()

@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..edits import Edit
+from ..params import Satisfies
 from ..rng import Rng
-from .base import Op, register_op
+from .base import SHARE, Op, register_op
 
 ZERO_WIDTH = "\u200b\u200c\u200d\u2060"
 
@@ -40,10 +41,8 @@ class Noise(Op):
     name = "noise"
     symbols: str = "*.·-_|/~"
     share: float = 0.5
-
-    def __post_init__(self) -> None:
-        if not self.symbols:
-            raise ValueError(f"{self.name}: symbols must not be empty")
+    _parameter_constraints = {"symbols": Satisfies(lambda s: isinstance(s, str) and s != "", "a non-empty string"),
+                              "share": SHARE}
 
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
         gaps = list(range(start + 1, end))
