@@ -3,8 +3,22 @@ from __future__ import annotations
 
 from transformers import BertConfig
 
+from cloak.params import InstanceOf, Interval, Options, Satisfies, validate
+
 MODALITIES = ("text", "speech", "vision")
 VISION_ENCODERS = ("glyph-cnn", "table")
+
+# The BERT fields a run configuration may set for a model built from scratch (vocab_size comes from
+# the tokenizer, num_labels from the data).
+BERT_SHAPE = {
+    "hidden_size": Interval(int, 1), "num_hidden_layers": Interval(int, 1), "num_attention_heads": Interval(int, 1),
+    "intermediate_size": Interval(int, 1), "hidden_act": InstanceOf(str),
+    "hidden_dropout_prob": Interval(float, 0, 1, closed="left"),
+    "attention_probs_dropout_prob": Interval(float, 0, 1, closed="left"),
+    "max_position_embeddings": Interval(int, 1), "initializer_range": Interval(float, 0, closed="neither"),
+    "layer_norm_eps": Interval(float, 0, closed="neither"),
+    "classifier_dropout": [Interval(float, 0, 1, closed="left"), None],
+}
 
 
 class MMBertConfig(BertConfig):
@@ -34,25 +48,34 @@ class MMBertConfig(BertConfig):
     """
 
     model_type = "mmbert"
+    _parameter_constraints = {
+        "modalities": Satisfies(lambda m: isinstance(m, (list, tuple)) and "text" in m
+                                and all(x in MODALITIES for x in m),
+                                "a list of 'text', 'speech', 'vision' that includes 'text'"),
+        "speech_dim": Interval(int, 1), "speech_pool": Interval(int, 1), "max_speech_tokens": Interval(int, 1),
+        "vision_encoder": Options(*VISION_ENCODERS), "vision_dim": Interval(int, 1), "glyph_size": Interval(int, 8),
+        "moe_top_k": Options(0, 1, 2), "aux_loss_weight": Interval(float, 0), "pooling": Options("cls", "mean"),
+        "stage": Options(0, 1, 2, 3), "features": [InstanceOf(dict), None],
+        "type_vocab_size": Interval(int, 3),  # one token type per modality
+    }
 
     def __init__(self, modalities=MODALITIES, speech_dim: int = 512, speech_pool: int = 4,
                  max_speech_tokens: int = 64, vision_encoder: str = "glyph-cnn", vision_dim: int = 256,
                  glyph_size: int = 32, moe_top_k: int = 0, aux_loss_weight: float = 0.01, pooling: str = "cls",
                  stage: int = 0,
                  features: dict | None = None, type_vocab_size: int = 3, **kwargs) -> None:
+        mine = validate({"modalities": list(modalities), "speech_dim": speech_dim, "speech_pool": speech_pool,
+                         "max_speech_tokens": max_speech_tokens, "vision_encoder": vision_encoder,
+                         "vision_dim": vision_dim, "glyph_size": glyph_size, "moe_top_k": moe_top_k,
+                         "aux_loss_weight": aux_loss_weight, "pooling": pooling, "stage": stage,
+                         "features": features, "type_vocab_size": type_vocab_size},
+                        self._parameter_constraints, "MMBertConfig")
         super().__init__(type_vocab_size=type_vocab_size, **kwargs)
-        modalities = list(modalities)
-        unknown = [m for m in modalities if m not in MODALITIES]
-        if unknown or "text" not in modalities:
-            raise ValueError(f"modalities must include 'text' and come from {MODALITIES}, not {modalities}")
-        if vision_encoder not in VISION_ENCODERS:
-            raise ValueError(f"vision_encoder must be one of {VISION_ENCODERS}, not {vision_encoder!r}")
-        if moe_top_k not in (0, 1, 2):
-            raise ValueError(f"moe_top_k must be 0 (dense), 1 or 2, not {moe_top_k}")
-        if pooling not in ("cls", "mean"):
-            raise ValueError(f"pooling must be 'cls' or 'mean', not {pooling!r}")
-        if type_vocab_size < 3:
-            raise ValueError("type_vocab_size must be at least 3: one token type per modality")
+        modalities, aux_loss_weight = mine["modalities"], mine["aux_loss_weight"]
+        if max_speech_tokens > self.max_position_embeddings and "speech" in modalities:
+            raise ValueError(f"MMBertConfig: 'max_speech_tokens' ({max_speech_tokens}) must be at most "
+                             f"max_position_embeddings ({self.max_position_embeddings}): speech tokens take "
+                             "positions 0..max_speech_tokens-1")
         self.modalities = [m for m in MODALITIES if m in modalities]  # canonical order = expert order
         self.speech_dim, self.speech_pool, self.max_speech_tokens = speech_dim, speech_pool, max_speech_tokens
         self.vision_encoder, self.vision_dim, self.glyph_size = vision_encoder, vision_dim, glyph_size

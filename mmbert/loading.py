@@ -14,10 +14,9 @@ import torch
 from .configuration import MMBertConfig
 from .data import Featurizer
 from .modeling import MMBertForSequenceClassification, upcycle_from_bert
+from .presets import MM_FIELDS
 from .tokenization import build_tokenizer, vocabulary
 
-MM_FIELDS = ("modalities", "speech_dim", "speech_pool", "max_speech_tokens", "vision_encoder", "vision_dim",
-             "glyph_size", "moe_top_k", "aux_loss_weight", "pooling")
 
 
 class StageError(ValueError):

@@ -16,11 +16,47 @@ A YAML file may name a ``preset`` to start from and override any field::
 
     preset: small
     train: {stage3: {epochs: 10}}
+
+Every run configuration is checked against one declaration, ``RUN_CONFIG`` (``cloak.params``): a
+misspelt key (``bach_size``) or a value out of range (``batch_size: 0``) is refused, naming the key.
 """
 from __future__ import annotations
 
 import copy
 import os
+
+from cloak.params import InstanceOf, Interval, Options, ParameterError, unknown_key, validate
+
+from .configuration import BERT_SHAPE, MMBertConfig
+
+MM_FIELDS = ("modalities", "speech_dim", "speech_pool", "max_speech_tokens", "vision_encoder", "vision_dim",
+             "glyph_size", "moe_top_k", "aux_loss_weight", "pooling")
+RATE = Interval(float, 0, closed="neither")
+EPOCHS = Interval(int, 1)
+PATH = [InstanceOf(str), None]
+GROUPS = ("aligners", "expert_text", "expert_speech", "expert_vision", "routers", "head", "backbone")
+
+RUN_CONFIG = {
+    "model": {"backbone": PATH, **BERT_SHAPE, **{k: MMBertConfig._parameter_constraints[k] for k in MM_FIELDS}},
+    "features": {
+        "tts": {"name": Options("tone", "kokoro-onnx", "kokoro"), "model": PATH, "voice": InstanceOf(str),
+                "speed": RATE},
+        "whisper": PATH, "whisper_mode": Options("trimmed", "padded"), "speech_cache": PATH, "clip": PATH,
+    },
+    "train": {
+        "batch_size": Interval(int, 1), "max_length": Interval(int, 3), "seed": Interval(int, 0),
+        "patience": Interval(int, 1), "checkpoint_minutes": Interval(float, 0), "weight_decay": Interval(float, 0),
+        "warmup_ratio": Interval(float, 0, 1, closed="left"),
+        "pretrain": {"epochs": EPOCHS, "lr": RATE, "mlm_probability": Interval(float, 0, 1, closed="neither")},
+        "stage1": {"epochs": EPOCHS, "lr": RATE},
+        "stage2": {"epochs": EPOCHS, "head_warmup_epochs": Interval(int, 0), "lr_aligners": RATE,
+                   "lr_text_expert": RATE, "lr_experts": RATE, "lr_head": RATE},
+        "stage3": {"epochs": EPOCHS, "lr": RATE, "lr_overrides": {g: RATE for g in ("experts", *GROUPS)}},
+    },
+}
+# Settings every preset shares unless it says otherwise.
+TRAIN_DEFAULTS = {"seed": 0, "checkpoint_minutes": 10, "weight_decay": 0.01, "warmup_ratio": 0.0,
+                  "pretrain": {"epochs": 5, "lr": 5e-4, "mlm_probability": 0.15}}
 
 STAGES = {
     # Appendix A: stage 1 aligners 1e-3; stage 2 aligners 1e-3, text expert 5e-6, speech / vision
@@ -31,6 +67,15 @@ STAGES = {
     "stage3": {"epochs": 50, "lr": 5e-4, "lr_overrides": {}},
 }
 
+def merge(base: dict, override: dict) -> dict:
+    """``base`` with ``override`` laid over it, dicts merged key by key."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) \
+            else copy.deepcopy(value)
+    return out
+
+
 PRESETS: dict[str, dict] = {
     "paper": {
         "model": {"backbone": "bert-base-chinese", "vision_encoder": "table", "vision_dim": 512,
@@ -38,7 +83,7 @@ PRESETS: dict[str, dict] = {
         "features": {"tts": {"name": "kokoro", "voice": "zf_xiaobei"}, "whisper": "base",
                      "whisper_mode": "trimmed", "speech_cache": "mmbert_cache/speech",
                      "clip": "OFA-Sys/chinese-clip-vit-base-patch16"},
-        "train": {"batch_size": 32, "max_length": 128, "seed": 0, "patience": 5, **copy.deepcopy(STAGES)},
+        "train": {"batch_size": 32, "max_length": 128, "patience": 5, **copy.deepcopy(STAGES)},
     },
     "small": {
         "model": {"backbone": None, "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
@@ -47,7 +92,7 @@ PRESETS: dict[str, dict] = {
                   "max_speech_tokens": 32, "pooling": "mean"},
         "features": {"tts": {"name": "kokoro-onnx", "model": None, "voice": "zf_xiaobei"}, "whisper": "base",
                      "whisper_mode": "trimmed", "speech_cache": "mmbert_cache/speech"},
-        "train": {"batch_size": 32, "max_length": 64, "seed": 0, "patience": 3,
+        "train": {"batch_size": 32, "max_length": 64, "patience": 3,
                   "pretrain": {"epochs": 3, "lr": 5e-4},
                   "stage1": {"epochs": 3, "lr": 1e-3},
                   # A small from-scratch backbone needs larger steps than the paper's fine-tuned BERT.
@@ -61,22 +106,42 @@ PRESETS: dict[str, dict] = {
                   "vision_dim": 16, "glyph_size": 16, "speech_dim": 64},
         "features": {"tts": {"name": "tone"}, "whisper": None, "whisper_mode": "trimmed",
                      "speech_cache": "mmbert_cache/speech"},
-        "train": {"batch_size": 8, "max_length": 32, "seed": 0, "patience": 2,
+        "train": {"batch_size": 8, "max_length": 32, "patience": 2,
                   "pretrain": {"epochs": 1, "lr": 5e-4},
                   "stage1": {"epochs": 1, "lr": 1e-3},
                   "stage2": {**STAGES["stage2"], "epochs": 2},
                   "stage3": {"epochs": 2, "lr": 5e-4, "lr_overrides": {}}},
     },
 }
+for _preset in PRESETS.values():
+    _preset["train"] = merge(TRAIN_DEFAULTS, _preset["train"])
 
 
-def merge(base: dict, override: dict) -> dict:
-    """``base`` with ``override`` laid over it, dicts merged key by key."""
-    out = copy.deepcopy(base)
-    for key, value in override.items():
-        out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) \
-            else copy.deepcopy(value)
-    return out
+def check_run_config(run: dict) -> dict:
+    """``run`` checked against ``RUN_CONFIG``: every key known, every value in range, every training
+    setting present; returns it with values normalised (``1e-3``, which YAML reads as a string, becomes
+    a number). ``load_run_config`` makes configurations that pass."""
+    checked = validate(run, RUN_CONFIG, "")
+    for section in ("model", "features", "train"):
+        if section not in checked:
+            raise ParameterError(f"section '{section}' is missing")
+    missing = _missing(PRESETS["small"]["train"], checked["train"], "train")
+    if missing:
+        raise ParameterError(f"'{missing}' is missing (start from a preset: load_run_config)")
+    return checked
+
+
+def _missing(template: dict, values: dict, where: str) -> str | None:
+    for key, value in template.items():
+        if key == "lr_overrides":
+            continue
+        if key not in values:
+            return f"{where}.{key}"
+        if isinstance(value, dict):
+            found = _missing(value, values[key], f"{where}.{key}")
+            if found:
+                return found
+    return None
 
 
 def load_run_config(spec: str | dict) -> dict:
@@ -95,11 +160,14 @@ def load_run_config(spec: str | dict) -> dict:
                 raise ValueError(f"{f.name}: not valid YAML: {e}") from None
         if not isinstance(spec, dict):
             raise ValueError(f"{f.name}: expected a mapping with model / features / train sections")
+        where = f.name
+    else:
+        where = "config"
     spec = dict(spec)
     base = spec.pop("preset", "small")
-    if base not in PRESETS:
-        raise ValueError(f"preset {base!r} unknown; presets: {', '.join(PRESETS)}")
-    unknown = set(spec) - {"model", "features", "train"}
-    if unknown:
-        raise ValueError(f"unknown config sections {sorted(unknown)}; expected model, features, train")
-    return merge(PRESETS[base], spec)
+    if not isinstance(base, str) or base not in PRESETS:
+        raise unknown_key(base, list(PRESETS), where, kind="preset")
+    try:
+        return check_run_config(merge(PRESETS[base], spec))
+    except ParameterError as e:
+        raise ParameterError(f"{where}: {e}") from None

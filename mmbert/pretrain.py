@@ -12,7 +12,7 @@ from tqdm import tqdm
 from cloak.io import read_lines, read_records
 
 from .checkpoint import Objective, save_model, start_run
-from .loading import MM_FIELDS
+from .presets import MM_FIELDS
 from .tokenization import build_tokenizer
 
 

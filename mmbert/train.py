@@ -43,8 +43,8 @@ from .inference import predict
 from .loading import make_featurizer, model_for_stage
 from .metrics import classification_metrics
 from .modeling import SPEECH, VISION, MMBertForSequenceClassification
+from .presets import GROUPS, check_run_config
 
-GROUPS = ("aligners", "expert_text", "expert_speech", "expert_vision", "routers", "head", "backbone")
 
 
 def parameter_group(name: str, modalities: list[str]) -> str:
@@ -72,9 +72,6 @@ def stage_learning_rates(stage: int, settings: dict) -> dict[str, float]:
     rates = {g: s["lr"] for g in GROUPS}
     if experts is not None:
         rates.update({g: experts for g in GROUPS if g.startswith("expert_")})
-    unknown = set(overrides) - set(GROUPS)
-    if unknown:
-        raise ValueError(f"unknown lr_overrides {sorted(unknown)}; groups: experts, {', '.join(GROUPS)}")
     rates.update(overrides)
     return rates
 
