@@ -1,18 +1,26 @@
 """Records in JSON Lines: streaming reader with validation, atomic and resumable writer.
 
-A record is one JSON object a line, UTF-8, with at least a non-empty string ``text``; every other field
-is carried through untouched. Bad lines raise ``RecordError`` naming file, line and field — or, with
-``on_error="skip"``, are counted and reported instead. Output goes to ``OUT.partial`` and is renamed to
-``OUT`` only when complete, so an interrupted run never leaves a half-written output; a checkpoint
-beside it (``OUT.partial.ckpt``) lets ``--resume`` carry on from the last complete record.
+A record is one JSON object a line, UTF-8 (a byte-order mark and CRLF line ends are accepted), with
+at least a ``text`` that is a string with something visible in it; every other field is carried through
+untouched. A ``label``, where one is needed, is a non-negative integer. Bad lines raise ``RecordError``
+naming file, line and field — or, with ``on_error="skip"``, are counted and reported instead; a file
+with no records at all is an error too.
+
+Output goes to ``OUT.partial`` and is renamed to ``OUT`` only when complete, so a failed run never
+leaves a half-written output. A resumable writer (``cloak perturb``) keeps the partial file after an
+interruption, with a checkpoint beside it (``OUT.partial.ckpt``) from which ``--resume`` carries on;
+after any other failure the partial file is removed.
 """
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
+import math
 import os
 import sys
 import tempfile
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO, TypeVar
@@ -21,14 +29,52 @@ T = TypeVar("T")
 
 ON_ERROR = ("fail", "skip")
 
+# Files are created as the user's umask says (mkstemp alone would make them private).
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 class RecordError(ValueError):
-    """A line that is not a valid record: says where and what."""
+    """A line that is not a valid record (or a file with none): says where and what."""
 
-    def __init__(self, path: str, line: int, message: str, field: str | None = None) -> None:
+    def __init__(self, path: str, line: int | None, message: str, field: str | None = None) -> None:
         self.path, self.line, self.field, self.message = path, line, field, message
-        where = f"{path}, line {line}" + (f": field '{field}'" if field else "")
+        where = path + (f", line {line}" if line is not None else "") + (f": field '{field}'" if field else "")
         super().__init__(f"{where}: {message}")
+
+
+def empty_input(path: str) -> RecordError:
+    return RecordError(path, None, "no records: the file is empty")
+
+
+_JSON_TYPES = {int: "a number", float: "a number", bool: "true/false", type(None): "null", list: "a list",
+               dict: "an object"}
+
+
+def json_type(value: object) -> str:
+    """What a JSON value is, in JSON's words: ``null`` rather than ``NoneType``."""
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def _invisible(ch: str) -> bool:
+    """Whitespace, control and format characters (zero-width spaces and joiners, bidi marks) and
+    variation selectors: a text made only of them shows nothing."""
+    return ch.isspace() or unicodedata.category(ch) in ("Cf", "Cc") or "\ufe00" <= ch <= "\ufe0f"
+
+
+def parse_label(value: object) -> int:
+    """A label as an int: a non-negative integer, or a number or string that is one (``1``, ``1.0``,
+    ``"1"``); anything else (``-1``, ``0.7``, ``inf``, ``"yes"``, true) is a ValueError."""
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if (isinstance(number, (int, float)) and not isinstance(number, bool) and math.isfinite(number)
+            and number >= 0 and number == int(number)):
+        return int(number)
+    raise ValueError(f"must be a non-negative integer (0, 1, ...), got {value!r}")
 
 
 @dataclass
@@ -76,7 +122,7 @@ def count_lines(path: str) -> int:
 
 
 def parse_record(raw: bytes, path: str, line: int, text_field: str = "text") -> dict:
-    """One JSONL line -> record, or RecordError."""
+    """One JSONL line (without its line end) -> record, or RecordError."""
     try:
         decoded = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -86,31 +132,53 @@ def parse_record(raw: bytes, path: str, line: int, text_field: str = "text") -> 
     except json.JSONDecodeError as e:
         raise RecordError(path, line, f"invalid JSON: {e.msg} at column {e.colno}") from None
     if not isinstance(record, dict):
-        raise RecordError(path, line, f"expected a JSON object, got {type(record).__name__}")
+        raise RecordError(path, line, f"expected a JSON object, got {json_type(record)}")
     if text_field not in record:
         raise RecordError(path, line, "missing", text_field)
     text = record[text_field]
     if not isinstance(text, str):
-        raise RecordError(path, line, f"must be a string, got {type(text).__name__}", text_field)
+        raise RecordError(path, line, f"must be a string, got {json_type(text)}", text_field)
     if not text.strip():
         raise RecordError(path, line, "is empty", text_field)
+    if all(_invisible(ch) for ch in text):
+        raise RecordError(path, line, "is empty: only invisible characters", text_field)
     return record
 
 
 def read_lines(path: str, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(line number, raw line)`` for the non-blank lines ``start < n <= stop`` (1-based)."""
+    """Yield ``(line number, raw line)`` for the non-blank lines ``start < n <= stop`` (1-based),
+    without line ends or a leading byte-order mark. Reading a whole file with no such line raises
+    ``RecordError`` (a range of lines may be empty)."""
     stream = open_input(path)
+    seen = False
     try:
         for number, raw in enumerate(stream, 1):
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8):]
             if number <= start:
                 continue
             if stop is not None and number > stop:
                 break
             if raw.strip():
+                seen = True
                 yield number, raw.rstrip(b"\r\n")
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
+    if not seen and start == 0 and stop is None:
+        raise empty_input(input_name(path))
+
+
+def has_records(path: str) -> bool:
+    """Whether a file has a non-blank line (a byte-order mark alone is blank), reading only up to it."""
+    with open(path, "rb") as f:
+        head = f.read(len(codecs.BOM_UTF8))
+        if not head.startswith(codecs.BOM_UTF8):
+            f.seek(0)
+        while block := f.read(1 << 16):
+            if block.strip():
+                return True
+    return False
 
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
@@ -124,6 +192,7 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
@@ -149,24 +218,67 @@ def input_name(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
+def record_key(record: dict) -> tuple[object, object] | None:
+    """What identifies a record within a file: its ``id`` and, for a cloak, its variant (a clean post
+    and its cloaks share an id), or None for a record without an id."""
+    if "id" not in record:
+        return None
+    cloak = record.get("cloak")
+    return record["id"], cloak.get("variant") if isinstance(cloak, dict) else None
+
+
+class UniqueIds:
+    """Checks that no two records of a file share an id (and cloak variant), for outputs keyed by id."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.first: dict[str, int] = {}
+
+    def check(self, record: dict, line: int) -> None:
+        key = record_key(record)
+        if key is None:
+            return
+        # Keyed by the JSON of the id, so that 1 and "1" (different ids in a JSON file) stay apart.
+        text = json.dumps(key, ensure_ascii=False, default=str)
+        first = self.first.setdefault(text, line)
+        if first != line:
+            variant = f" and cloak variant {key[1]}" if key[1] is not None else ""
+            raise RecordError(self.path, line, f"duplicate id {key[0]!r}{variant}, first seen on line {first}; "
+                                               "ids must be unique within a file", "id")
+
+
 def read_records(path: str, *, on_error: str = "fail", skipped: SkipLog | None = None,
-                 text_field: str = "text", start: int = 0,
-                 stop: int | None = None) -> Iterator[tuple[int, dict]]:
+                 text_field: str = "text", start: int = 0, stop: int | None = None,
+                 unique_ids: bool = False, labels: bool = False) -> Iterator[tuple[int, dict]]:
     """Yield ``(line number, record)`` for lines ``start < n <= stop`` (1-based) of a JSONL file.
 
-    Blank lines are passed over. With ``on_error="skip"`` bad lines go to ``skipped``.
+    Blank lines are passed over. With ``on_error="skip"`` bad lines go to ``skipped``. ``unique_ids``:
+    a repeated id (see :func:`record_key`) is a bad line. ``labels``: every record needs a ``label``
+    (see :func:`parse_label`), yielded as an int.
     """
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
     name = input_name(path)
+    ids = UniqueIds(name) if unique_ids else None
     for number, raw in read_lines(path, start, stop):
         try:
-            yield number, parse_record(raw, name, number, text_field)
+            record = parse_record(raw, name, number, text_field)
+            if labels:
+                if "label" not in record:
+                    raise RecordError(name, number, "missing: this command needs labelled records", "label")
+                try:
+                    record["label"] = parse_label(record["label"])
+                except ValueError as e:
+                    raise RecordError(name, number, str(e), "label") from None
+            if ids is not None:
+                ids.check(record, number)
         except RecordError as error:
             if on_error == "fail":
                 raise
             if skipped is not None:
                 skipped.add(error)
+            continue
+        yield number, record
 
 
 def dump_record(record: dict) -> bytes:
@@ -185,15 +297,18 @@ def dump_record(record: dict) -> bytes:
 class AtomicWriter:
     """Write JSONL to ``path`` atomically, resumably; ``path == "-"`` writes standard output.
 
-    Use as a context manager: on success the partial file is renamed to ``path``; on an exception
-    (Ctrl-C included) it stays as ``path.partial`` with a checkpoint, for ``resume=True`` to continue.
-    ``checkpoint(state)`` records the progress (any JSON state, e.g. the last input line done); only
-    output written before the last checkpoint survives a resume.
+    Use as a context manager: on success the partial file is renamed to ``path``. A ``resumable``
+    writer interrupted (Ctrl-C, SIGTERM: KeyboardInterrupt) keeps ``path.partial`` and its checkpoint
+    for ``resume=True`` to continue; any other failure, or any failure of a writer that is not
+    resumable, removes them. ``checkpoint(state)`` records the progress (any JSON state, e.g. the last
+    input line done); only output written before the last checkpoint survives a resume.
     """
 
-    def __init__(self, path: str, *, resume: bool = False, fingerprint: str = "") -> None:
+    def __init__(self, path: str, *, resume: bool = False, fingerprint: str = "",
+                 resumable: bool = False) -> None:
         self.path = path
         self.fingerprint = fingerprint
+        self.resumable = resumable or resume
         self.resumed_state: dict | None = None
         if path == "-":
             if resume:
@@ -239,9 +354,15 @@ class AtomicWriter:
         if os.path.exists(self.ckpt):
             os.remove(self.ckpt)
 
-    def close_partial(self) -> None:
-        if self.path != "-" and not self._file.closed:
+    def close_partial(self, keep: bool) -> None:
+        if self.path == "-":
+            return
+        if not self._file.closed:
             self._file.close()
+        if not keep:
+            for leftover in (self.partial, self.ckpt):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(leftover)
 
     def __enter__(self) -> AtomicWriter:
         return self
@@ -250,7 +371,7 @@ class AtomicWriter:
         if exc_type is None:
             self.commit()
         else:
-            self.close_partial()
+            self.close_partial(keep=self.resumable and issubclass(exc_type, KeyboardInterrupt))
 
 
 def write_records(path: str, records: Iterable[dict]) -> int:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from .io import (AtomicWriter, RecordError, SkipLog, batched, count_lines, dump_record, input_name,
-                 parse_record, read_lines)
+from .io import (AtomicWriter, RecordError, SkipLog, batched, count_lines, dump_record, empty_input,
+                 has_records, input_name, parse_record, read_lines)
 from .perturber import Perturber
 
 CHUNK = 256
@@ -180,6 +180,8 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
     if in_path == "-" and shard is not None:
         raise ValueError("--shard needs an input file (standard input cannot be split)")
     total = count_lines(in_path) if in_path != "-" else None
+    if total is not None and not has_records(in_path):
+        raise empty_input(in_path)
     lo, hi = 0, total
     if shard is not None and total is not None:
         i, n = shard
@@ -192,7 +194,7 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
         fingerprint = json.dumps([os.path.abspath(in_path), st.st_size, st.st_mtime_ns, repr(perturber),
                                   variants, shard, text_field, on_error])
     started = time.perf_counter()
-    with AtomicWriter(out_path, resume=resume, fingerprint=fingerprint) as out:
+    with AtomicWriter(out_path, resume=resume, fingerprint=fingerprint, resumable=True) as out:
         if out.resumed_state:
             stats.restore(out.resumed_state)
             lo = max(lo, out.resumed_state["line"])

@@ -2,7 +2,11 @@ import json
 
 import pytest
 
-from cloak.io import AtomicWriter, RecordError, SkipLog, count_lines, read_records, write_records
+import os
+import stat
+
+from cloak.io import (AtomicWriter, RecordError, SkipLog, count_lines, parse_label, read_records, write_atomic,
+                      write_records)
 
 
 def write_lines(path, lines: list[bytes]):
@@ -12,10 +16,12 @@ def write_lines(path, lines: list[bytes]):
 
 @pytest.mark.parametrize("line, message", [
     (b'{"text": "ok"', "line 2: invalid JSON"),
-    (b'["text"]', "line 2: expected a JSON object, got list"),
+    (b'["text"]', "line 2: expected a JSON object, got a list"),
     (b'{"id": 1}', "line 2: field 'text': missing"),
-    (b'{"text": 5}', "line 2: field 'text': must be a string, got int"),
+    (b'{"text": 5}', "line 2: field 'text': must be a string, got a number"),
+    (b'{"text": null}', "line 2: field 'text': must be a string, got null"),
     (b'{"text": "  "}', "line 2: field 'text': is empty"),
+    ('{"text": "\u200b\u200d\ufeff "}'.encode(), "line 2: field 'text': is empty: only invisible characters"),
     ('{"text": "黑人"}'.encode("gbk"), "line 2: invalid UTF-8 at byte"),
 ])
 def test_bad_lines_name_file_line_and_field(tmp_path, line, message):
@@ -45,6 +51,46 @@ def test_line_ranges_and_counting(tmp_path):
     assert count_lines(str(tmp_path / "no_newline.jsonl")) == 2
 
 
+def test_a_byte_order_mark_and_crlf_line_ends_are_read(tmp_path):
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"text": "\xe9\xbb\x91\xe4\xba\xba"}\r\n{"text": "b"}\r\n')
+    assert [r["text"] for _, r in read_records(str(path))] == ["黑人", "b"]
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n  \n", b"\xef\xbb\xbf\n"])
+def test_a_file_with_no_records_is_an_error(tmp_path, content):
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(RecordError, match=r"empty.jsonl: no records: the file is empty"):
+        list(read_records(str(path)))
+    assert list(read_records(str(path), start=0, stop=0)) == []  # an empty range of lines is not
+
+
+@pytest.mark.parametrize("value, label", [(0, 0), (3, 3), (1.0, 1), ("1", 1), (" 2 ", 2), ("1.0", 1)])
+def test_labels_that_are_non_negative_integers(value, label):
+    assert parse_label(value) == label
+
+
+@pytest.mark.parametrize("value", ["yes", -1, "-1", "inf", float("inf"), float("nan"), 0.7, "0.7", True, None, [1]])
+def test_labels_that_are_not(value, tmp_path):
+    with pytest.raises(ValueError, match="must be a non-negative integer"):
+        parse_label(value)
+    path = tmp_path / "labels.jsonl"
+    path.write_text('{"text": "a", "label": 1}\n' + json.dumps({"text": "b", "label": value}) + "\n")
+    with pytest.raises(RecordError, match="line 2: field 'label': must be a non-negative integer"):
+        list(read_records(str(path), labels=True))
+
+
+def test_duplicate_ids_are_refused_where_outputs_are_keyed_by_id(tmp_path):
+    path = write_lines(tmp_path / "in.jsonl", [
+        b'{"id": "a", "text": "x"}', b'{"id": "a", "text": "x2", "cloak": {"variant": 0}}',  # a clean post and its cloak
+        b'{"id": "a", "text": "x3", "cloak": {"variant": 1}}', b'{"id": 1, "text": "y"}', b'{"id": "1", "text": "z"}',
+        b'{"text": "no id"}', b'{"text": "no id either"}', b'{"id": "a", "text": "again"}'])
+    assert len(list(read_records(path))) == 8  # not checked unless asked
+    with pytest.raises(RecordError, match="line 8: field 'id': duplicate id 'a', first seen on line 1"):
+        list(read_records(path, unique_ids=True))
+
+
 def test_missing_input_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="input file not found"):
         list(read_records(str(tmp_path / "nope.jsonl")))
@@ -56,7 +102,7 @@ def test_writer_is_atomic(tmp_path):
         with AtomicWriter(str(out)) as w:
             w.write(b'{"text": "a"}\n')
             raise KeyboardInterrupt
-    assert not out.exists()
+    assert not out.exists() and not (tmp_path / "out.jsonl.partial").exists()  # nothing can resume it
     assert write_records(str(out), [{"text": "黑人"}]) == 1
     assert out.read_text(encoding="utf-8") == '{"text": "黑人"}\n'
     assert not (tmp_path / "out.jsonl.partial").exists()
@@ -64,8 +110,14 @@ def test_writer_is_atomic(tmp_path):
 
 def test_writer_resumes_from_its_checkpoint(tmp_path):
     out = str(tmp_path / "out.jsonl")
+    with pytest.raises(ValueError):  # a failure that is not an interruption leaves nothing to resume
+        with AtomicWriter(out, fingerprint="f", resumable=True) as w:
+            w.write(b"1\n")
+            w.checkpoint({"line": 1})
+            raise ValueError("bad line")
+    assert os.listdir(tmp_path) == []
     with pytest.raises(KeyboardInterrupt):
-        with AtomicWriter(out, fingerprint="f") as w:
+        with AtomicWriter(out, fingerprint="f", resumable=True) as w:
             w.write(b"1\n")
             w.checkpoint({"line": 1})
             w.write(b"2-half")  # written after the checkpoint: dropped on resume
@@ -76,3 +128,12 @@ def test_writer_resumes_from_its_checkpoint(tmp_path):
         assert w.resumed_state == {"line": 1}
         w.write(b"2\n")
     assert open(out).read() == "1\n2\n"
+
+
+def test_files_are_written_with_the_usual_permissions(tmp_path):
+    """As any file the user creates (0644 under the usual umask), not private as mkstemp makes them."""
+    (tmp_path / "plain").write_bytes(b"")
+    write_atomic(tmp_path / "a.json", b"{}")
+    write_records(str(tmp_path / "b.jsonl"), [{"text": "x"}])
+    modes = {name: stat.S_IMODE(os.stat(tmp_path / name).st_mode) for name in ("plain", "a.json", "b.jsonl")}
+    assert len(set(modes.values())) == 1 and modes["plain"] & 0o044, modes
