@@ -9,18 +9,22 @@
 | ``cntp`` | CNTP / ToxiBenchCN ``{"results": [...]}`` | ``perturbed_text`` (``original_text`` -> ``source_text``) | ``is_toxic`` |
 | ``csv`` / ``tsv`` | any table with a header | ``--text-col`` | ``--label-col`` |
 
-Every other column is kept under its own name. Ids are ``{format}-{file stem}-{row}`` unless the data
-has its own (COLD's index column, SWSR's ``index``, CNTP's ``sentence_id``).
+Every other column is kept under its own name. Ids are ``{format}-{file stem}-{row}`` (``row``: the
+row's position in the file, from 0), unique within a converted file; an id the data has itself is kept
+in a field of its own (COLD's index column as ``cold_index``, which repeats in COLD's train and dev
+files; SWSR's ``index``; CNTP's ``sentence_id``). Only ``--id-col`` (csv / tsv) takes ids from the data,
+and they must be unique. Labels must be non-negative integers; text must be valid UTF-8.
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 
-from .io import RecordError, write_records
+from .io import RecordError, UniqueIds, empty_input, parse_label, write_records
 
 FORMATS = ("cold", "toxicn", "toxicloakcn", "cntp", "swsr", "csv", "tsv")
 
@@ -29,41 +33,68 @@ csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # posts can be longer than cs
 
 def _label(value, path: str, line: int, column: str) -> int:
     try:
-        return int(float(value)) if isinstance(value, str) else int(value)
-    except (TypeError, ValueError):
-        raise RecordError(path, line, f"label {value!r} is not a number", column) from None
+        return parse_label(value)
+    except ValueError as e:
+        raise RecordError(path, line, str(e), column) from None
+
+
+class _Lines:
+    """A file's lines decoded one by one, for ``csv.reader``: an invalid byte is reported with its
+    line, and a byte-order mark is dropped. ``number`` is the number of the line read last."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.number = path, 0
+        self._file = open(path, "rb")
+
+    def __iter__(self) -> Iterator[str]:
+        with self._file:
+            for raw in self._file:
+                self.number += 1
+                if self.number == 1 and raw.startswith(codecs.BOM_UTF8):
+                    raw = raw[len(codecs.BOM_UTF8):]
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise RecordError(self.path, self.number, f"invalid UTF-8 at byte {e.start}") from None
 
 
 def _table(path: str, delimiter: str, text_col: str, label_col: str | None, id_col: str | None,
            prefix: str, rename: dict[str, str] | None = None) -> Iterator[dict]:
+    """Rows of a CSV / TSV file with a header. ``id_col``: the column holding ids (checked unique),
+    or None for ids made from the row's position."""
     stem = os.path.splitext(os.path.basename(path))[0]
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        reader = csv.DictReader(f, delimiter=delimiter)
-        header = reader.fieldnames or []
-        for needed in (text_col, label_col, id_col):
-            if needed is not None and needed not in header:
-                raise RecordError(path, 1, f"no column {needed!r}; the header has {header}")
-        for row in reader:
-            line = reader.line_num
-            text = row.pop(text_col)
-            if text is None or not text.strip():
-                raise RecordError(path, line, "is empty", text_col)
-            ident = row.pop(id_col) if id_col is not None else str(line - 1)
-            record = {"id": f"{prefix}-{stem}-{ident}", "text": text}
-            if label_col is not None:
-                record["label"] = _label(row.pop(label_col), path, line, label_col)
-            for key, value in row.items():
-                if key:  # a trailing delimiter makes an unnamed column
-                    record[(rename or {}).get(key, key)] = value
-            yield record
+    lines = _Lines(path)
+    reader = csv.DictReader(lines, delimiter=delimiter)
+    header = reader.fieldnames or []
+    for needed in (text_col, label_col, id_col):
+        if needed is not None and needed not in header:
+            raise RecordError(path, 1, f"no column {needed!r}; the header has {header}")
+    ids = UniqueIds(path) if id_col is not None else None
+    for row_number, row in enumerate(reader):
+        line = lines.number  # the row's last line: a quoted field may span several
+        text = row.pop(text_col)
+        if text is None or not text.strip():
+            raise RecordError(path, line, "is empty", text_col)
+        ident = row.pop(id_col) if id_col is not None else str(row_number)
+        record = {"id": f"{prefix}-{stem}-{ident}", "text": text}
+        if label_col is not None:
+            record["label"] = _label(row.pop(label_col), path, line, label_col)
+        for key, value in row.items():
+            name = (rename or {}).get(key, key)
+            if name:  # a trailing delimiter makes an unnamed column, a short header a key None
+                record[name] = value
+        if ids is not None:
+            ids.check(record, line)
+        yield record
 
 
 def _cold(path: str, **_) -> Iterator[dict]:
-    return _table(path, ",", "TEXT", "label", "", "cold", {"fine-grained-label": "fine_grained_label"})
+    # COLD's first column, unnamed, is its own index: unique in test, repeated in train and dev.
+    return _table(path, ",", "TEXT", "label", None, "cold", {"": "cold_index", "fine-grained-label": "fine_grained_label"})
 
 
 def _swsr(path: str, **_) -> Iterator[dict]:
-    return _table(path, ",", "comment_text", "label", "index", "swsr")
+    return _table(path, ",", "comment_text", "label", None, "swsr")
 
 
 def _toxicloakcn(path: str, **_) -> Iterator[dict]:
@@ -73,11 +104,16 @@ def _toxicloakcn(path: str, **_) -> Iterator[dict]:
 
 
 def _load_json(path: str):
-    with open(path, encoding="utf-8-sig") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as e:
-            raise RecordError(path, e.lineno, f"invalid JSON: {e.msg}") from None
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise RecordError(path, data.count(b"\n", 0, e.start) + 1, f"invalid UTF-8 at byte {e.start}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RecordError(path, e.lineno, f"invalid JSON: {e.msg}") from None
 
 
 def _toxicn(path: str, **_) -> Iterator[dict]:
@@ -98,13 +134,12 @@ def _cntp(path: str, **_) -> Iterator[dict]:
     results = data.get("results") if isinstance(data, dict) else None
     if not isinstance(results, list):
         raise RecordError(path, 1, 'expected {"results": [...]}')
+    stem = os.path.splitext(os.path.basename(path))[0]
     for i, item in enumerate(results):
         if not isinstance(item, dict) or not isinstance(item.get("perturbed_text"), str):
             raise RecordError(path, 1, f"result {i} has no string 'perturbed_text'", "perturbed_text")
-        rest = {k: v for k, v in item.items()
-                if k not in ("sentence_id", "perturbed_text", "original_text", "is_toxic")}
-        yield {"id": f"cntp-{item.get('sentence_id', i)}", "text": item["perturbed_text"],
-               "source_text": item.get("original_text"),
+        rest = {k: v for k, v in item.items() if k not in ("perturbed_text", "original_text", "is_toxic")}
+        yield {"id": f"cntp-{stem}-{i}", "text": item["perturbed_text"], "source_text": item.get("original_text"),
                "label": _label(item.get("is_toxic"), path, 1, "is_toxic"), **rest}
 
 
@@ -135,4 +170,11 @@ def read_dataset(fmt: str, path: str, **options) -> Iterator[dict]:
 
 def convert_file(fmt: str, in_path: str, out_path: str, **options) -> int:
     """Convert a data set file to JSONL records; returns the number written."""
-    return write_records(out_path, read_dataset(fmt, in_path, **options))
+    def records() -> Iterator[dict]:
+        n = 0
+        for n, record in enumerate(read_dataset(fmt, in_path, **options), 1):
+            yield record
+        if not n:
+            raise empty_input(in_path)
+
+    return write_records(out_path, records())

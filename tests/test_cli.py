@@ -108,8 +108,9 @@ def test_convert_cold_and_swsr(tmp_path):
     assert result.returncode == 0, result.stderr
     records = read_jsonl(out)
     assert len(records) == 20
-    assert records[0] == {"id": "cold-cold_test_20-1949", "text": "只要不来中国的外国人就是好外国人[机智]",
-                          "label": 1, "split": "test", "topic": "race", "fine_grained_label": "2"}
+    assert records[0] == {"id": "cold-cold_test_20-0", "text": "只要不来中国的外国人就是好外国人[机智]",
+                          "label": 1, "cold_index": "1949", "split": "test", "topic": "race",
+                          "fine_grained_label": "2"}
     out = tmp_path / "swsr.jsonl"
     assert cloak("convert", "--from", "swsr", "--in", DATA / "swsr_20.csv", "--out", out).returncode == 0
     first = read_jsonl(out)[0]
