@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(records) < args.batches * args.batch_size:
         parser.error(f"only {len(records)} COLD test posts of {MIN_CHARS}-{MAX_CHARS} characters")
     featurizer = Featurizer(tokenizer, args.max_length, speech=None)
-    examples = featurizer.encode(records)
+    examples = featurizer.encode(records, labels=True)
     rng = np.random.default_rng(args.seed)
     for example, record in zip(examples, records):
         m = speech_tokens(len(record["text"]), args.chars_per_second, shape["speech_pool"],

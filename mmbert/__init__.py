@@ -1,17 +1,29 @@
-"""mmbert: the multimodal mixture-of-experts BERT (text + speech + glyph images) and its trainer."""
-from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
+"""mmbert: the multimodal mixture-of-experts BERT (text + speech + glyph images) and its trainer.
 
-from .configuration import MMBertConfig
-from .loading import load_model, model_for_stage
-from .metrics import classification_metrics
-from .modeling import MMBertForSequenceClassification, MMBertModel, load_balancing_loss, upcycle_from_bert
-from .presets import PRESETS, load_run_config
-from .tokenization import build_tokenizer
+The names below are imported on first use, so that ``mmbert --help`` (and a command that finds its
+input missing) does not wait for torch and transformers to load.
+"""
+from __future__ import annotations
 
-AutoConfig.register("mmbert", MMBertConfig)
-AutoModel.register(MMBertConfig, MMBertModel)
-AutoModelForSequenceClassification.register(MMBertConfig, MMBertForSequenceClassification)
+import importlib
 
-__all__ = ["MMBertConfig", "MMBertForSequenceClassification", "MMBertModel", "PRESETS", "build_tokenizer",
-           "classification_metrics", "load_balancing_loss", "load_model", "load_run_config", "model_for_stage",
-           "upcycle_from_bert"]
+_EXPORTS = {
+    "MMBertConfig": "configuration", "MMBertForSequenceClassification": "modeling", "MMBertModel": "modeling",
+    "load_balancing_loss": "modeling", "upcycle_from_bert": "modeling", "load_model": "loading",
+    "model_for_stage": "loading", "classification_metrics": "metrics", "PRESETS": "presets",
+    "load_run_config": "presets", "build_tokenizer": "tokenization",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'mmbert' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -1,4 +1,8 @@
-"""The ``mmbert`` command: a thin shell over the ``mmbert`` API."""
+"""The ``mmbert`` command: a thin shell over the ``mmbert`` API.
+
+Every command checks its input files before it loads a model (which takes seconds to a minute), and
+imports torch and transformers only once it needs them.
+"""
 from __future__ import annotations
 
 import functools
@@ -7,7 +11,9 @@ import sys
 
 import click
 
-from cloak.io import RecordError, read_records
+from cloak.io import RecordError, check_files, read_records
+
+from .folder import peek_features
 
 EXAMPLES = """
 \b
@@ -29,11 +35,17 @@ def _fail(message: str) -> None:
 
 
 def _errors_reported(func):
-    """Bad input ends with one line naming what is wrong, not a traceback."""
+    """Bad input ends with one line naming what is wrong, not a traceback; Ctrl-C with one saying
+    what was kept."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
+        except KeyboardInterrupt:
+            resumable = func.__name__ in ("train", "pretrain")
+            click.echo("mmbert: interrupted" + ("; the last checkpoint is kept in OUT/checkpoint: rerun with "
+                                                "--resume to continue" if resumable else ""), err=True)
+            sys.exit(130)
         except (ValueError, RecordError, FileNotFoundError) as e:
             _fail(str(e))
         except ImportError as e:
@@ -76,11 +88,27 @@ def _features(base: dict, tts, tts_model, voice, whisper, speech_cache) -> dict:
     return features
 
 
+def _quiet_libraries() -> None:
+    """transformers' load reports and progress bars are noise in a command's output (and their colour
+    codes garble logs); errors still show. Accelerate warns on every checkpoint of a model with tied
+    weights (the masked-LM head) that it saved them once, which is what it should do."""
+    import logging
+
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    logging.getLogger("accelerate.utils.other").addFilter(
+        lambda record: "Removed shared tensor" not in record.getMessage())
+
+
 def _load(model_dir: str, tts, tts_model, voice, whisper, speech_cache):
     """(model, featurizer) of a trained folder, its saved feature settings overridden by the options."""
-    from .loading import load_model, peek_features
+    from .loading import load_model
 
-    return load_model(model_dir, _features(peek_features(model_dir), tts, tts_model, voice, whisper, speech_cache))
+    features = _features(peek_features(model_dir), tts, tts_model, voice, whisper, speech_cache)
+    _quiet_libraries()
+    return load_model(model_dir, features)
 
 
 def _records(path: str) -> list[dict]:
@@ -92,9 +120,6 @@ def _records(path: str) -> list[dict]:
 def main() -> None:
     """MMBERT: a mixture-of-experts BERT reading each post as text, synthetic speech and glyph images,
     trained in three stages (aligners, experts, the whole), to detect cloaked hate speech."""
-    from transformers.utils import logging
-
-    logging.disable_progress_bar()  # weight-loading bars on every load drown the training bars
 
 
 @main.command()
@@ -116,11 +141,13 @@ def main() -> None:
 def train(stage, config, train_path, dev_path, out_dir, from_dir, resume, skip_stages, tts, tts_model, voice,
           whisper, speech_cache, quiet) -> None:
     """Train one stage of MMBERT; the best epoch's model is saved to OUT (save_pretrained)."""
+    check_files([train_path, dev_path])
     from .presets import load_run_config
     from .train import train_stage
 
     run = load_run_config(config)
     run["features"] = _features(run["features"], tts, tts_model, voice, whisper, speech_cache)
+    _quiet_libraries()
     result = train_stage(stage, run, train_path, dev_path, out_dir, from_dir, resume=resume,
                          allow_skip=skip_stages, progress=False if quiet else None)
     click.echo(f"stage {stage}: best epoch {result['best_epoch']}, dev score {result['best_score']:.4f} "
@@ -137,9 +164,11 @@ def train(stage, config, train_path, dev_path, out_dir, from_dir, resume, skip_s
 @_errors_reported
 def pretrain(corpus, config, out_dir, resume, quiet) -> None:
     """Pre-train a from-scratch BERT backbone with masked language modelling."""
+    check_files([corpus])
     from .presets import load_run_config
     from .pretrain import pretrain as run_pretrain
 
+    _quiet_libraries()
     entry = run_pretrain(corpus, out_dir, load_run_config(config), resume=resume, progress=False if quiet else None)
     click.echo(f"pretrain: {entry.get('epoch')} epochs, held-out MLM loss {entry.get('dev_mlm_loss', float('nan')):.4f} "
                f"(model in {out_dir})", err=True)
@@ -160,11 +189,14 @@ def evaluate(model_dir, data_path, out_path, batch_size, tts, tts_model, voice, 
 
     from cloak.io import write_atomic
 
-    from .inference import evaluate_records
+    peek_features(model_dir)
+    check_files([data_path], [out_path] if out_path else [])
     from .train import read_labelled
 
+    records = read_labelled(data_path)  # the whole file checked before the model loads
+    from .inference import evaluate_records
+
     model, featurizer = _load(model_dir, tts, tts_model, voice, whisper, speech_cache)
-    records = read_labelled(data_path)
     result = evaluate_records(model, featurizer, records, batch_size, progress=False if quiet else None)
     table = Table(title=f"{model_dir} on {data_path}")
     for column in ("group", "n", "accuracy", "precision", "recall", "macro-F1"):
@@ -191,7 +223,12 @@ def evaluate(model_dir, data_path, out_path, batch_size, tts, tts_model, voice, 
 def predict(model_dir, in_path, out_path, batch_size, no_routing, tts, tts_model, voice, whisper, speech_cache,
             quiet) -> None:
     """Probabilities and per-layer routing weights for each record."""
+    peek_features(model_dir)
+    check_files([in_path], [out_path])
+    for _ in read_records(in_path, unique_ids=True):  # every line checked (streamed) before the model loads
+        pass
     from .inference import predict_file
+
     model, featurizer = _load(model_dir, tts, tts_model, voice, whisper, speech_cache)
     n = predict_file(model, featurizer, in_path, out_path, batch_size, routing=not no_routing,
                      progress=False if quiet else None)
@@ -208,10 +245,12 @@ def predict(model_dir, in_path, out_path, batch_size, no_routing, tts, tts_model
 @_errors_reported
 def routing(model_dir, data_path, out_dir, batch_size, tts, tts_model, voice, whisper, speech_cache, quiet) -> None:
     """Mean routing weight per layer and expert, grouped by cloaking op (the paper's Fig. 3)."""
+    peek_features(model_dir)
+    records = _records(data_path)  # the whole file checked before the model loads
     from .routing import routing_analysis
 
     model, featurizer = _load(model_dir, tts, tts_model, voice, whisper, speech_cache)
-    table = routing_analysis(model, featurizer, _records(data_path), out_dir, batch_size,
+    table = routing_analysis(model, featurizer, records, out_dir, batch_size,
                              progress=False if quiet else None)
     groups = ", ".join(f"{g} ({v['n']})" for g, v in table["groups"].items())
     click.echo(f"routing: {groups} -> {out_dir}/routing.json, {out_dir}/routing.png", err=True)

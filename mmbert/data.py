@@ -2,6 +2,10 @@
 
 Featurising happens once, before training (tokenising, and speech from the cache), so an epoch only
 pads and stacks. Vision needs nothing here: the model looks its inputs up by token id.
+
+Text is cut to ``max_length`` tokens (the tokenizer's ``model_max_length``, which training sets and
+saves with the model), and speech is made for the part of the text those tokens cover: a long post
+costs no more speech than the model reads.
 """
 from __future__ import annotations
 
@@ -16,13 +20,36 @@ from .speech_features import SpeechFeatures
 class Featurizer:
     """``encode(records)`` -> examples; ``collate(examples)`` -> a padded batch of tensors."""
 
-    def __init__(self, tokenizer, max_length: int = 128, speech: SpeechFeatures | None = None) -> None:
-        self.tokenizer, self.max_length, self.speech = tokenizer, max_length, speech
+    def __init__(self, tokenizer, max_length: int | None = None, speech: SpeechFeatures | None = None) -> None:
+        self.tokenizer, self.speech = tokenizer, speech
+        self.max_length = max_length or tokenizer.model_max_length
 
     def _ids(self, texts: list[str]) -> list[list[int]]:
         return self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
 
-    def encode(self, records: Sequence[dict], text_field: str = "text", progress: bool | None = None) -> list[dict]:
+    def read_part(self, text: str) -> str:
+        """The longest prefix of ``text`` that fits in ``max_length`` tokens: what the model reads of it."""
+        budget = self.max_length - self.tokenizer.num_special_tokens_to_add()
+
+        def fits(k: int) -> bool:
+            return len(self.tokenizer.tokenize(text[:k])) <= budget
+
+        # A token takes at least one character, so about ``budget`` characters fit; gallop up from there
+        # (a 1 MB post costs a few short tokenisations), then bisect.
+        low, high = 0, min(len(text), max(budget, 1))
+        while fits(high):
+            if high == len(text):
+                return text
+            low, high = high, min(len(text), 2 * high)
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if fits(middle) else (low, middle)
+        return text[:low]
+
+    def encode(self, records: Sequence[dict], text_field: str = "text", labels: bool = False,
+               progress: bool | None = None) -> list[dict]:
+        """Examples of records; ``labels``: with each record's ``label`` (an int already: see
+        ``cloak.io.read_records(labels=True)``), for training."""
         texts = [r[text_field] for r in records]
         ids = self._ids(texts)
         # Only cloaked records have a different clean text to tokenise (stage 1 aligns to it).
@@ -31,11 +58,12 @@ class Featurizer:
         for i, src in zip(cloaked, self._ids([records[i]["source_text"] for i in cloaked]) if cloaked else []):
             source_ids[i] = src
         examples = [{"input_ids": a, "source_ids": b} for a, b in zip(ids, source_ids)]
-        for example, record in zip(examples, records):
-            if record.get("label") is not None:
-                example["labels"] = int(record["label"])
+        if labels:
+            for example, record in zip(examples, records):
+                example["labels"] = record["label"]
         if self.speech is not None:
-            for example, feats in zip(examples, self.speech.features(texts, progress=progress)):
+            spoken = [self.read_part(t) if len(i) >= self.max_length else t for t, i in zip(texts, ids)]
+            for example, feats in zip(examples, self.speech.features(spoken, progress=progress)):
                 example["speech_features"] = feats
         return examples
 

@@ -72,7 +72,7 @@ def predict_file(model, featurizer, in_path: str, out_path: str, batch_size: int
     experts = model.config.modalities
     count = 0
     with AtomicWriter(out_path) as out:
-        for block in batched((r for _, r in read_records(in_path)), 512):
+        for block in batched((r for _, r in read_records(in_path, unique_ids=True)), 512):
             result = infer(model, featurizer, block, batch_size, routing, progress)
             for i, record in enumerate(block):
                 probs = result["probs"][i]

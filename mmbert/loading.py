@@ -6,13 +6,13 @@
 """
 from __future__ import annotations
 
-import json
 import os
 
 import torch
 
 from .configuration import MMBertConfig
 from .data import Featurizer
+from .folder import is_mmbert, peek_features
 from .modeling import MMBertForSequenceClassification, upcycle_from_bert
 from .presets import MM_FIELDS
 from .tokenization import build_tokenizer, vocabulary
@@ -21,28 +21,6 @@ from .tokenization import build_tokenizer, vocabulary
 
 class StageError(ValueError):
     """The model given cannot start this stage (wrong stage, skipped stages without permission)."""
-
-
-def _mmbert_config(path: str | None) -> dict | None:
-    """The config.json of an MMBERT folder, or None for anything else."""
-    config = os.path.join(path or "", "config.json")
-    if not os.path.isfile(config):
-        return None
-    with open(config, encoding="utf-8") as f:
-        fields = json.load(f)
-    return fields if fields.get("model_type") == "mmbert" else None
-
-
-def is_mmbert(path: str | None) -> bool:
-    return _mmbert_config(path) is not None
-
-
-def peek_features(model_dir: str) -> dict:
-    """The ``features`` section saved in a trained MMBERT folder's config."""
-    fields = _mmbert_config(model_dir)
-    if fields is None:
-        raise ValueError(f"{model_dir} is not an MMBERT model folder (no config.json with model_type 'mmbert')")
-    return fields.get("features") or {}
 
 
 def load_tokenizer(path: str | None):
@@ -161,19 +139,21 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
 
 
 def make_featurizer(model: MMBertForSequenceClassification, tokenizer, features: dict | None = None,
-                    max_length: int = 128) -> Featurizer:
-    """The featurizer a model needs: speech features when it reads speech (settings from ``features``,
-    default: those saved in the model's config)."""
+                    max_length: int | None = None) -> Featurizer:
+    """The featurizer a model needs: texts cut to ``max_length`` tokens (default: the tokenizer's
+    ``model_max_length``, saved with the model, and never more than its position table), speech
+    features when it reads speech (settings from ``features``, default: those saved in its config)."""
+    config = model.config
+    max_length = min(max_length or tokenizer.model_max_length, config.max_position_embeddings)
     speech = None
-    if "speech" in model.config.modalities:
-        config = model.config
+    if "speech" in config.modalities:
         speech = speech_features(features or config.features, config.speech_dim, config.speech_pool,
                                  config.max_speech_tokens)
     return Featurizer(tokenizer, max_length, speech)
 
 
-def load_model(model_dir: str, features: dict | None = None, max_length: int = 128):
-    """(model in eval mode, featurizer) of a trained MMBERT folder."""
+def load_model(model_dir: str, features: dict | None = None, max_length: int | None = None):
+    """(model in eval mode, featurizer) of a trained MMBERT folder; texts are cut as in training."""
     peek_features(model_dir)  # a clear error for a folder that is not MMBERT
     model = MMBertForSequenceClassification.from_pretrained(model_dir).eval()
     return model, make_featurizer(model, load_tokenizer(model_dir), features, max_length)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, PreTrainedModel
 from transformers.activations import ACT2FN
 from transformers.utils import ModelOutput
 
@@ -397,3 +397,9 @@ def upcycle_from_bert(bert, config: MMBertConfig) -> MMBertForSequenceClassifica
         raise ValueError(f"not a BERT checkpoint that fits this config: unexpected {unexpected[:3]}, "
                          f"missing {[k for k in missing if '.layers.' in k][:3]}")
     return model
+
+
+# So that transformers' Auto classes load an MMBERT folder by its model_type.
+AutoConfig.register("mmbert", MMBertConfig)
+AutoModel.register(MMBertConfig, MMBertModel)
+AutoModelForSequenceClassification.register(MMBertConfig, MMBertForSequenceClassification)

@@ -12,7 +12,7 @@ from tqdm import tqdm
 from cloak.io import read_lines, read_records
 
 from .checkpoint import Objective, save_model, start_run
-from .presets import MM_FIELDS
+from .presets import MM_FIELDS, check_run_config
 from .tokenization import build_tokenizer
 
 
@@ -46,23 +46,25 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
     from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling, \
         get_linear_schedule_with_warmup
 
+    run = check_run_config(run)
     settings = run["train"]
-    options = settings.get("pretrain", {})
-    epochs, lr = options.get("epochs", 5), options.get("lr", 5e-4)
-    batch_size, max_length, seed = settings.get("batch_size", 32), settings.get("max_length", 128), settings.get("seed", 0)
-    accelerator, checkpointer = start_run(out_dir, seed, resume, settings.get("checkpoint_minutes", 10))
-
-    tokenizer = build_tokenizer()
-    texts = read_corpus(corpus, text_field)
+    options = settings["pretrain"]
+    epochs, lr = options["epochs"], options["lr"]
+    batch_size, max_length, seed = settings["batch_size"], settings["max_length"], settings["seed"]
+    texts = read_corpus(corpus, text_field)  # the data first: a bad file fails before anything is made
     if len(texts) < 10:
         raise ValueError(f"{corpus}: {len(texts)} texts; pre-training needs a corpus of at least 10")
+    accelerator, checkpointer = start_run(out_dir, seed, resume, settings["checkpoint_minutes"])
+
+    tokenizer = build_tokenizer()
+    tokenizer.model_max_length = max_length
     encoded = [{"input_ids": ids} for ids in tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]]
     held_out = max(1, len(encoded) // 50)
     train, dev = encoded[held_out:], encoded[:held_out]
     shape = {k: v for k, v in run["model"].items() if k not in MM_FIELDS and k != "backbone"}
     model = BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), **shape))
-    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=options.get("mlm_probability", 0.15))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=settings.get("weight_decay", 0.01))
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=options["mlm_probability"])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=settings["weight_decay"])
     steps = epochs * math.ceil(len(train) / (batch_size * accelerator.num_processes))
     scheduler = get_linear_schedule_with_warmup(optimizer, int(0.06 * steps), steps)
     objective, optimizer, scheduler = accelerator.prepare(Objective(model, masked_lm_loss), optimizer, scheduler)

@@ -67,7 +67,7 @@ def stage_learning_rates(stage: int, settings: dict) -> dict[str, float]:
     if stage == 2:
         return {"aligners": s["lr_aligners"], "expert_text": s["lr_text_expert"], "expert_speech": s["lr_experts"],
                 "expert_vision": s["lr_experts"], "head": s["lr_head"]}
-    overrides = dict(s.get("lr_overrides") or {})
+    overrides = dict(s["lr_overrides"])
     experts = overrides.pop("experts", None)
     rates = {g: s["lr"] for g in GROUPS}
     if experts is not None:
@@ -137,7 +137,7 @@ def expert_loss(model, batch: dict, modalities: tuple[str, ...], experts: list[s
 
 
 def stage2_modalities(model, epoch: int, settings: dict, batch: dict) -> tuple[str, ...]:
-    if epoch < settings["stage2"].get("head_warmup_epochs", 0):
+    if epoch < settings["stage2"]["head_warmup_epochs"]:
         return ("text",)
     return tuple(m for m in model.config.modalities if m != "speech" or "speech_features" in batch)
 
@@ -172,12 +172,8 @@ def evaluate_stage(stage: int, model, batches, labels: np.ndarray) -> dict:
 
 
 def read_labelled(path: str) -> list[dict]:
-    records = []
-    for number, record in read_records(path):  # number: the line in the file
-        if not isinstance(record.get("label"), int) or isinstance(record.get("label"), bool):
-            raise ValueError(f"{path}, line {number}: field 'label': needs an integer label")
-        records.append(record)
-    return records
+    """Every record of a JSONL file, each with a label (an int); a bad line or an empty file is a RecordError."""
+    return [record for _, record in read_records(path, labels=True)]
 
 
 def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: str, from_dir: str | None = None,
@@ -190,27 +186,36 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
 
     if stage not in (1, 2, 3):
         raise ValueError(f"stage must be 1, 2 or 3, not {stage}")
+    run = check_run_config(run)
     settings = run["train"]
-    seed = settings.get("seed", 0)
-    accelerator, checkpointer = start_run(out_dir, seed, resume, settings.get("checkpoint_minutes", 10), on_checkpoint)
-
+    seed = settings["seed"]
+    # The data first: a bad file fails in a second, before any model is loaded or folder made.
     train_records, dev_records = read_labelled(train_path), read_labelled(dev_path)
     num_labels = max(r["label"] for r in train_records + dev_records) + 1
+    if num_labels < 2:
+        raise ValueError(f"{train_path} and {dev_path} have one label (0) only: a classifier needs two")
+    accelerator, checkpointer = start_run(out_dir, seed, resume, settings["checkpoint_minutes"], on_checkpoint)
+
     model, tokenizer = model_for_stage(stage, run, from_dir, allow_skip, num_labels, progress, seed)
     if model.config.num_labels != num_labels and stage > 1:
         raise ValueError(f"the model has {model.config.num_labels} labels, the data {num_labels}")
+    max_length = settings["max_length"]
+    if max_length > model.config.max_position_embeddings:
+        raise ValueError(f"train.max_length ({max_length}) is longer than the model's position table "
+                         f"(max_position_embeddings {model.config.max_position_embeddings})")
     model.config.features = dict(run["features"])
-    featurizer = make_featurizer(model, tokenizer, run["features"], settings.get("max_length", 128))
-    train_examples = featurizer.encode(train_records, progress=progress)
-    dev_examples = featurizer.encode(dev_records, progress=progress)
+    tokenizer.model_max_length = max_length  # saved with the model: inference cuts texts as training did
+    featurizer = make_featurizer(model, tokenizer, run["features"], max_length)
+    train_examples = featurizer.encode(train_records, labels=True, progress=progress)
+    dev_examples = featurizer.encode(dev_records, labels=True, progress=progress)
     dev_labels = np.array([e["labels"] for e in dev_examples])
 
     stage_settings = settings[f"stage{stage}"]
-    epochs, batch_size = stage_settings["epochs"], settings.get("batch_size", 32)
+    epochs, batch_size = stage_settings["epochs"], settings["batch_size"]
     rates = stage_learning_rates(stage, settings)
-    optimizer = torch.optim.AdamW(optimizer_groups(model, rates, settings.get("weight_decay", 0.01)))
+    optimizer = torch.optim.AdamW(optimizer_groups(model, rates, settings["weight_decay"]))
     steps = epochs * math.ceil(len(train_examples) / (batch_size * accelerator.num_processes))
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.get("warmup_ratio", 0.0) * steps), steps)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(settings["warmup_ratio"] * steps), steps)
     objective = Objective(model, functools.partial(stage_loss, stage=stage, settings=settings))
     objective, optimizer, scheduler = accelerator.prepare(objective, optimizer, scheduler)
     # Not sharded: every process scores the whole dev set, so all take the same early-stopping decision.
@@ -221,7 +226,7 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     if resume:
         state = {"step": 0, **checkpointer.load()}
         log = checkpointer.read_log()[: state["epoch"]]
-    patience = settings.get("patience", 3)
+    patience = settings["patience"]
     for epoch in range(state["epoch"], epochs):
         if state["since_best"] >= patience:
             break

@@ -56,3 +56,31 @@ def data(tmp_path_factory, sample_path):
         (folder / f"{name}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
                                              encoding="utf-8")
     return folder
+
+
+@pytest.fixture(scope="session")
+def run(tiny_whisper, tmp_path_factory):
+    """The tiny preset with a tiny random Whisper, one epoch a stage."""
+    from mmbert.presets import load_run_config
+
+    config = load_run_config("tiny")
+    config["features"].update(whisper=str(tiny_whisper), speech_cache=str(tmp_path_factory.mktemp("speech")))
+    config["train"]["stage2"]["head_warmup_epochs"] = 0  # so that one epoch trains every expert
+    for stage in ("stage1", "stage2", "stage3"):
+        config["train"][stage]["epochs"] = 1
+    return config
+
+
+@pytest.fixture(scope="session")
+def stages(run, data, tmp_path_factory):
+    """Stage 1, 2 and 3 of a tiny MMBERT trained in turn on ``data``: {stage: output folder}."""
+    from mmbert.train import train_stage
+
+    root = tmp_path_factory.mktemp("stages")
+    dirs, previous = {}, None
+    for stage in (1, 2, 3):
+        dirs[stage] = str(root / f"s{stage}")
+        train_stage(stage, run, str(data / "train.jsonl"), str(data / "dev.jsonl"), dirs[stage], previous,
+                    progress=False)
+        previous = dirs[stage]
+    return dirs

@@ -138,29 +138,6 @@ def test_pool_frames_averages_in_time_and_caps_the_count():
 
 # ---- training on the tiny preset ----
 
-@pytest.fixture(scope="module")
-def run(tiny_whisper, tmp_path_factory):
-    config = load_run_config("tiny")
-    config["features"].update(whisper=str(tiny_whisper), speech_cache=str(tmp_path_factory.mktemp("speech")))
-    config["train"]["stage2"]["head_warmup_epochs"] = 0  # so that one epoch trains every expert
-    for stage in ("stage1", "stage2", "stage3"):
-        config["train"][stage]["epochs"] = 1
-    return config
-
-
-@pytest.fixture(scope="module")
-def stages(run, data, tmp_path_factory):
-    """Stage 1, 2 and 3 trained in turn: {stage: output folder}."""
-    root = tmp_path_factory.mktemp("stages")
-    dirs, previous = {}, None
-    for stage in (1, 2, 3):
-        dirs[stage] = str(root / f"s{stage}")
-        train_stage(stage, run, str(data / "train.jsonl"), str(data / "dev.jsonl"), dirs[stage], previous,
-                    progress=False)
-        previous = dirs[stage]
-    return dirs
-
-
 def _groups_changed(before: dict, after: dict, modalities) -> set[str]:
     return {parameter_group(name, modalities) for name, tensor in after.items()
             if name in before and not torch.equal(tensor, before[name]) and not name.endswith("glyphs")}
@@ -278,10 +255,12 @@ def test_cli_train_and_pretrain(run, data, tmp_path, tiny_whisper):
               "--whisper", tiny_whisper, "--speech-cache", tmp_path / "speech", "-q"]
     result = run_mmbert("pretrain", "--corpus", data / "train.jsonl", "--config", "tiny", "--out", tmp_path / "bert", "-q")
     assert result.returncode == 0, result.stderr
+    # One line: no library's load report or warning about the tied masked-LM weights it saved once.
+    assert result.stderr.startswith("pretrain: 1 epochs") and result.stderr.count("\n") == 1, result.stderr
     assert json.loads((tmp_path / "bert" / "config.json").read_text())["model_type"] == "bert"
     result = run_mmbert("train", "--stage", "1", *common, "--out", tmp_path / "s1", "--from", tmp_path / "bert")
     assert result.returncode == 0, result.stderr
-    assert "stage 1: best epoch 1" in result.stderr
+    assert result.stderr.startswith("stage 1: best epoch 1") and result.stderr.count("\n") == 1, result.stderr
     model = MMBertForSequenceClassification.from_pretrained(tmp_path / "s1")
     from transformers import BertForMaskedLM
 
@@ -362,3 +341,69 @@ def test_padding_does_not_change_the_prediction(pooling):
     plain = model(ids, speech_features=speech).logits
     with_padding = model(padded, mask, speech_features=speech_padded, speech_mask=speech_mask).logits
     torch.testing.assert_close(plain, with_padding, atol=1e-5, rtol=1e-4)
+
+
+def test_evaluate_reads_posts_of_any_length_as_training_cut_them(stages, data, sample_path, tmp_path):
+    """The tiny model has 64 positions and trained on posts cut to 32 tokens; inference used to cut
+    at 128 and crash (IndexError) on any post longer than the position table."""
+    from mmbert.inference import evaluate_records
+
+    model, featurizer = load_model(stages[3])
+    assert featurizer.max_length == 32 == featurizer.tokenizer.model_max_length  # saved with the model
+    records = sorted(read_jsonl(sample_path), key=lambda r: -len(r["text"]))[:6]  # 80-128 characters
+    records.append({"text": "黑人都是垃圾，" * 150_000, "label": 1})  # about 1 MB
+    assert len(records[0]["text"]) > 100
+    result = evaluate_records(model, featurizer, records)
+    assert result["overall"]["n"] == 7
+    # Speech is made for what the tokens cover, not the whole post.
+    assert featurizer.read_part(records[-1]["text"]) == "黑人都是垃圾，" * 4 + "黑人"
+    spoken = featurizer.tokenizer.tokenize(featurizer.read_part(records[0]["text"]))
+    assert len(spoken) <= 30 < len(featurizer.tokenizer.tokenize(records[0]["text"]))
+
+
+@pytest.mark.parametrize("yaml_text, message", [
+    ("train: [1, 2]", "train must be a mapping of parameters, got [1, 2]"),
+    ("train: {batch_size: 0}", "train: 'batch_size' must be an integer >= 1, got 0"),
+    ("model: {hidden_sise: 12}", "model: unknown parameter 'hidden_sise'; did you mean 'hidden_size'?"),
+    ("train: {bach_size: 4}", "train: unknown parameter 'bach_size'; did you mean 'batch_size'?"),
+    ("train: {stage3: {epoch: 10}}", "train.stage3: unknown parameter 'epoch'; did you mean 'epochs'?"),
+    ("preset: smal", "unknown preset 'smal'; did you mean 'small'?"),
+    ("features: {tts: {name: kokoro_onnx}}", "features.tts: 'name' must be one of 'tone', 'kokoro-onnx', 'kokoro'"),
+    ("train: {stage3: {lr_overrides: {router: 0.1}}}", "unknown parameter 'router'; did you mean 'routers'?"),
+    ("model: {modalities: [speech]}", "'modalities' must be a list of 'text', 'speech', 'vision' that includes"),
+    ("train: {stage1: {lr: -1}}", "train.stage1: 'lr' must be a number > 0, got -1"),
+])
+def test_run_configs_are_checked_against_one_declaration(tmp_path, yaml_text, message):
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml_text, encoding="utf-8")
+    with pytest.raises(ValueError) as info:
+        load_run_config(str(path))
+    assert str(info.value).startswith(f"{path}: ") and message in str(info.value)
+
+
+def test_yaml_numbers_and_a_hand_made_config_are_checked_too(tmp_path, run, data):
+    path = tmp_path / "run.yaml"
+    path.write_text("preset: tiny\ntrain: {stage1: {lr: 1e-3}}\n", encoding="utf-8")  # YAML reads 1e-3 as a string
+    assert load_run_config(str(path))["train"]["stage1"]["lr"] == 0.001
+    bad = json.loads(json.dumps(run))
+    bad["train"]["batch_size"] = 0
+    with pytest.raises(ValueError, match="'batch_size' must be an integer >= 1"):
+        train_stage(1, bad, str(data / "train.jsonl"), str(data / "dev.jsonl"), str(tmp_path / "out"))
+    del bad["train"]["batch_size"]
+    with pytest.raises(ValueError, match="'train.batch_size' is missing"):
+        train_stage(1, bad, str(data / "train.jsonl"), str(data / "dev.jsonl"), str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_commands_check_their_input_before_loading_anything(tmp_path):
+    """`mmbert --help`, and a command whose input is missing, answer without importing torch or
+    transformers (a missing file took 58 s to report: Whisper and the model loaded first)."""
+    code = ("import sys; from click.testing import CliRunner; from mmbert.cli import main; "
+            "r = CliRunner().invoke(main, sys.argv[1:]); "
+            "print(r.exit_code, 'torch' in sys.modules, 'transformers' in sys.modules); print(r.stderr)")
+    for args in (["--help"], ["evaluate", "--help"],
+                 ["train", "--stage", "1", "--train", str(tmp_path / "missing.jsonl"), "--dev", "x", "--out", "o"]):
+        result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+        first, *rest = result.stdout.splitlines()
+        assert first.split()[1:] == ["False", "False"], (args, result.stdout)
+    assert first.split()[0] == "1" and "input file not found" in "\n".join(rest)

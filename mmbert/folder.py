@@ -1,0 +1,30 @@
+"""What a folder holds, read from its config.json alone (no torch, no transformers: instant)."""
+from __future__ import annotations
+
+import json
+import os
+
+
+def _mmbert_config(path: str | None) -> dict | None:
+    """The config.json of an MMBERT folder, or None for anything else."""
+    config = os.path.join(path or "", "config.json")
+    if not os.path.isfile(config):
+        return None
+    with open(config, encoding="utf-8") as f:
+        try:
+            fields = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{config}: not valid JSON ({e})") from None
+    return fields if isinstance(fields, dict) and fields.get("model_type") == "mmbert" else None
+
+
+def is_mmbert(path: str | None) -> bool:
+    return _mmbert_config(path) is not None
+
+
+def peek_features(model_dir: str) -> dict:
+    """The ``features`` section saved in a trained MMBERT folder's config."""
+    fields = _mmbert_config(model_dir)
+    if fields is None:
+        raise ValueError(f"{model_dir} is not an MMBERT model folder (no config.json with model_type 'mmbert')")
+    return fields.get("features") or {}
