@@ -128,7 +128,7 @@ def speak(paths: dict[str, Path], work: Path, weights: Path, limits: dict[str, i
     from speech.synth import speak_file
 
     encoder = WhisperEncoder(str(weights / "whisper-base.pt"))
-    backend = ("kokoro-onnx", str(weights / "kokoro" / "kokoro-v1.0.int8.onnx"), VOICE, 1.0)
+    backend = {"name": "kokoro-onnx", "model": str(weights / "kokoro" / "kokoro-v1.0.int8.onnx"), "voice": VOICE}
     counts = {}
     for name, path in paths.items():
         if limits and name in limits:

@@ -59,7 +59,9 @@ class AudioCache(_Store):
         self.hits = self.misses = 0
 
     def key(self, backend: TTSBackend, text: str) -> str:
-        return content_key(backend.cache_key, text)
+        # What is spoken, not the whole post: a post longer than the backend speaks is keyed by its
+        # spoken part (and a shorter one keeps the key it always had).
+        return content_key(backend.cache_key, backend.spoken(text))
 
     def get(self, key: str) -> tuple[np.ndarray, int]:
         with np.load(self.path(key)) as data:

@@ -5,8 +5,9 @@ import sys
 
 import click
 
-from cloak.io import RecordError
+from cloak.io import RecordError, check_files
 
+from .text import MAX_CHARS
 from .tts import BACKENDS
 
 
@@ -24,7 +25,11 @@ def _tts_options(func):
         click.option("--model", metavar="PATH|NAME", help="TTS model: the .onnx for kokoro-onnx."),
         click.option("--voice", default="zf_xiaobei", show_default=True,
                      help="Mandarin voice (zf_* / zm_*) or a voice file."),
-        click.option("--speed", type=float, default=1.0, show_default=True, help="Speaking rate."),
+        click.option("--speed", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
+                     help="Speaking rate."),
+        click.option("--max-chars", type=click.IntRange(1), default=MAX_CHARS, show_default=True,
+                     help="Speak only a post's first N characters (Whisper hears 30 s at most, about 130 "
+                          "syllables)."),
         click.option("--workers", type=click.IntRange(1), default=1, show_default=True,
                      help="TTS worker processes (each loads the model)."),
     ]
@@ -36,14 +41,14 @@ def _tts_options(func):
 @click.command()
 @_tts_options
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="Audio cache and index.jsonl.")
-def speak(in_path, backend, model, voice, speed, workers, out_dir) -> None:
+def speak(in_path, backend, model, voice, speed, max_chars, workers, out_dir) -> None:
     """Speak every record's text; audio is cached by content, so a rerun only does what is missing.
 
     \b
     cloak speak --in data.jsonl --out speech/ --backend kokoro-onnx \\
         --model weights/kokoro/kokoro-v1.0.int8.onnx --voice zf_xiaobei
     """
-    _run("speak", in_path, out_dir, (backend, model, voice, speed), workers, None)
+    _run("speak", in_path, out_dir, _backend_args(backend, model, voice, speed, max_chars), workers, None)
 
 
 @click.command()
@@ -54,15 +59,22 @@ def speak(in_path, backend, model, voice, speed, workers, out_dir) -> None:
               help="openai-whisper model name or checkpoint (.pt).")
 @click.option("--whisper-mode", type=click.Choice(["trimmed", "padded"]), default="trimmed",
               show_default=True, help="Encode only the utterance's frames, or Whisper's 30 s window.")
-def synth(in_path, backend, model, voice, speed, workers, out_dir, whisper, whisper_mode) -> None:
+def synth(in_path, backend, model, voice, speed, max_chars, workers, out_dir, whisper, whisper_mode) -> None:
     """Speak every record and encode the speech with Whisper's encoder, in one resumable pass."""
-    from .features import WhisperEncoder
-
     try:
+        check_files([in_path])  # before Whisper loads
+        from .features import WhisperEncoder
+
         encoder = WhisperEncoder(whisper, mode=whisper_mode)
+    except (RecordError, FileNotFoundError, IsADirectoryError) as e:
+        _fail("synth", str(e))
     except (OSError, RuntimeError) as e:
         _fail("synth", f"cannot load Whisper model {whisper!r}: {e}")
-    _run("synth", in_path, out_dir, (backend, model, voice, speed), workers, encoder)
+    _run("synth", in_path, out_dir, _backend_args(backend, model, voice, speed, max_chars), workers, encoder)
+
+
+def _backend_args(name, model, voice, speed, max_chars) -> dict:
+    return {"name": name, "model": model, "voice": voice, "speed": speed, "max_chars": max_chars}
 
 
 def _run(command, in_path, out_dir, backend_args, workers, encoder) -> None:
@@ -70,10 +82,13 @@ def _run(command, in_path, out_dir, backend_args, workers, encoder) -> None:
     from .tts import make_backend
 
     try:
-        make_backend(*backend_args)  # fail now, on bad options, not in a worker
+        check_files([in_path])
+        make_backend(**backend_args)  # fail now, on bad options, not in a worker
         counts = speak_file(in_path, out_dir, backend_args, workers=workers, encoder=encoder)
     except KeyboardInterrupt:
-        _fail(command, "interrupted; what is done is cached: rerun the same command to finish")
+        click.echo(f"cloak {command}: interrupted; what is done is cached: rerun the same command to finish",
+                   err=True)
+        sys.exit(130)
     except (RecordError, ValueError, OSError, ImportError) as e:
         _fail(command, str(e))
     click.echo(f"cloak {command}: " + ", ".join(f"{k} {v}" for k, v in counts.items()), err=True)

@@ -3,17 +3,20 @@
 Audio and features land in content-addressed caches under the output folder (``audio/``,
 ``features/``), so an interrupted run picks up where it stopped: a rerun finds the finished entries
 and only synthesises the rest. ``index.jsonl`` maps each record to its entries:
-``{"id", "audio", "seconds", "sample_rate"[, "features", "frames"]}``.
+``{"id", "audio", "seconds", "sample_rate"[, "features", "frames"]}``; ids must be unique in the input
+(a cloak's variant tells it from its source). Records stream through in batches, so memory does not
+grow with the corpus.
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
+from collections import deque
 from collections.abc import Iterator
 
 from tqdm import tqdm
 
-from cloak.io import AtomicWriter, batched, dump_record, read_records
+from cloak.io import AtomicWriter, batched, check_records, count_lines, dump_record, read_records
 
 from .cache import AudioCache
 from .tts import make_backend
@@ -23,9 +26,9 @@ BATCH = 16
 _worker: tuple | None = None
 
 
-def _init(backend_args: tuple, audio_dir: str) -> None:
+def _init(backend_args: dict, audio_dir: str) -> None:
     global _worker
-    _worker = (make_backend(*backend_args), AudioCache(audio_dir))
+    _worker = (make_backend(**backend_args), AudioCache(audio_dir))
 
 
 def _speak(texts: list[str]) -> list[tuple[str, float, int, bool]]:
@@ -34,49 +37,63 @@ def _speak(texts: list[str]) -> list[tuple[str, float, int, bool]]:
             for key, audio, cached in cache.synthesize(backend, texts)]
 
 
-def _spoken(batches: Iterator[list[str]], workers: int, backend_args: tuple, audio_dir: str):
+def _spoken(batches: Iterator[list[dict]], text_field: str, workers: int, backend_args: dict,
+            audio_dir: str) -> Iterator[tuple[list[dict], list]]:
+    """(records, their speech) batch by batch, in input order; a bounded number of batches in flight."""
     if workers <= 1:
         _init(backend_args, audio_dir)
-        yield from map(_speak, batches)
+        for batch in batches:
+            yield batch, _speak([r[text_field] for r in batch])
         return
     threads = max(1, len(os.sched_getaffinity(0)) // workers)  # workers x threads = the cores
-    worker_args = (*backend_args, threads)
-    with multiprocessing.get_context("spawn").Pool(workers, _init, (worker_args, audio_dir)) as pool:
-        yield from pool.imap(_speak, batches)
+    with multiprocessing.get_context("spawn").Pool(workers, _init, ({**backend_args, "threads": threads},
+                                                                     audio_dir)) as pool:
+        pending: deque = deque()
+        for batch in batches:
+            pending.append((batch, pool.apply_async(_speak, ([r[text_field] for r in batch],))))
+            if len(pending) >= 2 * workers:
+                records, result = pending.popleft()
+                yield records, result.get()
+        while pending:
+            records, result = pending.popleft()
+            yield records, result.get()
 
 
-def speak_file(in_path: str, out_dir: str, backend_args: tuple, *, workers: int = 1,
+def speak_file(in_path: str, out_dir: str, backend_args: dict, *, workers: int = 1,
                encoder=None, text_field: str = "text", progress: bool | None = None) -> dict:
-    """TTS for every record (and Whisper features with ``encoder``); returns counts."""
+    """TTS for every record (and Whisper features with ``encoder``); returns counts.
+
+    backend_args: keyword arguments of ``speech.make_backend`` (``name``, ``model``, ``voice``,
+    ``speed``, ``max_chars``).
+    """
+    check_records(in_path, text_field=text_field, unique_ids=True)  # parsing is ~1% of the cost of speech
     os.makedirs(out_dir, exist_ok=True)
     audio_dir = os.path.join(out_dir, "audio")
-    records = [r for _, r in read_records(in_path, text_field=text_field)]
     features = None
     if encoder is not None:
         from .features import FeatureCache
 
         features = FeatureCache(os.path.join(out_dir, "features"))
     audio_cache = AudioCache(audio_dir)
-    counts = {"records": len(records), "seconds": 0.0, "synthesised": 0, "cached": 0}
-    texts = batched((r[text_field] for r in records), BATCH)
+    counts = {"records": 0, "seconds": 0.0, "synthesised": 0, "cached": 0}
+    records = (r for _, r in read_records(in_path, text_field=text_field, unique_ids=True))
+    total = count_lines(in_path) if in_path != "-" else None
     with AtomicWriter(os.path.join(out_dir, "index.jsonl")) as index, \
-            tqdm(total=len(records), unit="post", desc="cloak speak", leave=False,
+            tqdm(total=total, unit="post", desc="cloak speak", leave=False,
                  disable=progress is False or None) as bar:
-        done = 0
-        for results in _spoken(texts, workers, backend_args, audio_dir):
-            for key, seconds, rate, cached in results:
-                record = records[done]
-                entry = {"id": record.get("id", done), "audio": key, "seconds": round(seconds, 3),
+        for batch, results in _spoken(batched(records, BATCH), text_field, workers, backend_args, audio_dir):
+            for record, (key, seconds, rate, cached) in zip(batch, results):
+                entry = {"id": record.get("id", counts["records"]), "audio": key, "seconds": round(seconds, 3),
                          "sample_rate": rate}
                 if features is not None:
                     audio, sr = audio_cache.get(key)
                     feature_key, feats = features.features(encoder, audio, sr)
                     entry.update(features=feature_key, frames=len(feats))
                 index.write(dump_record(entry))
+                counts["records"] += 1
                 counts["seconds"] += seconds
                 counts["cached" if cached else "synthesised"] += 1
-                done += 1
-            bar.update(len(results))
+            bar.update(len(batch))
     counts["seconds"] = round(counts["seconds"], 1)
     if features is not None:
         counts.update(features_encoded=features.misses, features_cached=features.hits)

@@ -11,6 +11,10 @@ Kokoro uses) passes those through unchanged — they are not Kokoro phonemes. So
 - digits are read one by one (520 -> 五二零); emoji are read by their Chinese name (🐶 -> 狗脸);
 - Weibo emoticon codes (``[机智]``, ``[酷]``) are dropped: a reader sees a picture, not the words;
 - zero-width and other invisible characters are dropped; punctuation stays, to split sentences.
+
+Only a post's first ``MAX_CHARS`` characters are spoken (``TTSBackend.max_chars``): Whisper encodes 30
+seconds of speech at most, about 130 Mandarin syllables, and MMBERT reads at most its ``max_length``
+tokens (128 in the paper's setting), so speaking more would cost time and memory for nothing.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ LETTER_NAMES = {
     "x": "艾克斯", "y": "歪", "z": "贼德",
 }
 DIGITS = dict(zip("0123456789", "零一二三四五六七八九"))
+MAX_CHARS = 500
 SENTENCE_END = re.compile(r"(?<=[。！？!?；;…\n])")
 
 _LATIN = re.compile(r"[A-Za-z]+")
@@ -46,17 +51,27 @@ def _syllable_chars() -> dict[str, str]:
 
 
 def pinyin_syllables(word: str) -> list[str] | None:
-    """Split a Latin word into toneless pinyin syllables (fewest syllables), or None if it is not pinyin."""
+    """Split a Latin word into toneless pinyin syllables (fewest syllables), or None if it is not pinyin.
+
+    Dynamic programming over prefixes with a back-pointer each, so the time is linear in the word's
+    length (a syllable has at most 6 letters)."""
     word = word.lower().replace("ü", "v")
     syllables = _syllable_chars()
-    best: list[list[str] | None] = [[]] + [None] * len(word)
+    fewest: list[int | None] = [0] + [None] * len(word)  # syllables in the best split of word[:end]
+    back = [0] * (len(word) + 1)  # where the best split's last syllable starts
     for end in range(1, len(word) + 1):
         for start in range(max(0, end - 6), end):
-            if best[start] is not None and word[start:end] in syllables:
-                candidate = best[start] + [word[start:end]]
-                if best[end] is None or len(candidate) < len(best[end]):
-                    best[end] = candidate
-    return best[-1]
+            before = fewest[start]
+            if before is not None and (fewest[end] is None or before + 1 < fewest[end]) \
+                    and word[start:end] in syllables:
+                fewest[end], back[end] = before + 1, start
+    if fewest[-1] is None:
+        return None
+    split, end = [], len(word)
+    while end:
+        split.append(word[back[end]:end])
+        end = back[end]
+    return split[::-1]
 
 
 def _say_latin(word: str) -> str:
@@ -90,9 +105,5 @@ def sentences(text: str, max_chars: int = 100) -> list[str]:
     pieces = []
     for sentence in SENTENCE_END.split(text):
         sentence = sentence.strip()
-        while len(sentence) > max_chars:
-            pieces.append(sentence[:max_chars])
-            sentence = sentence[max_chars:]
-        if sentence:
-            pieces.append(sentence)
+        pieces.extend(sentence[i:i + max_chars] for i in range(0, len(sentence), max_chars))
     return pieces

@@ -10,7 +10,8 @@
   name or local path.
 
 Every backend speaks ``speakable(text)`` (Latin, digits and emoji made Mandarin, see ``speech.text``)
-sentence by sentence, joined by a short pause, so long posts never exceed a model's input limit.
+of a post's first ``max_chars`` characters (500 by default), sentence by sentence, joined by a short
+pause, so long posts never exceed a model's input limit.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import numpy as np
 from cloak.hanzi import is_han
 from cloak.pinyin import word_reading
 
-from .text import sentences, speakable
+from .text import MAX_CHARS, sentences, speakable
 
 BACKENDS = ("tone", "kokoro-onnx", "kokoro")
 PAUSE_S = 0.15
@@ -36,6 +37,11 @@ class TTSBackend:
 
     name = ""
     sample_rate = 16000
+    max_chars = MAX_CHARS
+
+    def spoken(self, text: str) -> str:
+        """The part of a post that is spoken: its first ``max_chars`` characters."""
+        return text[:self.max_chars]
 
     @property
     def cache_key(self) -> str:
@@ -50,7 +56,7 @@ class TTSBackend:
         pause = np.zeros(int(PAUSE_S * self.sample_rate), dtype=np.float32)
         out = []
         for text in texts:
-            parts = [self._speak(s) for s in sentences(speakable(text))]
+            parts = [self._speak(s) for s in sentences(speakable(self.spoken(text)))]
             parts = [p for p in parts if p.size]
             joined = [x for p in parts for x in (p, pause)][:-1]
             out.append(np.concatenate(joined).astype(np.float32) if joined else pause.copy())
@@ -134,9 +140,7 @@ class KokoroOnnxBackend(TTSBackend):
         # Workers share the cores: each gets its share (the cores this process may use, by default).
         options.intra_op_num_threads = threads or len(os.sched_getaffinity(0))
         self.session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        from misaki import zh
-
-        self.g2p = zh.ZHG2P()
+        self.g2p = _mandarin_g2p()
 
     @property
     def cache_key(self) -> str:
@@ -164,6 +168,18 @@ class KokoroOnnxBackend(TTSBackend):
         return np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
 
 
+def _mandarin_g2p():
+    """misaki's Mandarin G2P (jieba segments for it: its dictionary-loading messages are kept out of
+    the command's output)."""
+    import logging
+
+    import jieba
+    from misaki import zh
+
+    jieba.setLogLevel(logging.WARNING)
+    return zh.ZHG2P()
+
+
 def _load_voice(voice: str, voices_dir: str) -> np.ndarray:
     """A voice pack [510, 1, 256] from a file path or a name under ``voices_dir``."""
     candidates = [voice] if os.path.isfile(voice) else [
@@ -186,8 +202,12 @@ class KokoroBackend(TTSBackend):
 
     def __init__(self, model: str = "hexgrad/Kokoro-82M", voice: str = "zf_xiaobei",
                  speed: float = 1.0) -> None:
+        import logging
+
+        import jieba
         from kokoro import KModel, KPipeline
 
+        jieba.setLogLevel(logging.WARNING)  # KPipeline's Mandarin G2P segments with jieba
         if os.path.isfile(model):  # a local .pth, with the config.json that comes with it
             config = os.path.join(os.path.dirname(os.path.abspath(model)), "config.json")
             kmodel = KModel(repo_id="hexgrad/Kokoro-82M", config=config, model=model)
@@ -206,18 +226,24 @@ class KokoroBackend(TTSBackend):
         return np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
 
 
-def make_backend(name: str, model: str | None = None, voice: str = "zf_xiaobei",
-                 speed: float = 1.0, threads: int | None = None) -> TTSBackend:
+def make_backend(name: str, model: str | None = None, voice: str = "zf_xiaobei", speed: float = 1.0,
+                 threads: int | None = None, max_chars: int = MAX_CHARS) -> TTSBackend:
     """A backend by name: ``tone``, ``kokoro-onnx`` (needs ``model``: a .onnx path) or ``kokoro``.
 
-    threads: CPU threads for the model (default: all this process may use).
+    threads: CPU threads for the model (default: all this process may use); max_chars: how much of
+    each post is spoken.
     """
+    if max_chars < 1:
+        raise ValueError(f"max_chars must be at least 1, not {max_chars}")
     if name == "tone":
-        return ToneBackend(speed=speed)
-    if name == "kokoro-onnx":
+        backend: TTSBackend = ToneBackend(speed=speed)
+    elif name == "kokoro-onnx":
         if not model:
             raise ValueError("kokoro-onnx needs --model PATH/kokoro-v1.0.int8.onnx")
-        return KokoroOnnxBackend(model, voice=voice, speed=speed, threads=threads)
-    if name == "kokoro":
-        return KokoroBackend(model or "hexgrad/Kokoro-82M", voice=voice, speed=speed)
-    raise ValueError(f"unknown TTS backend {name!r}; backends: {', '.join(BACKENDS)}")
+        backend = KokoroOnnxBackend(model, voice=voice, speed=speed, threads=threads)
+    elif name == "kokoro":
+        backend = KokoroBackend(model or "hexgrad/Kokoro-82M", voice=voice, speed=speed)
+    else:
+        raise ValueError(f"unknown TTS backend {name!r}; backends: {', '.join(BACKENDS)}")
+    backend.max_chars = max_chars
+    return backend

@@ -151,3 +151,26 @@ def test_a_killed_speak_run_resumes(tmp_path, sample_path):
     assert rerun.returncode == 0, rerun.stderr
     assert f"synthesised {300 - done}, cached {done}" in rerun.stderr
     assert len(read_jsonl(out / "index.jsonl")) == 300
+
+
+def test_a_long_post_is_spoken_up_to_the_limit():
+    """A 1 MB post once asked numpy for 4 GiB; now only its first max_chars characters are spoken,
+    and a post of that length and the long one share their audio (and cache key)."""
+    tone = make_backend("tone", max_chars=40)
+    post = "黑人都是垃圾，白人也是。" * 100_000
+    assert len(post) > 1_000_000
+    long_audio, = tone.synthesize([post])
+    short_audio, = tone.synthesize([post[:40]])
+    np.testing.assert_array_equal(long_audio, short_audio)
+    cache = AudioCache.__new__(AudioCache)
+    assert cache.key(tone, post) == cache.key(tone, post[:40]) != cache.key(make_backend("tone"), post)
+    assert make_backend("tone").max_chars == 500
+
+
+def test_text_functions_take_long_inputs():
+    assert pinyin_syllables("heiren" * 20_000) == ["hei", "ren"] * 20_000
+    assert pinyin_syllables("heirenx" * 1000) is None
+    from speech.text import sentences
+
+    pieces = sentences("黑" * 250_001)
+    assert [len(p) for p in pieces[-2:]] == [100, 1] and len(pieces) == 2501
