@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-from importlib import resources
 
 import click
 
@@ -42,9 +41,9 @@ def _fail(message: str) -> None:
               help="Cloaked variants drawn under the --preview text.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the --preview variants.")
 @click.option("--build-similarity-index", "build_index", is_flag=True,
-              help="Rebuild the look-alike index that cloak's `similar` op reads.")
-@click.option("--index-out", metavar="FILE",
-              help="Where --build-similarity-index writes [default: the one cloak ships].")
+              help="Build the look-alike index (as shipped for cloak's `similar` op) from your fonts.")
+@click.option("--index-out", metavar="FILE", default="similar_chars.tsv", show_default=True,
+              help="Where --build-similarity-index writes; use it with `--ops similar:table=FILE`.")
 def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size, cache_dir, resume,
            on_error, preview, preview_out, ops, targets, variants, seed, build_index, index_out) -> None:
     """Render texts as glyph images: one image per token (character, Latin run, emoji).
@@ -52,7 +51,7 @@ def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size,
     \b
     cloak render --in data.jsonl --out glyphs/ [--size 224 --mode RGB]
     cloak render --preview "黑人都是垃圾" -o preview.png
-    cloak render --build-similarity-index
+    cloak render --build-similarity-index --index-out my_similar.tsv
     """
     modes = sum(bool(x) for x in (in_path, preview, build_index))
     if modes != 1:
@@ -77,6 +76,10 @@ def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size,
             click.echo(f"cloak render: {meta['records']} records, {meta['tokens']} tokens, "
                        f"{meta['rendered']} distinct images drawn, {meta['shards']} shards in {out_dir}",
                        err=True)
+    except KeyboardInterrupt:
+        where = f"; the shards completed are kept in {out_dir}: rerun with --resume to finish" if out_dir else ""
+        click.echo(f"cloak render: interrupted{where}", err=True)
+        sys.exit(130)
     except (FontNotFoundError, RecordError, ValueError, OSError) as e:
         _fail(str(e))
 
@@ -102,9 +105,6 @@ def _build_index(font, index_out) -> None:
 
     started = time.perf_counter()
     index = build_similarity_index(font=font)
-    if index_out is None:
-        with resources.as_file(resources.files("cloak") / "data" / "similar_chars.tsv") as path:
-            index_out = str(path)
     write_similarity_index(index, index_out, font)
     click.echo(f"cloak render: {len(index)} characters indexed in {time.perf_counter() - started:.1f} s "
                f"-> {index_out}", err=True)

@@ -6,20 +6,25 @@ each record is a run of indices into the shard's tokens:
 - ``shard-00000.npz``: ``tokens`` (distinct tokens), ``images`` (n_tokens, size, size[, 3]) uint8,
   ``token_ids`` (every record's tokens, concatenated), ``offsets`` (record i is
   ``token_ids[offsets[i]:offsets[i + 1]]``);
-- ``index.jsonl``: one line per record, ``{"id", "shard", "row", "tokens"}``;
-- ``meta.json``: size, mode, fonts, counts.
+- ``index.jsonl``: one line per record, ``{"id", "shard", "row", "tokens"}`` (ids must be unique);
+- ``meta.json``: the ``settings`` the folder was rendered with (input file, size, mode, fonts, shard
+  size), whether it is ``complete``, and counts.
 
-Shards are written atomically, so ``resume=True`` keeps the shards a previous run completed.
+Shards are written atomically, so ``resume=True`` keeps the shards a previous run completed — only if
+that run read the same input file with the same settings: shards of other posts or sizes would be
+mixed in silently, so a folder rendered otherwise is refused.
 """
 from __future__ import annotations
 
 import io
 import json
 import os
+import re
+
 import numpy as np
 from tqdm import tqdm
 
-from cloak.io import AtomicWriter, batched, dump_record, read_records, write_atomic
+from cloak.io import AtomicWriter, batched, check_records, dump_record, read_records, write_atomic
 
 from .glyphs import GlyphRenderer, glyph_tokens
 
@@ -41,14 +46,49 @@ def _write_shard(path: str, records: list[dict], renderer: GlyphRenderer) -> Non
     write_atomic(path, shard.getvalue())
 
 
+def _settings(in_path: str, renderer: GlyphRenderer, shard_size: int, on_error: str) -> dict:
+    """What a rendered folder depends on: the input file (path, size, modification time) and options."""
+    source = None
+    if in_path != "-":
+        st = os.stat(in_path)
+        source = {"path": os.path.abspath(in_path), "bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+    fonts = {name: font.key if font else None for name, font in
+             (("font", renderer.font), ("emoji_font", renderer.emoji_font), ("fallback_font", renderer.fallback_font))}
+    return {"input": source, "size": renderer.size, "mode": renderer.mode, "margin": renderer.margin, **fonts,
+            "shard_size": shard_size, "on_error": on_error}
+
+
+def _check_resumable(out_dir: str, settings: dict) -> None:
+    meta_path = os.path.join(out_dir, "meta.json")
+    if not os.path.exists(meta_path):
+        return  # nothing rendered yet: a resume starts from the beginning
+    with open(meta_path, encoding="utf-8") as f:
+        previous = json.load(f).get("settings")
+    if previous != settings:
+        if previous is None:
+            what = "settings unknown (an older mmcloak)"
+        else:
+            what = ", ".join(f"{k} {previous.get(k)!r} (now {v!r})" for k, v in settings.items() if previous.get(k) != v)
+        raise ValueError(f"--resume: {out_dir} was rendered with other input or options: {what}; "
+                         "render into a new folder, or run without --resume to start over")
+
+
 def render_corpus(in_path: str, out_dir: str, renderer: GlyphRenderer, *,
                   shard_size: int = SHARD_SIZE, resume: bool = False, on_error: str = "fail",
                   progress: bool | None = None) -> dict:
     """Render every record's tokens into ``out_dir``; returns the counts written to meta.json."""
+    if resume and in_path == "-":
+        raise ValueError("--resume needs an input file: standard input cannot be read again")
+    check_records(in_path, on_error=on_error, unique_ids=True)  # bad input fails before anything is drawn
+    settings = _settings(in_path, renderer, shard_size, on_error)
+    if resume:
+        _check_resumable(out_dir, settings)
     os.makedirs(out_dir, exist_ok=True)
+    meta_path = os.path.join(out_dir, "meta.json")
+    write_atomic(meta_path, json.dumps({"settings": settings, "complete": False}, indent=2).encode())
     counts = {"records": 0, "tokens": 0, "shards": 0, "rendered": 0}
     with AtomicWriter(os.path.join(out_dir, "index.jsonl")) as index:
-        records = (record for _, record in read_records(in_path, on_error=on_error))
+        records = (record for _, record in read_records(in_path, on_error=on_error, unique_ids=True))
         for n, shard in enumerate(tqdm(batched(records, shard_size), unit="shard",
                                        disable=progress is False or None, leave=False,
                                        desc="cloak render")):
@@ -64,10 +104,12 @@ def render_corpus(in_path: str, out_dir: str, renderer: GlyphRenderer, *,
             counts["records"] += len(shard)
             counts["shards"] += 1
     counts["rendered"] = renderer.renders
-    meta = {"size": renderer.size, "mode": renderer.mode, "font": renderer.font.key,
-            "emoji_font": renderer.emoji_font.key if renderer.emoji_font else None, **counts}
-    with open(os.path.join(out_dir, "meta.json"), "w", encoding="utf-8") as f:
-        json.dump(meta, f, indent=2)
+    for name in os.listdir(out_dir):  # shards left by an earlier, longer run
+        number = re.fullmatch(r"shard-(\d+)\.npz", name)
+        if number and int(number.group(1)) >= counts["shards"]:
+            os.remove(os.path.join(out_dir, name))
+    meta = {"settings": settings, "complete": True, **counts}
+    write_atomic(meta_path, json.dumps(meta, indent=2).encode())
     return meta
 
 

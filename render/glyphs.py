@@ -93,7 +93,7 @@ class GlyphRenderer:
         self.font = font or find_cjk_font()
         self.emoji_font = emoji_font if emoji_font is not None else find_emoji_font()
         self.fallback_font = fallback_font if fallback_font is not None else find_fallback_font()
-        self.cache_dir = os.fspath(cache_dir) if cache_dir else None
+        self.cache_dir = os.path.expanduser(os.fspath(cache_dir)) if cache_dir else None
         self._memory: dict[str, np.ndarray] = {}
         self.renders = 0  # images actually drawn (cache misses)
 

@@ -164,3 +164,73 @@ def test_render_a_corpus(render, tmp_path, sample_path):
     assert (images == render.GlyphRenderer(size=32).render_batch(tokens)).all()
     usage = run_render("--in", sample_path)
     assert usage.returncode != 0 and "--in needs --out" in usage.stderr
+
+
+def test_resume_refuses_a_folder_rendered_from_other_input_or_options(render, tmp_path, sample_path):
+    lines = sample_path.read_text(encoding="utf-8").splitlines(keepends=True)
+    a, b = tmp_path / "A.jsonl", tmp_path / "B.jsonl"
+    a.write_text("".join(lines[:5]), encoding="utf-8")
+    b.write_text("".join(lines[99:104]), encoding="utf-8")
+    out = tmp_path / "gr"
+    assert run_render("--in", a, "--out", out, "--size", 32).returncode == 0
+    other_input = run_render("--in", b, "--out", out, "--size", 32, "--resume")
+    assert other_input.returncode == 1 and "rendered with other input or options" in other_input.stderr
+    other_size = run_render("--in", a, "--out", out, "--size", 64, "--resume")
+    assert other_size.returncode == 1 and "size 32 (now 64)" in other_size.stderr
+    same = run_render("--in", a, "--out", out, "--size", 32, "--resume")
+    assert same.returncode == 0 and "0 distinct images drawn" in same.stderr  # every shard kept
+    # Without --resume a folder is rendered afresh, whatever it held.
+    assert run_render("--in", b, "--out", out, "--size", 64).returncode == 0
+    from render.corpus import load_record_images
+    from tests.conftest import read_jsonl
+
+    index = read_jsonl(out / "index.jsonl")
+    tokens, images = load_record_images(str(out), index[0]["shard"], 0)
+    assert tokens == render.glyph_tokens(read_jsonl(b)[0]["text"]) and images.shape[1:] == (64, 64)
+
+
+def test_a_longer_earlier_run_leaves_no_stale_shards(render, tmp_path, sample_path):
+    out = tmp_path / "gr"
+    assert run_render("--in", sample_path, "--out", out, "--size", 16, "--shard-size", 100).returncode == 0
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(sample_path.read_text(encoding="utf-8").splitlines(keepends=True)[:150]), encoding="utf-8")
+    assert run_render("--in", small, "--out", out, "--size", 16, "--shard-size", 100).returncode == 0
+    assert sorted(p.name for p in out.glob("shard-*")) == ["shard-00000.npz", "shard-00001.npz"]
+
+
+def test_ctrl_c_says_how_to_resume(render, tmp_path, sample_path):
+    import signal
+    import time
+
+    import json
+
+    from tests.conftest import read_jsonl
+
+    big = tmp_path / "big.jsonl"
+    big.write_text("".join(json.dumps({**r, "id": f"{r['id']}-{k}"}, ensure_ascii=False) + "\n"
+                           for k in range(20) for r in read_jsonl(sample_path)), encoding="utf-8")
+    out = tmp_path / "gr"
+    proc = subprocess.Popen([sys.executable, "-m", "cloak.cli", "render", "--in", str(big), "--out", str(out),
+                             "--size", "64", "--shard-size", "100"], stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(out.glob("shard-*.npz")):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "rerun with --resume" in err and "Traceback" not in err, err
+    resumed = run_render("--in", big, "--out", out, "--size", 64, "--shard-size", 100, "--resume")
+    assert resumed.returncode == 0 and "6000 records" in resumed.stderr
+
+
+def test_the_similarity_index_is_built_where_the_user_says_and_read_back(render, tmp_path):
+    shipped = similar_chars()
+    result = subprocess.run([sys.executable, "-m", "cloak.cli", "render", "--build-similarity-index"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    built = tmp_path / "similar_chars.tsv"  # in the current folder, not over the installed package's file
+    assert built.exists() and similar_chars.__wrapped__() == shipped
+    text = "未来的人都是己方"
+    ours = Perturber(ops=f"similar:table={built}", targets="all", rate=1.0, seed=0)(text)
+    assert ours.edits and all(e.dst in similar_chars(str(built))[e.src] for e in ours.edits)
+    with pytest.raises(ValueError, match="'table' must be an index file that exists"):
+        Perturber(ops="similar:table=/nonexistent.tsv")

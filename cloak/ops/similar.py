@@ -3,17 +3,19 @@
 The look-alikes come from ``render``'s glyph-similarity index over GB2312 (nearest neighbours of
 blurred glyph bitmaps), shipped as ``data/similar_chars.tsv`` so that this op needs no font and no
 ``render`` import. Only common characters are offered as substitutes: a poster picks a look-alike
-their IME shows, not an obscure one.
+their IME shows, not an obscure one. ``similar:table=FILE`` reads an index you built yourself
+(``cloak render --build-similarity-index --index-out FILE``, say with another font) instead.
 """
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 from importlib import resources
 
 from ..edits import Edit
 from ..hanzi import common_chars
-from ..params import Interval
+from ..params import Interval, Satisfies
 from ..rng import Rng
 from .base import SHARE, Op, register_op
 
@@ -21,23 +23,27 @@ SIMILARITY_FILE = "data/similar_chars.tsv"
 
 
 @functools.cache
-def similar_chars() -> dict[str, str]:
-    """{character: its look-alikes among GB2312, best first} from the shipped index."""
+def similar_chars(path: str = "") -> dict[str, str]:
+    """{character: its look-alikes, best first} from an index file (default: the shipped one)."""
     table = {}
-    with resources.files("cloak").joinpath(SIMILARITY_FILE).open(encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("#") or "\t" not in line:
+    source = open(os.path.expanduser(path), encoding="utf-8") if path else \
+        resources.files("cloak").joinpath(SIMILARITY_FILE).open(encoding="utf-8")
+    with source as f:
+        for number, line in enumerate(f, 1):
+            if line.startswith("#") or not line.strip():
                 continue
-            ch, neighbours = line.rstrip("\n").split("\t")
+            ch, sep, neighbours = line.rstrip("\n").partition("\t")
+            if not sep or len(ch) != 1:
+                raise ValueError(f"{path}, line {number}: expected a character, a tab and its look-alikes")
             table[ch] = neighbours
     return table
 
 
 @functools.cache
-def _common_lookalikes(top: int) -> dict[str, tuple[str, ...]]:
+def _common_lookalikes(top: int, path: str = "") -> dict[str, tuple[str, ...]]:
     common = common_chars()
     table = {}
-    for ch, neighbours in similar_chars().items():
+    for ch, neighbours in similar_chars(path).items():
         kept = tuple(n for n in neighbours if n in common)[:top]
         if kept:
             table[ch] = kept
@@ -50,19 +56,22 @@ class Similar(Op):
     """Swap characters for look-alike common characters.
 
     top: how many of the nearest common look-alikes to choose from; share: share of a word's
-    characters swapped (at least one).
+    characters swapped (at least one); table: an index file to read instead of the shipped one.
     """
 
     name = "similar"
     top: int = 3
     share: float = 0.5
-    _parameter_constraints = {"top": Interval(int, 1), "share": SHARE}
+    table: str = ""
+    _parameter_constraints = {"top": Interval(int, 1), "share": SHARE,
+                              "table": Satisfies(lambda p: p == "" or os.path.isfile(os.path.expanduser(p)),
+                                                 "an index file that exists (or empty: the shipped one)")}
 
     def prepare(self) -> None:
-        _common_lookalikes(self.top)
+        _common_lookalikes(self.top, self.table)
 
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
-        table = _common_lookalikes(self.top)
+        table = _common_lookalikes(self.top, self.table)
         return self.replace_chars(text, start, end, rng,
                                   lambda i: (table[text[i]], None) if text[i] in table else None,
                                   self.share)
