@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import inspect
+import os
 import sys
 
 import click
@@ -27,6 +29,25 @@ Examples:
 def _fail(message: str) -> None:
     click.echo(f"cloak: error: {message}", err=True)
     sys.exit(1)
+
+
+def import_plugin(name: str) -> None:
+    """Import a plugin module by name (found in the current folder too, as ``python -m`` would) or
+    by the path of its ``.py`` file."""
+    if name.endswith(".py"):
+        if not os.path.isfile(name):
+            raise ImportError(f"plugin file not found: {name}")
+        spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(name))[0], name)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return
+    if os.getcwd() not in sys.path:  # an installed command's path does not have it
+        sys.path.insert(0, os.getcwd())
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        raise ImportError(f"cannot import plugin {name!r}: {e}") from None
 
 
 @click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
@@ -65,8 +86,8 @@ def main() -> None:
               help="Extra spans never to touch (URLs, @mentions, #topics# and [emoticons] always are). "
                    "Records may also carry \"protected\": [[start, end], ...].")
 @click.option("--text-field", default="text", show_default=True, help="Field holding the text.")
-@click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
-              help="Import MODULE first, e.g. one that registers your own ops.")
+@click.option("--plugin", "plugins", multiple=True, metavar="MODULE|FILE.py",
+              help="Import MODULE (or FILE.py) first, e.g. one that registers your own ops.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary line.")
 def perturb(in_path, out_path, ops, targets, rate, variants, seed, workers, shard, on_error, resume,
             protect, text_field, plugins, quiet) -> None:
@@ -78,7 +99,7 @@ def perturb(in_path, out_path, ops, targets, rate, variants, seed, workers, shar
     """
     try:
         for module in plugins:
-            importlib.import_module(module)
+            import_plugin(module)
         from .targets import DEFAULT_PROTECT
 
         pattern = DEFAULT_PROTECT + (f"|{protect}" if protect else "")

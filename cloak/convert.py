@@ -24,18 +24,19 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 
-from .io import RecordError, UniqueIds, empty_input, parse_label, write_records
+from .io import (RecordError, UniqueIds, check_files, check_text, empty_input, json_type, parse_label,
+                 write_records)
 
 FORMATS = ("cold", "toxicn", "toxicloakcn", "cntp", "swsr", "csv", "tsv")
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # posts can be longer than csv's 128 KiB default
 
 
-def _label(value, path: str, line: int, column: str) -> int:
+def _label(value, path: str, line: int | None, column: str, item: int | None = None) -> int:
     try:
         return parse_label(value)
     except ValueError as e:
-        raise RecordError(path, line, str(e), column) from None
+        raise RecordError(path, line, str(e), column, item) from None
 
 
 class _Lines:
@@ -72,9 +73,7 @@ def _table(path: str, delimiter: str, text_col: str, label_col: str | None, id_c
     ids = UniqueIds(path) if id_col is not None else None
     for row_number, row in enumerate(reader):
         line = lines.number  # the row's last line: a quoted field may span several
-        text = row.pop(text_col)
-        if text is None or not text.strip():
-            raise RecordError(path, line, "is empty", text_col)
+        text = check_text(row.pop(text_col) or "", path, line, text_col)
         ident = row.pop(id_col) if id_col is not None else str(row_number)
         record = {"id": f"{prefix}-{stem}-{ident}", "text": text}
         if label_col is not None:
@@ -122,11 +121,11 @@ def _toxicn(path: str, **_) -> Iterator[dict]:
         raise RecordError(path, 1, "expected a JSON list of posts")
     stem = os.path.splitext(os.path.basename(path))[0]
     for i, item in enumerate(data):
-        if not isinstance(item, dict) or not isinstance(item.get("content"), str):
-            raise RecordError(path, 1, f"item {i} has no string 'content'", "content")
+        if not isinstance(item, dict):
+            raise RecordError(path, None, f"expected a JSON object, got {json_type(item)}", item=i)
         rest = {k: v for k, v in item.items() if k not in ("content", "toxic")}
-        yield {"id": f"toxicn-{stem}-{i}", "text": item["content"],
-               "label": _label(item.get("toxic"), path, 1, "toxic"), **rest}
+        yield {"id": f"toxicn-{stem}-{i}", "text": check_text(item.get("content"), path, None, "content", i),
+               "label": _label(item.get("toxic"), path, None, "toxic", i), **rest}
 
 
 def _cntp(path: str, **_) -> Iterator[dict]:
@@ -136,11 +135,12 @@ def _cntp(path: str, **_) -> Iterator[dict]:
         raise RecordError(path, 1, 'expected {"results": [...]}')
     stem = os.path.splitext(os.path.basename(path))[0]
     for i, item in enumerate(results):
-        if not isinstance(item, dict) or not isinstance(item.get("perturbed_text"), str):
-            raise RecordError(path, 1, f"result {i} has no string 'perturbed_text'", "perturbed_text")
+        if not isinstance(item, dict):
+            raise RecordError(path, None, f"expected a JSON object, got {json_type(item)}", item=i)
         rest = {k: v for k, v in item.items() if k not in ("perturbed_text", "original_text", "is_toxic")}
-        yield {"id": f"cntp-{stem}-{i}", "text": item["perturbed_text"], "source_text": item.get("original_text"),
-               "label": _label(item.get("is_toxic"), path, 1, "is_toxic"), **rest}
+        yield {"id": f"cntp-{stem}-{i}", "text": check_text(item.get("perturbed_text"), path, None, "perturbed_text", i),
+               "source_text": item.get("original_text"),
+               "label": _label(item.get("is_toxic"), path, None, "is_toxic", i), **rest}
 
 
 def _generic(fmt: str, delimiter: str) -> Callable[..., Iterator[dict]]:
@@ -163,8 +163,7 @@ def read_dataset(fmt: str, path: str, **options) -> Iterator[dict]:
     """
     if fmt not in _READERS:
         raise ValueError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"input file not found: {path}")
+    check_files([path])
     return _READERS[fmt](path, **options)
 
 

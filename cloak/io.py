@@ -35,11 +35,14 @@ os.umask(_UMASK)
 
 
 class RecordError(ValueError):
-    """A line that is not a valid record (or a file with none): says where and what."""
+    """A line that is not a valid record (or a file with none): says where and what. ``item``
+    places it in a file that is one JSON list (ToxiCN's), where lines mean little."""
 
-    def __init__(self, path: str, line: int | None, message: str, field: str | None = None) -> None:
-        self.path, self.line, self.field, self.message = path, line, field, message
-        where = path + (f", line {line}" if line is not None else "") + (f": field '{field}'" if field else "")
+    def __init__(self, path: str, line: int | None, message: str, field: str | None = None,
+                 item: int | None = None) -> None:
+        self.path, self.line, self.field, self.message, self.item = path, line, field, message, item
+        where = path + (f", line {line}" if line is not None else "") + (f", item {item}" if item is not None else "") \
+            + (f": field '{field}'" if field else "")
         super().__init__(f"{where}: {message}")
 
 
@@ -57,9 +60,13 @@ def json_type(value: object) -> str:
 
 
 def _invisible(ch: str) -> bool:
-    """Whitespace, control and format characters (zero-width spaces and joiners, bidi marks) and
-    variation selectors: a text made only of them shows nothing."""
     return ch.isspace() or unicodedata.category(ch) in ("Cf", "Cc") or "\ufe00" <= ch <= "\ufe0f"
+
+
+def is_blank(text: str) -> bool:
+    """True for a text that shows nothing: only whitespace, control and format characters (zero-width
+    spaces and joiners, bidi marks) and variation selectors."""
+    return all(_invisible(ch) for ch in text)
 
 
 def parse_label(value: object) -> int:
@@ -101,6 +108,29 @@ def _check_input(path: str) -> None:
         raise IsADirectoryError(f"input is a directory, not a JSONL file: {path}")
 
 
+def check_files(inputs: Iterable[str] = (), outputs: Iterable[str] = ()) -> None:
+    """Fail now, before slow work, if an input is missing or has no records, or an output file's
+    folder does not exist (``-`` is standard input / output and always fine)."""
+    for path in inputs:
+        if path != "-":
+            _check_input(path)
+            if not has_records(path):
+                raise empty_input(path)
+    for path in outputs:
+        directory = os.path.dirname(os.path.abspath(path))
+        if path != "-" and not os.path.isdir(directory):
+            raise FileNotFoundError(f"output folder does not exist: {directory}")
+
+
+def check_records(path: str, **options) -> None:
+    """Read a whole file of records through once (streaming, in constant memory), so that a command
+    fails on a bad line before it makes anything; ``options`` as for :func:`read_records`. Standard
+    input cannot be read twice and is checked as it is used instead."""
+    if path != "-":
+        for _ in read_records(path, **options):
+            pass
+
+
 def open_input(path: str) -> BinaryIO:
     """A binary stream for a path, or for standard input when the path is ``-``."""
     if path == "-":
@@ -135,14 +165,22 @@ def parse_record(raw: bytes, path: str, line: int, text_field: str = "text") -> 
         raise RecordError(path, line, f"expected a JSON object, got {json_type(record)}")
     if text_field not in record:
         raise RecordError(path, line, "missing", text_field)
-    text = record[text_field]
-    if not isinstance(text, str):
-        raise RecordError(path, line, f"must be a string, got {json_type(text)}", text_field)
-    if not text.strip():
-        raise RecordError(path, line, "is empty", text_field)
-    if all(_invisible(ch) for ch in text):
-        raise RecordError(path, line, "is empty: only invisible characters", text_field)
+    check_text(record[text_field], path, line, text_field)
     return record
+
+
+def check_text(text: object, path: str, line: int | None, field: str = "text", item: int | None = None) -> str:
+    """``text`` if it is a string with something visible in it, else RecordError."""
+    problem = None
+    if not isinstance(text, str):
+        problem = f"must be a string, got {json_type(text)}"
+    elif not text.strip():
+        problem = "is empty"
+    elif is_blank(text):
+        problem = "is empty: only invisible characters"
+    if problem:
+        raise RecordError(path, line, problem, field, item)
+    return text  # type: ignore[return-value]
 
 
 def read_lines(path: str, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, bytes]]:

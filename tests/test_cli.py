@@ -118,3 +118,21 @@ def test_convert_cold_and_swsr(tmp_path):
     assert first["text"].startswith("她们不结婚不要孩子")
     wrong = cloak("convert", "--from", "swsr", "--in", DATA / "cold_test_20.csv", "--out", tmp_path / "x")
     assert wrong.returncode == 1 and "no column 'comment_text'" in wrong.stderr
+
+
+def test_a_plugin_in_the_current_folder_or_a_file_registers_its_op(tmp_path):
+    (tmp_path / "myops.py").write_text(
+        "from dataclasses import dataclass\nfrom cloak import Edit, Op, register_op\n\n"
+        "@register_op\n@dataclass\nclass Reverse(Op):\n    name = 'reverse'\n\n"
+        "    def edit_span(self, text, start, end, rng):\n"
+        "        return [Edit(self.name, start, end, text[start:end], text[start:end][::-1])]\n", encoding="utf-8")
+    command = os.path.join(os.path.dirname(sys.executable), "cloak")  # the installed command: its sys.path
+    for plugin in ("myops", "./myops.py"):                             # does not hold the current folder
+        result = subprocess.run([command, "perturb", "--in", "-", "--out", "-", "--plugin", plugin, "--ops",
+                                 "reverse", "-q"], input='{"text": "他是同性恋"}\n', capture_output=True, text=True,
+                                cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert '"text": "他是恋性同"' in result.stdout
+    missing = subprocess.run([command, "perturb", "--in", "-", "--out", "-", "--plugin", "nope"], input="",
+                             capture_output=True, text=True, cwd=tmp_path)
+    assert missing.returncode == 1 and "cannot import plugin 'nope'" in missing.stderr
