@@ -25,7 +25,22 @@ class Featurizer:
         self.max_length = max_length or tokenizer.model_max_length
 
     def _ids(self, texts: list[str]) -> list[list[int]]:
-        return self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
+        return self.tokenizer([self._enough(t) for t in texts], truncation=True,
+                              max_length=self.max_length)["input_ids"]
+
+    def _enough(self, text: str) -> str:
+        """A prefix of ``text`` whose first ``max_length`` tokens are the whole text's, so that a huge
+        post is not tokenised whole (1 MB of text took 600 MB to tokenise). A word gives at most
+        ``max_input_chars_per_word`` (100) wordpieces, so a prefix with that many tokens to spare ends
+        in a word that the cut may split only past the tokens kept."""
+        wordpiece = getattr(self.tokenizer, "wordpiece_tokenizer", None)
+        need = self.max_length + getattr(wordpiece, "max_input_chars_per_word", 100)
+        k = 4 * need
+        while k < len(text):
+            if len(self.tokenizer.tokenize(text[:k])) >= need:
+                return text[:k]
+            k *= 2
+        return text
 
     def read_part(self, text: str) -> str:
         """The longest prefix of ``text`` that fits in ``max_length`` tokens: what the model reads of it."""

@@ -355,6 +355,10 @@ def test_evaluate_reads_posts_of_any_length_as_training_cut_them(stages, data, s
     assert len(records[0]["text"]) > 100
     result = evaluate_records(model, featurizer, records)
     assert result["overall"]["n"] == 7
+    # A huge post is not tokenised whole, yet gives the tokens it would have given.
+    tokenizer = featurizer.tokenizer
+    for text in (records[-1]["text"], ("hello " * 20 + "a" * 150 + " ") * 5000, "x" * 99 + " " + "yes" * 2000):
+        assert featurizer._ids([text]) == tokenizer([text], truncation=True, max_length=32)["input_ids"]
     # Speech is made for what the tokens cover, not the whole post.
     assert featurizer.read_part(records[-1]["text"]) == "黑人都是垃圾，" * 4 + "黑人"
     spoken = featurizer.tokenizer.tokenize(featurizer.read_part(records[0]["text"]))
