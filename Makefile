@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+DEMO_INSTALLED := $(VENV)/.installed-demo
 BENCH_INSTALLED := $(VENV)/.installed-bench
 DEMO_OPS ?= homophone,similar,emoji,split,abbrev,pinyin,english
 
@@ -11,8 +12,15 @@ DEMO_OPS ?= homophone,similar,emoji,split,abbrev,pinyin,english
 # torch first, pinned to the CPU build on local disk: openai-whisper would otherwise pull a CUDA build.
 TORCH ?= torch==2.13.0
 
-$(INSTALLED): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# The demo needs the base package only: no torch, no models.
+$(DEMO_INSTALLED): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check -e .
+	touch $@
+
+$(INSTALLED): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,train]'
 	touch $@
@@ -22,7 +30,7 @@ $(BENCH_INSTALLED): $(INSTALLED)
 	touch $@
 
 ## demo: cloak the bundled COLD sample and show source vs cloak with the edits marked
-demo: $(INSTALLED)
+demo: $(DEMO_INSTALLED)
 	mkdir -p demo_out
 	$(BIN)/cloak perturb --in samples/cold/cold_test_300.jsonl --out demo_out/cloaked.jsonl \
 		--ops $(DEMO_OPS) --variants 2 --seed 0
@@ -37,6 +45,7 @@ COLD ?= ../shared/data/cold
 bench: $(BENCH_INSTALLED)
 	$(BIN)/python bench/perturb.py --cold $(COLD)
 	$(BIN)/python bench/render.py --cold $(COLD)
+	$(BIN)/python bench/long_posts.py --cold $(COLD)
 
 ## bench-mmbert: MMBERT speed, and MMBERT vs text-only under cloaking on COLD with real Kokoro + Whisper
 ## weights (WEIGHTS=folder made by shared/models/offline_weights.py); about 5 hours on 2 CPU cores, most

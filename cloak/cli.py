@@ -137,6 +137,9 @@ def convert(fmt, in_path, out_path, text_col, label_col, id_col) -> None:
         options = {"text_col": text_col, "label_col": label_col or None, "id_col": id_col}
     try:
         n = convert_file(fmt, in_path, out_path, **options)
+    except KeyboardInterrupt:
+        click.echo("cloak convert: interrupted; nothing was written", err=True)
+        sys.exit(130)
     except (RecordError, ValueError, OSError) as e:
         _fail(str(e))
     click.echo(f"cloak convert: wrote {n} records to {out_path}", err=True)

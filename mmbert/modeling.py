@@ -269,7 +269,7 @@ class MMBertModel(MMBertPreTrainedModel):
         """Replace a glyph CNN by the table of its features for every vocabulary entry.
 
         The CNN learns in stage 1 only; afterwards it is frozen, as a CLIP encoder is throughout, so its
-        output depends on the token alone and the vision modality costs a table lookup (DESIGN §6). The
+        output depends on the token alone and the vision modality costs a table lookup. The
         table has the size of the glyph images it replaces (vocab x 256 floats vs vocab x 32 x 32 bytes).
         """
         if not isinstance(getattr(self, "vision_encoder", None), GlyphCNN):

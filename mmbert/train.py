@@ -1,4 +1,4 @@
-"""The three-stage trainer (paper §3.3, Appendix A; DESIGN §6), under Hugging Face Accelerate.
+"""The three-stage trainer (paper §3.3, Appendix A), under Hugging Face Accelerate.
 
 Stage 1, aligners: everything but the aligners (and the glyph CNN) frozen. The aligned speech and
     vision tokens of the *cloaked* text, encoded by the frozen backbone, should match the backbone's

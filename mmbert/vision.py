@@ -1,4 +1,4 @@
-"""Vision inputs, once per vocabulary entry (DESIGN §6): glyph images for the glyph CNN, or frozen
+"""Vision inputs, once per vocabulary entry: glyph images for the glyph CNN, or frozen
 CLIP image features for a vision table. Either way training pays a lookup, not a render or a CLIP pass."""
 from __future__ import annotations
 

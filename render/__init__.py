@@ -1,4 +1,4 @@
-"""render: glyph images of tokens, and the visual similarity of characters (DESIGN §4)."""
+"""render: glyph images of tokens, and the visual similarity of characters."""
 from .fonts import FontFile, FontNotFoundError, find_cjk_font, find_emoji_font, font_file
 from .glyphs import GlyphRenderer, clip_images, glyph_tokens
 

@@ -1,4 +1,4 @@
-"""speech: text-to-speech backends, audio cache and Whisper encoder features (DESIGN §5)."""
+"""speech: text-to-speech backends, audio cache and Whisper encoder features."""
 from .cache import AudioCache
 from .text import speakable
 from .tts import BACKENDS, KokoroBackend, KokoroOnnxBackend, ToneBackend, TTSBackend, make_backend

@@ -1,4 +1,4 @@
-"""Whisper encoder features of speech, trimmed to the utterance (MMBERT §3.2, DESIGN §5).
+"""Whisper encoder features of speech, trimmed to the utterance (MMBERT §3.2).
 
 Whisper's encoder is built for 30 s windows: ``pad_or_trim`` pads a 3 s post with 27 s of silence and
 the encoder then attends over 1,500 frames, 150 of them speech. ``mode="trimmed"`` (the default)

@@ -234,3 +234,10 @@ def test_the_similarity_index_is_built_where_the_user_says_and_read_back(render,
     assert ours.edits and all(e.dst in similar_chars(str(built))[e.src] for e in ours.edits)
     with pytest.raises(ValueError, match="'table' must be an index file that exists"):
         Perturber(ops="similar:table=/nonexistent.tsv")
+
+
+def test_a_cache_dir_under_home_is_expanded(render, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    render.GlyphRenderer(size=16, cache_dir="~/glyphs").render("黑")
+    assert list((tmp_path / "home" / "glyphs").rglob("*.png")) and not (tmp_path / "~").exists()

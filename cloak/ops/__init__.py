@@ -1,4 +1,4 @@
-"""Perturbation operations (DESIGN §3). Importing this package registers the built-in ops."""
+"""Perturbation operations. Importing this package registers the built-in ops."""
 from .base import Op, available_ops, make_op, parse_ops, register_op
 from .emoji import Emoji
 from .english import English
