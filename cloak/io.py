@@ -282,7 +282,8 @@ class UniqueIds:
         if first != line:
             variant = f" and cloak variant {key[1]}" if key[1] is not None else ""
             raise RecordError(self.path, line, f"duplicate id {key[0]!r}{variant}, first seen on line {first}; "
-                                               "ids must be unique within a file", "id")
+                                               "ids must be unique within a file (a post's cloaks differ by "
+                                               "cloak.variant)", "id")
 
 
 def read_records(path: str, *, on_error: str = "fail", skipped: SkipLog | None = None,

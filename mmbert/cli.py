@@ -112,7 +112,7 @@ def _load(model_dir: str, tts, tts_model, voice, whisper, speech_cache):
 
 
 def _records(path: str) -> list[dict]:
-    return [r for _, r in read_records(path)]
+    return [r for _, r in read_records(path, unique_ids=True)]
 
 
 @click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
@@ -193,7 +193,8 @@ def evaluate(model_dir, data_path, out_path, batch_size, tts, tts_model, voice, 
     check_files([data_path], [out_path] if out_path else [])
     from .train import read_labelled
 
-    records = read_labelled(data_path)  # the whole file checked before the model loads
+    # The whole file checked before the model loads; a repeated id would count a post twice.
+    records = read_labelled(data_path, unique_ids=True)
     from .inference import evaluate_records
 
     model, featurizer = _load(model_dir, tts, tts_model, voice, whisper, speech_cache)

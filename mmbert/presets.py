@@ -40,7 +40,7 @@ RUN_CONFIG = {
     "model": {"backbone": PATH, **BERT_SHAPE, **{k: MMBertConfig._parameter_constraints[k] for k in MM_FIELDS}},
     "features": {
         "tts": {"name": Options("tone", "kokoro-onnx", "kokoro"), "model": PATH, "voice": InstanceOf(str),
-                "speed": RATE},
+                "speed": RATE, "max_chars": Interval(int, 1)},
         "whisper": PATH, "whisper_mode": Options("trimmed", "padded"), "speech_cache": PATH, "clip": PATH,
     },
     "train": {

@@ -171,9 +171,10 @@ def evaluate_stage(stage: int, model, batches, labels: np.ndarray) -> dict:
     return {**{f"dev_{k}": v for k, v in metrics.items()}, "score": metrics["f1"]}
 
 
-def read_labelled(path: str) -> list[dict]:
-    """Every record of a JSONL file, each with a label (an int); a bad line or an empty file is a RecordError."""
-    return [record for _, record in read_records(path, labels=True)]
+def read_labelled(path: str, unique_ids: bool = False) -> list[dict]:
+    """Every record of a JSONL file, each with a label (an int); a bad line or an empty file is a
+    RecordError, and so is a repeated id with ``unique_ids``."""
+    return [record for _, record in read_records(path, labels=True, unique_ids=unique_ids)]
 
 
 def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: str, from_dir: str | None = None,

@@ -73,7 +73,7 @@ def write_csv_case(case: str, path) -> bool:
 
 # Which commands read labels; which key their output by id.
 NEEDS_LABELS = {"mmbert train", "mmbert evaluate", "cloak convert"}
-KEYS_BY_ID = {"cloak render", "cloak speak", "cloak synth", "mmbert predict"}
+KEYS_BY_ID = {"cloak render", "cloak speak", "cloak synth", "mmbert evaluate", "mmbert predict", "mmbert routing"}
 
 
 def expected_to_work(command: str, case: str) -> bool:
