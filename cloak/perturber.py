@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from .edits import Edit
 from .ops import Op, parse_ops
+from .params import Interval, validate
 from .rng import Rng, text_key
 from .targets import DEFAULT_PROTECT, Lexicon, LexiconTargets, WordTargets, drop_protected, make_targets
 
@@ -76,18 +77,18 @@ class Perturber:
     True
     """
 
+    _parameter_constraints = {"rate": [Interval(float, 0, 1), None], "seed": Interval(int)}
+
     def __init__(self, ops: str | Sequence[str | Op] = "homophone",
                  targets: str | Lexicon | LexiconTargets | WordTargets = "lexicon",
                  rate: float | None = None, seed: int = 0,
                  protect: str | None = DEFAULT_PROTECT) -> None:
+        checked = validate({"rate": rate, "seed": seed}, self._parameter_constraints, "Perturber")
         self.ops = parse_ops(ops)
         self.targets = make_targets(targets)
-        if rate is None:
-            rate = DEFAULT_RATE_ALL if isinstance(self.targets, WordTargets) else 1.0
-        if not 0.0 <= rate <= 1.0:
-            raise ValueError(f"rate must be within [0, 1], not {rate}")
-        self.rate = rate
-        self.seed = int(seed)
+        if checked["rate"] is None:
+            checked["rate"] = DEFAULT_RATE_ALL if isinstance(self.targets, WordTargets) else 1.0
+        self.rate, self.seed = checked["rate"], checked["seed"]
         self.protect = re.compile(protect) if protect else None
         self._prepared = False
         self._cloakers = [_span_cloaker(op) for op in self.ops]

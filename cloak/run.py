@@ -13,7 +13,7 @@ import os
 import signal
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -22,6 +22,7 @@ from tqdm import tqdm
 from .io import (AtomicWriter, RecordError, SkipLog, batched, count_lines, dump_record, empty_input,
                  has_records, input_name, parse_record, read_lines)
 from .perturber import Perturber
+from .workers import ordered_map
 
 CHUNK = 256
 CHECKPOINT_SECONDS = 2.0
@@ -103,14 +104,6 @@ def _init_worker(perturber: Perturber, variants: int, text_field: str, name: str
     _worker = (perturber.prepare(), variants, text_field, name)
 
 
-def _init_pool_worker(*initargs) -> None:
-    # The parent decides when to stop: workers ignore Ctrl-C sent to the process group, and take
-    # the pool's SIGTERM with the default action (they inherited the parent's deferring handler).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _init_worker(*initargs)
-
-
 def _cloak_chunk(chunk: list[tuple[int, bytes]]) -> list[LineResult]:
     """Parse and cloak raw lines (in a worker: parsing is half the work, so it is done here too)."""
     perturber, variants, text_field, name = _worker  # type: ignore[misc]
@@ -134,14 +127,8 @@ def _results(chunks: Iterator[list[tuple[int, bytes]]], workers: int,
             yield from _cloak_chunk(chunk)
         return
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with multiprocessing.get_context(method).Pool(workers, _init_pool_worker, initargs) as pool:
-        pending: deque = deque()
-        for chunk in chunks:  # keep a bounded number of chunks in flight: constant memory
-            pending.append(pool.apply_async(_cloak_chunk, (chunk,)))
-            if len(pending) >= 2 * workers:
-                yield from pending.popleft().get()
-        while pending:
-            yield from pending.popleft().get()
+    for results in ordered_map(_cloak_chunk, chunks, workers, _init_worker, initargs, method):
+        yield from results
 
 
 @contextlib.contextmanager
@@ -149,8 +136,8 @@ def _interrupts_between_records():
     """Turn Ctrl-C / SIGTERM into a request honoured between records.
 
     An interrupt that landed between writing a record and counting it would leave a checkpoint that
-    disagrees with the output; deferring it to a safe point keeps the two in step. (Forked workers
-    inherit the handler and keep computing; the pool is terminated when the run unwinds.)
+    disagrees with the output; deferring it to a safe point keeps the two in step. (Workers ignore
+    both signals; ``cloak.workers`` stops them in order when the run unwinds.)
     """
     requested: list[int] = []
     if threading.current_thread() is not threading.main_thread():
@@ -203,10 +190,11 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
                    or None, leave=False, desc="cloak perturb")
         last_checkpoint = time.monotonic()
         initargs = (perturber, variants, text_field, input_name(in_path))
-        with _interrupts_between_records() as interrupted:
+        results = _results(batched(read_lines(in_path, lo, hi), CHUNK), workers, initargs)
+        # closing(): the workers stop here, before an exception leaves, not whenever it is collected.
+        with _interrupts_between_records() as interrupted, contextlib.closing(results):
             try:
-                for number, lines, changed, edits in _results(
-                        batched(read_lines(in_path, lo, hi), CHUNK), workers, initargs):
+                for number, lines, changed, edits in results:
                     if interrupted:
                         raise KeyboardInterrupt
                     if lines is None:

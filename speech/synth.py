@@ -9,7 +9,7 @@ grow with the corpus.
 """
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
 import os
 from collections import deque
 from collections.abc import Iterator
@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from tqdm import tqdm
 
 from cloak.io import AtomicWriter, batched, check_records, count_lines, dump_record, read_records
+from cloak.workers import ordered_map
 
 from .cache import AudioCache
 from .tts import make_backend
@@ -46,17 +47,16 @@ def _spoken(batches: Iterator[list[dict]], text_field: str, workers: int, backen
             yield batch, _speak([r[text_field] for r in batch])
         return
     threads = max(1, len(os.sched_getaffinity(0)) // workers)  # workers x threads = the cores
-    with multiprocessing.get_context("spawn").Pool(workers, _init, ({**backend_args, "threads": threads},
-                                                                     audio_dir)) as pool:
-        pending: deque = deque()
+    in_flight: deque = deque()  # the batches whose speech is on its way, in order
+
+    def texts() -> Iterator[list[str]]:
         for batch in batches:
-            pending.append((batch, pool.apply_async(_speak, ([r[text_field] for r in batch],))))
-            if len(pending) >= 2 * workers:
-                records, result = pending.popleft()
-                yield records, result.get()
-        while pending:
-            records, result = pending.popleft()
-            yield records, result.get()
+            in_flight.append(batch)
+            yield [r[text_field] for r in batch]
+
+    for spoken in ordered_map(_speak, texts(), workers, _init, ({**backend_args, "threads": threads}, audio_dir),
+                              "spawn"):
+        yield in_flight.popleft(), spoken
 
 
 def speak_file(in_path: str, out_dir: str, backend_args: dict, *, workers: int = 1,
@@ -78,10 +78,11 @@ def speak_file(in_path: str, out_dir: str, backend_args: dict, *, workers: int =
     counts = {"records": 0, "seconds": 0.0, "synthesised": 0, "cached": 0}
     records = (r for _, r in read_records(in_path, text_field=text_field, unique_ids=True))
     total = count_lines(in_path) if in_path != "-" else None
-    with AtomicWriter(os.path.join(out_dir, "index.jsonl")) as index, \
+    spoken = _spoken(batched(records, BATCH), text_field, workers, backend_args, audio_dir)
+    with AtomicWriter(os.path.join(out_dir, "index.jsonl")) as index, contextlib.closing(spoken), \
             tqdm(total=total, unit="post", desc="cloak speak", leave=False,
                  disable=progress is False or None) as bar:
-        for batch, results in _spoken(batched(records, BATCH), text_field, workers, backend_args, audio_dir):
+        for batch, results in spoken:
             for record, (key, seconds, rate, cached) in zip(batch, results):
                 entry = {"id": record.get("id", counts["records"]), "audio": key, "seconds": round(seconds, 3),
                          "sample_rate": rate}

@@ -1,6 +1,7 @@
 """The file engine: identical output for any worker count or shard, and resumable."""
 import json
 import multiprocessing
+import time
 
 import pytest
 
@@ -111,3 +112,21 @@ def test_a_failing_run_stops_its_workers_before_it_raises(tmp_path, sample_path,
         perturb_file(str(bad), str(tmp_path / "out.jsonl"), perturber, workers=2, progress=False)
     assert failure.value.line == 1201
     assert multiprocessing.active_children() == []
+
+
+def _square_slowly(x: int) -> int:
+    time.sleep(0.01)
+    return x * x
+
+
+def test_workers_give_results_in_order_and_stop_in_order():
+    """Stopping half-way lets the tasks under way finish and skips the rest (Pool.terminate() could
+    kill a worker while it wrote a result, and the pool's shutdown then hung on the queue's lock)."""
+    from cloak.workers import ordered_map
+
+    assert list(ordered_map(_square_slowly, range(40), 2, start_method="fork")) == [x * x for x in range(40)]
+    started = time.monotonic()
+    results = ordered_map(_square_slowly, range(10_000), 2, start_method="fork")
+    assert [next(results) for _ in range(5)] == [0, 1, 4, 9, 16]
+    results.close()
+    assert multiprocessing.active_children() == [] and time.monotonic() - started < 30
