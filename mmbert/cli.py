@@ -170,8 +170,8 @@ def pretrain(corpus, config, out_dir, resume, quiet) -> None:
 
     _quiet_libraries()
     entry = run_pretrain(corpus, out_dir, load_run_config(config), resume=resume, progress=False if quiet else None)
-    click.echo(f"pretrain: {entry.get('epoch')} epochs, held-out MLM loss {entry.get('dev_mlm_loss', float('nan')):.4f} "
-               f"(model in {out_dir})", err=True)
+    click.echo(f"pretrain: {entry.get('epoch')} epochs, best held-out MLM loss {entry['best_mlm_loss']:.4f} "
+               f"(epoch {entry['best_epoch']}; model in {out_dir})", err=True)
 
 
 @main.command()

@@ -47,7 +47,8 @@ RUN_CONFIG = {
         "batch_size": Interval(int, 1), "max_length": Interval(int, 3), "seed": Interval(int, 0),
         "patience": Interval(int, 1), "checkpoint_minutes": Interval(float, 0), "weight_decay": Interval(float, 0),
         "warmup_ratio": Interval(float, 0, 1, closed="left"),
-        "pretrain": {"epochs": EPOCHS, "lr": RATE, "mlm_probability": Interval(float, 0, 1, closed="neither")},
+        "pretrain": {"epochs": EPOCHS, "lr": RATE, "mlm_probability": Interval(float, 0, 1, closed="neither"),
+                     "patience": Interval(int, 1)},
         "stage1": {"epochs": EPOCHS, "lr": RATE},
         "stage2": {"epochs": EPOCHS, "head_warmup_epochs": Interval(int, 0), "lr_aligners": RATE,
                    "lr_text_expert": RATE, "lr_experts": RATE, "lr_head": RATE},
@@ -56,7 +57,7 @@ RUN_CONFIG = {
 }
 # Settings every preset shares unless it says otherwise.
 TRAIN_DEFAULTS = {"seed": 0, "checkpoint_minutes": 10, "weight_decay": 0.01, "warmup_ratio": 0.0,
-                  "pretrain": {"epochs": 5, "lr": 5e-4, "mlm_probability": 0.15}}
+                  "pretrain": {"epochs": 5, "lr": 5e-4, "mlm_probability": 0.15, "patience": 2}}
 
 STAGES = {
     # Appendix A: stage 1 aligners 1e-3; stage 2 aligners 1e-3, text expert 5e-6, speech / vision

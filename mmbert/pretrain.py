@@ -1,6 +1,9 @@
 """Masked-language-model pre-training of a from-scratch BERT backbone (HABERTOR's setting), for
 machines without a pretrained Chinese BERT. The result is a BERT folder (``BertForMaskedLM`` and its
-tokenizer) that ``mmbert train --stage 1 --from DIR`` upcycles into MMBERT."""
+tokenizer) that ``mmbert train --stage 1 --from DIR`` upcycles into MMBERT.
+
+2% of the corpus is held out; the epoch with the lowest held-out masked-LM loss is the one saved, and
+training stops after ``train.pretrain.patience`` epochs without improvement."""
 from __future__ import annotations
 
 import math
@@ -68,10 +71,12 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
     steps = epochs * math.ceil(len(train) / (batch_size * accelerator.num_processes))
     scheduler = get_linear_schedule_with_warmup(optimizer, int(0.06 * steps), steps)
     objective, optimizer, scheduler = accelerator.prepare(Objective(model, masked_lm_loss), optimizer, scheduler)
-    state, log = {"epoch": 0, "step": 0}, []
+    state, log = {"epoch": 0, "step": 0, "best_loss": None, "since_best": 0}, []
     if resume:
         state, log = {"step": 0, **checkpointer.load()}, checkpointer.read_log()
     for epoch in range(state["epoch"], epochs):
+        if state["since_best"] >= options["patience"]:
+            break
         if not state["step"]:  # a new epoch (not one resumed halfway)
             state["totals"] = {"loss": 0.0}
         totals, started = state["totals"], time.time() - state.get("epoch_seconds", 0.0)
@@ -99,8 +104,12 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
         entry = {"epoch": epoch + 1, "train_mlm_loss": totals["loss"] / len(loader),
                  "dev_mlm_loss": sum(dev_losses) / len(dev_losses), "seconds": round(time.time() - started, 2)}
         log.append(entry)
-        save_model(out_dir, model, tokenizer, accelerator)
+        if state["best_loss"] is None or entry["dev_mlm_loss"] < state["best_loss"]:
+            state.update(best_loss=entry["dev_mlm_loss"], best_epoch=epoch + 1, since_best=0)
+            save_model(out_dir, model, tokenizer, accelerator)
+        else:
+            state["since_best"] += 1
         checkpointer.write_log(log)
         checkpointer.end_epoch(state, epoch + 1)
     checkpointer.remove()
-    return log[-1] if log else {}
+    return {**(log[-1] if log else {}), "best_epoch": state.get("best_epoch"), "best_mlm_loss": state["best_loss"]}
