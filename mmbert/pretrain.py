@@ -6,15 +6,13 @@ tokenizer) that ``mmbert train --stage 1 --from DIR`` upcycles into MMBERT.
 training stops after ``train.pretrain.patience`` epochs without improvement."""
 from __future__ import annotations
 
-import math
-import time
 
 import torch
-from tqdm import tqdm
 
 from cloak.io import read_lines, read_records
 
-from .checkpoint import Objective, save_model, start_run
+from .checkpoint import save_model
+from .loop import LoopSettings, train_epochs
 from .presets import MM_FIELDS, check_run_config
 from .tokenization import build_tokenizer
 
@@ -44,20 +42,19 @@ def read_corpus(path: str, text_field: str = "text") -> list[str]:
 
 def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progress: bool | None = None,
              text_field: str = "text") -> dict:
-    """Pre-train for ``run["train"]["pretrain"]`` (epochs, lr, mlm_probability); 2% of the corpus is
-    held out for the masked-LM loss in the log. Returns the last log entry."""
-    from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling, \
-        get_linear_schedule_with_warmup
+    """Pre-train for ``run["train"]["pretrain"]`` (epochs, lr, mlm_probability, patience); 2% of the
+    corpus is held out for the masked-LM loss that picks the best epoch. Returns the last log entry
+    with the best epoch and its loss."""
+    from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling
 
     run = check_run_config(run)
     settings = run["train"]
     options = settings["pretrain"]
-    epochs, lr = options["epochs"], options["lr"]
     batch_size, max_length, seed = settings["batch_size"], settings["max_length"], settings["seed"]
     texts = read_corpus(corpus, text_field)  # the data first: a bad file fails before anything is made
     if len(texts) < 10:
         raise ValueError(f"{corpus}: {len(texts)} texts; pre-training needs a corpus of at least 10")
-    accelerator, checkpointer = start_run(out_dir, seed, resume, settings["checkpoint_minutes"])
+    torch.manual_seed(seed)  # the new weights depend on the seed alone
 
     tokenizer = build_tokenizer()
     tokenizer.model_max_length = max_length
@@ -67,49 +64,23 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
     shape = {k: v for k, v in run["model"].items() if k not in MM_FIELDS and k != "backbone"}
     model = BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), **shape))
     collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=options["mlm_probability"])
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=settings["weight_decay"])
-    steps = epochs * math.ceil(len(train) / (batch_size * accelerator.num_processes))
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(0.06 * steps), steps)
-    objective, optimizer, scheduler = accelerator.prepare(Objective(model, masked_lm_loss), optimizer, scheduler)
-    state, log = {"epoch": 0, "step": 0, "best_loss": None, "since_best": 0}, []
-    if resume:
-        state, log = {"step": 0, **checkpointer.load()}, checkpointer.read_log()
-    for epoch in range(state["epoch"], epochs):
-        if state["since_best"] >= options["patience"]:
-            break
-        if not state["step"]:  # a new epoch (not one resumed halfway)
-            state["totals"] = {"loss": 0.0}
-        totals, started = state["totals"], time.time() - state.get("epoch_seconds", 0.0)
-        objective.train()
-        generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
-        loader = accelerator.prepare(torch.utils.data.DataLoader(train, batch_size=batch_size, shuffle=True,
-                                                                 generator=generator, collate_fn=collator))
-        bar = tqdm(checkpointer.batches(loader, state), initial=state["step"], total=len(loader),
-                   desc=f"pretrain epoch {epoch + 1}/{epochs}", unit="batch", leave=False,
-                   disable=progress is False or None or not accelerator.is_local_main_process)
-        for batch in bar:
-            loss = objective(batch)
-            accelerator.backward(loss)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            totals["loss"] += loss.item()
-            bar.set_postfix(loss=f"{loss.item():.3f}")
-        model.eval()
+
+    def held_out_loss(model) -> dict:
         torch.manual_seed(seed)  # the same masks on the held-out texts every epoch
+        device = next(model.parameters()).device
         with torch.no_grad():
-            dev_losses = [masked_lm_loss(model, {k: v.to(accelerator.device) for k, v in
-                                                 collator(dev[i:i + batch_size]).items()}).item()
-                          for i in range(0, len(dev), batch_size)]
-        entry = {"epoch": epoch + 1, "train_mlm_loss": totals["loss"] / len(loader),
-                 "dev_mlm_loss": sum(dev_losses) / len(dev_losses), "seconds": round(time.time() - started, 2)}
-        log.append(entry)
-        if state["best_loss"] is None or entry["dev_mlm_loss"] < state["best_loss"]:
-            state.update(best_loss=entry["dev_mlm_loss"], best_epoch=epoch + 1, since_best=0)
-            save_model(out_dir, model, tokenizer, accelerator)
-        else:
-            state["since_best"] += 1
-        checkpointer.write_log(log)
-        checkpointer.end_epoch(state, epoch + 1)
-    checkpointer.remove()
-    return {**(log[-1] if log else {}), "best_epoch": state.get("best_epoch"), "best_mlm_loss": state["best_loss"]}
+            losses = [masked_lm_loss(model, {k: v.to(device) for k, v in collator(dev[i:i + batch_size]).items()}).item()
+                      for i in range(0, len(dev), batch_size)]
+        loss = sum(losses) / len(losses)
+        return {"dev_mlm_loss": loss, "score": -loss}
+
+    groups = [{"params": list(model.parameters()), "lr": options["lr"], "weight_decay": settings["weight_decay"],
+               "name": "bert"}]
+    loop = LoopSettings(epochs=options["epochs"], batch_size=batch_size, patience=options["patience"], seed=seed,
+                        checkpoint_minutes=settings["checkpoint_minutes"], warmup_ratio=0.06)
+    result = train_epochs(model, lambda m, batch, epoch: masked_lm_loss(m, batch), train, collator, groups,
+                          held_out_loss, lambda m, accelerator: save_model(out_dir, m, tokenizer, accelerator),
+                          out_dir, loop, resume=resume, progress=progress, desc="pretrain")
+    log = result["log"]
+    best = -result["best_score"] if result["best_score"] is not None else None
+    return {**(log[-1] if log else {}), "best_epoch": result["best_epoch"], "best_mlm_loss": best}

@@ -26,21 +26,19 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
-import time
 from collections.abc import Callable
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
 from cloak.io import read_records, write_atomic
 
-from .checkpoint import Objective, save_model, start_run
+from .checkpoint import save_model
 from .inference import predict
 from .loading import make_featurizer, model_for_stage
+from .loop import LoopSettings, train_epochs
 from .metrics import classification_metrics
 from .modeling import SPEECH, VISION, MMBertForSequenceClassification
 from .presets import GROUPS, check_run_config
@@ -183,8 +181,6 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     """Train one stage; the best model lands in ``out_dir``. Returns the final log entry plus
     ``best_score``. ``on_checkpoint(state)`` is called after each checkpoint is written (``state``:
     finished ``epoch``, batches ``step`` done of the next one, best score, ...)."""
-    from transformers import get_linear_schedule_with_warmup
-
     if stage not in (1, 2, 3):
         raise ValueError(f"stage must be 1, 2 or 3, not {stage}")
     run = check_run_config(run)
@@ -195,7 +191,6 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     num_labels = max(r["label"] for r in train_records + dev_records) + 1
     if num_labels < 2:
         raise ValueError(f"{train_path} and {dev_path} have one label (0) only: a classifier needs two")
-    accelerator, checkpointer = start_run(out_dir, seed, resume, settings["checkpoint_minutes"], on_checkpoint)
 
     model, tokenizer = model_for_stage(stage, run, from_dir, allow_skip, num_labels, progress, seed)
     if model.config.num_labels != num_labels and stage > 1:
@@ -211,66 +206,26 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     dev_examples = featurizer.encode(dev_records, labels=True, progress=progress)
     dev_labels = np.array([e["labels"] for e in dev_examples])
 
-    stage_settings = settings[f"stage{stage}"]
-    epochs, batch_size = stage_settings["epochs"], settings["batch_size"]
-    rates = stage_learning_rates(stage, settings)
-    optimizer = torch.optim.AdamW(optimizer_groups(model, rates, settings["weight_decay"]))
-    steps = epochs * math.ceil(len(train_examples) / (batch_size * accelerator.num_processes))
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(settings["warmup_ratio"] * steps), steps)
-    objective = Objective(model, functools.partial(stage_loss, stage=stage, settings=settings))
-    objective, optimizer, scheduler = accelerator.prepare(objective, optimizer, scheduler)
     # Not sharded: every process scores the whole dev set, so all take the same early-stopping decision.
-    dev_loader = torch.utils.data.DataLoader(dev_examples, batch_size=batch_size, collate_fn=featurizer.collate)
+    dev_loader = torch.utils.data.DataLoader(dev_examples, batch_size=settings["batch_size"],
+                                             collate_fn=featurizer.collate)
 
-    state = {"stage": stage, "epoch": 0, "step": 0, "best_score": None, "best_epoch": None, "since_best": 0}
-    log = []
-    if resume:
-        state = {"step": 0, **checkpointer.load()}
-        log = checkpointer.read_log()[: state["epoch"]]
-    patience = settings["patience"]
-    for epoch in range(state["epoch"], epochs):
-        if state["since_best"] >= patience:
-            break
-        objective.train()
-        generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)  # same order on resume
-        loader = accelerator.prepare(torch.utils.data.DataLoader(
-            train_examples, batch_size=batch_size, shuffle=True, generator=generator, collate_fn=featurizer.collate))
-        if not state["step"]:  # a new epoch (not one resumed halfway)
-            state.update(totals={"loss": 0.0, "aux_loss": 0.0},
-                         epoch_lr={g["name"]: g["lr"] for g in optimizer.param_groups})
-        totals, started = state["totals"], time.time() - state.get("epoch_seconds", 0.0)
-        bar = tqdm(checkpointer.batches(loader, state), initial=state["step"], total=len(loader),
-                   desc=f"stage {stage} epoch {epoch + 1}/{epochs}", unit="batch", leave=False,
-                   disable=progress is False or None or not accelerator.is_local_main_process)
-        for batch in bar:
-            loss, aux = objective(batch, epoch)
-            totals["aux_loss"] += aux.item() if aux is not None else 0.0
-            accelerator.backward(loss)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            totals["loss"] += loss.item()
-            bar.set_postfix(loss=f"{loss.item():.4f}")
-        entry = {"epoch": epoch + 1, "train_loss": totals["loss"] / len(loader)}
-        if stage == 3:
-            entry["train_aux_loss"] = totals["aux_loss"] / len(loader)
-        entry.update(evaluate_stage(stage, model, dev_loader, dev_labels))
-        entry["seconds"] = round(time.time() - started, 2)
-        entry["lr"] = state["epoch_lr"]
-        improved = state["best_score"] is None or entry["score"] > state["best_score"]
-        if improved:
-            state.update(best_score=entry["score"], best_epoch=epoch + 1, since_best=0)
-            model.config.stage = stage
-            save_model(out_dir, model, tokenizer, accelerator)
-        else:
-            state["since_best"] += 1
-        log.append(entry)
-        checkpointer.write_log(log)
-        checkpointer.end_epoch(state, epoch + 1)
-    if accelerator.is_main_process:
-        summary = {"stage": stage, "epochs_run": state["epoch"], "best_epoch": state["best_epoch"],
-                   "best_score": state["best_score"], "train": train_path, "dev": dev_path,
-                   "from": from_dir, "processes": accelerator.num_processes, "run_config": run}
+    def save(model, accelerator) -> None:
+        model.config.stage = stage
+        save_model(out_dir, model, tokenizer, accelerator)
+
+    loop = LoopSettings(epochs=settings[f"stage{stage}"]["epochs"], batch_size=settings["batch_size"],
+                        patience=settings["patience"], seed=seed, checkpoint_minutes=settings["checkpoint_minutes"],
+                        warmup_ratio=settings["warmup_ratio"])
+    groups = optimizer_groups(model, stage_learning_rates(stage, settings), settings["weight_decay"])
+    result = train_epochs(model, functools.partial(stage_loss, stage=stage, settings=settings), train_examples,
+                          featurizer.collate, groups, lambda m: evaluate_stage(stage, m, dev_loader, dev_labels),
+                          save, out_dir, loop, resume=resume, progress=progress, on_checkpoint=on_checkpoint,
+                          desc=f"stage {stage}")
+    if result["main_process"]:
+        summary = {"stage": stage, "epochs_run": result["epochs_run"], "best_epoch": result["best_epoch"],
+                   "best_score": result["best_score"], "train": train_path, "dev": dev_path,
+                   "from": from_dir, "processes": result["processes"], "run_config": run}
         write_atomic(os.path.join(out_dir, "training.json"), json.dumps(summary, indent=1).encode())
-    checkpointer.remove()
-    return {**(log[-1] if log else {}), "best_score": state["best_score"], "best_epoch": state["best_epoch"]}
+    log = result["log"]
+    return {**(log[-1] if log else {}), "best_score": result["best_score"], "best_epoch": result["best_epoch"]}

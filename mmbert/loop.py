@@ -1,0 +1,109 @@
+"""The one epoch loop every torch model here trains with: MMBERT's stages, the masked-LM backbone, and
+the detectors of ``attacks`` (BERT, ChineseBERT-style, ...).
+
+Under Hugging Face Accelerate (one process, or several with ``accelerate launch`` / ``torchrun``):
+AdamW over the caller's parameter groups, linear decay with optional warm-up, a seeded data order per
+epoch, a dev evaluation after every epoch, the best epoch saved by the caller's ``save``, early
+stopping after ``patience`` epochs without improvement, ``log.json``, and checkpoints at the end of
+every epoch and every ``checkpoint_minutes`` within one (``mmbert.checkpoint``), from which
+``resume=True`` continues with the same data order and random state, as if never stopped.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from tqdm import tqdm
+
+from .checkpoint import Objective, start_run
+
+Loss = Callable[..., "torch.Tensor | tuple[torch.Tensor, torch.Tensor | None]"]
+
+
+@dataclass
+class LoopSettings:
+    """How to train (not what): epochs, batch size, early stopping, seed, checkpoints, warm-up."""
+
+    epochs: int
+    batch_size: int = 32
+    patience: int = 3
+    seed: int = 0
+    checkpoint_minutes: float = 10
+    warmup_ratio: float = 0.0
+
+
+def train_epochs(model: torch.nn.Module, loss: Loss, train: Sequence, collate: Callable, groups: list[dict],
+                 evaluate: Callable[[torch.nn.Module], dict], save: Callable[[torch.nn.Module, object], None],
+                 out_dir: str, settings: LoopSettings, *, resume: bool = False, progress: bool | None = None,
+                 on_checkpoint: Callable[[dict], None] | None = None, desc: str = "train") -> dict:
+    """Train ``model`` on ``train`` (examples ``collate`` makes batches of); returns the log of every
+    epoch and the best one.
+
+    loss: ``loss(model, batch, epoch)`` -> the loss, or (loss, auxiliary loss or None) whose mean over
+        the epoch is logged as ``train_aux_loss``.
+    groups: AdamW parameter groups (``params``, ``lr``, ``weight_decay``, ``name``).
+    evaluate: the dev figures of the model after an epoch, with the ``score`` early stopping maximises.
+    save: ``save(model, accelerator)`` writes the model when an epoch beats the best so far.
+    on_checkpoint: called with the trainer's state after each checkpoint (tests interrupt with it).
+    """
+    from transformers import get_linear_schedule_with_warmup
+
+    accelerator, checkpointer = start_run(out_dir, settings.seed, resume, settings.checkpoint_minutes, on_checkpoint)
+    optimizer = torch.optim.AdamW(groups)
+    steps = settings.epochs * math.ceil(len(train) / (settings.batch_size * accelerator.num_processes))
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * steps), steps)
+    objective, optimizer, scheduler = accelerator.prepare(Objective(model, loss), optimizer, scheduler)
+
+    state = {"epoch": 0, "step": 0, "best_score": None, "best_epoch": None, "since_best": 0}
+    log: list[dict] = []
+    if resume:
+        state = {**state, **checkpointer.load()}
+        log = checkpointer.read_log()[: state["epoch"]]
+    for epoch in range(state["epoch"], settings.epochs):
+        if state["since_best"] >= settings.patience:
+            break
+        objective.train()
+        generator = torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch)  # same order on resume
+        loader = accelerator.prepare(torch.utils.data.DataLoader(
+            train, batch_size=settings.batch_size, shuffle=True, generator=generator, collate_fn=collate))
+        if not state["step"]:  # a new epoch (not one resumed halfway)
+            state.update(totals={"loss": 0.0, "aux_loss": 0.0, "aux_batches": 0},
+                         epoch_lr={g["name"]: g["lr"] for g in optimizer.param_groups})
+        totals, started = state["totals"], time.time() - state.get("epoch_seconds", 0.0)
+        bar = tqdm(checkpointer.batches(loader, state), initial=state["step"], total=len(loader),
+                   desc=f"{desc} epoch {epoch + 1}/{settings.epochs}", unit="batch", leave=False,
+                   disable=progress is False or None or not accelerator.is_local_main_process)
+        for batch in bar:
+            value = objective(batch, epoch)
+            value, aux = value if isinstance(value, tuple) else (value, None)
+            if aux is not None:
+                totals["aux_loss"] += aux.item()
+                totals["aux_batches"] += 1
+            accelerator.backward(value)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            totals["loss"] += value.item()
+            bar.set_postfix(loss=f"{value.item():.4f}")
+        entry = {"epoch": epoch + 1, "train_loss": totals["loss"] / len(loader)}
+        if totals["aux_batches"]:
+            entry["train_aux_loss"] = totals["aux_loss"] / totals["aux_batches"]
+        model.eval()
+        entry.update(evaluate(model))
+        entry["seconds"] = round(time.time() - started, 2)
+        entry["lr"] = state["epoch_lr"]
+        if state["best_score"] is None or entry["score"] > state["best_score"]:
+            state.update(best_score=entry["score"], best_epoch=epoch + 1, since_best=0)
+            save(model, accelerator)
+        else:
+            state["since_best"] += 1
+        log.append(entry)
+        checkpointer.write_log(log)
+        checkpointer.end_epoch(state, epoch + 1)
+    checkpointer.remove()
+    return {"log": log, "best_score": state["best_score"], "best_epoch": state["best_epoch"],
+            "epochs_run": state["epoch"], "processes": accelerator.num_processes,
+            "main_process": accelerator.is_main_process}
