@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import io
 import json
 import os
@@ -47,7 +46,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.machine import machine_info  # noqa: E402
-from cloak.io import count_lines  # noqa: E402
+from cloak.io import count_lines, file_sha256  # noqa: E402
 
 MIX = "homophone,emoji,split,abbrev,pinyin,english"
 SPEED_TARGET_TEXTS_PER_S = 5000
@@ -140,14 +139,6 @@ def ratio(a: float | None, b: float | None) -> float | None:
 
 def share(num: int, den: int) -> float | None:
     return round(num / den, 4) if den else None
-
-
-def sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            h.update(block)
-    return h.hexdigest()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -544,7 +535,7 @@ def bench_cli(train: list[dict], n_memory: int, n_workers: int, worker_rounds: i
                 o = os.path.join(tmp, f"small.w{w}.jsonl")
                 info = run_cli(small, o, w, env)
                 runs[w].append(info)
-                digests[w].add(sha256(o))
+                digests[w].add(file_sha256(o))
                 os.remove(o)
                 log(f"workers {w}: {n_workers / info['wall_s']:,.0f} records/s "
                     f"(peak tree RSS {info['polled_peak_tree_rss_kb'] / 1024:.0f} MB)")

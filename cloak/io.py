@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -238,6 +239,15 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:

@@ -281,10 +281,16 @@ class MMBertModel(MMBertPreTrainedModel):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 speech_features: torch.Tensor | None = None, speech_mask: torch.Tensor | None = None,
-                modalities: tuple[str, ...] | None = None, expert: int | None = None) -> MMBertOutput:
+                modalities: tuple[str, ...] | None = None, expert: int | None = None,
+                inputs_embeds: torch.Tensor | None = None) -> MMBertOutput:
         """input_ids, attention_mask: (b, n) text; speech_features (b, m, speech_dim) pooled frames
         with speech_mask (b, m). ``modalities`` restricts the input (default: all the model has; text
-        without ``text`` keeps only [CLS], which the pooler reads); ``expert`` forces one expert."""
+        without ``text`` keeps only [CLS], which the pooler reads); ``expert`` forces one expert.
+
+        ``inputs_embeds`` (b, n, hidden) replaces the text tokens' word embeddings, as in transformers'
+        ``BertEmbeddings`` (position and token type are still added): an embedding-space attack perturbs
+        these. The glyph tokens are still looked up by ``input_ids`` and the speech comes from the text:
+        they stay as the text gives them."""
         config = self.config
         modalities = tuple(modalities or config.modalities)
         if attention_mask is None:
@@ -293,7 +299,7 @@ class MMBertModel(MMBertPreTrainedModel):
         positions = torch.arange(n, device=input_ids.device).expand(b, n)
         text_mask = attention_mask if "text" in modalities else attention_mask * (positions == 0)
         emb = self.embeddings
-        words = emb.word_embeddings(input_ids)
+        words = emb.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds
         parts = [emb.modality(words, TEXT, positions)]
         masks, types = [text_mask], [torch.full_like(input_ids, TEXT)]
         if "speech" in modalities and "speech" in config.modalities and speech_features is not None:
@@ -343,8 +349,8 @@ class MMBertForSequenceClassification(MMBertPreTrainedModel):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 speech_features: torch.Tensor | None = None, speech_mask: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None, modalities: tuple[str, ...] | None = None,
-                expert: int | None = None, **_) -> MMBertOutput:
-        out = self.mmbert(input_ids, attention_mask, speech_features, speech_mask, modalities, expert)
+                expert: int | None = None, inputs_embeds: torch.Tensor | None = None, **_) -> MMBertOutput:
+        out = self.mmbert(input_ids, attention_mask, speech_features, speech_mask, modalities, expert, inputs_embeds)
         out.logits = self.classifier(self.dropout(out.pooled))
         if labels is not None:
             out.loss = F.cross_entropy(out.logits, labels)

@@ -1,0 +1,31 @@
+"""attacks: every detector behind one contract (victims), and the attacks on them.
+
+``make_victim(name)`` makes a detector by name (``attacks models`` lists them): the conventional
+pipelines (``tfidf-lr``, ``bow-svm``, ``emb-gbt``, ...), ``bert``, ``chinesebert``, ``mmbert`` and
+``llm``; ``load_victim(dir)`` loads a saved one. The torch victims are imported on first use.
+"""
+from __future__ import annotations
+
+from cloak.params import unknown_key
+
+from .conventional import CLASSIFIERS, FEATURES, ConventionalVictim, conventional_names
+from .victim import LAZY_KINDS, Victim, VictimError, load_victim, register_victim, victim_kind, victim_kinds
+
+
+def victim_names() -> list[str]:
+    """Every name ``make_victim`` takes."""
+    return [*conventional_names(), *LAZY_KINDS]
+
+
+def make_victim(name: str, config: dict | None = None, training: dict | None = None) -> Victim:
+    """A victim by name, its config and training settings checked (unknown keys refused by name)."""
+    if name not in victim_names():
+        raise unknown_key(name, victim_names(), "", kind="victim")
+    if name in LAZY_KINDS:
+        return victim_kind(name)(config, training)
+    features, classifier = name.split("-")
+    return ConventionalVictim({**(config or {}), "features": features, "classifier": classifier}, training)
+
+
+__all__ = ["CLASSIFIERS", "FEATURES", "ConventionalVictim", "Victim", "VictimError", "load_victim", "make_victim",
+           "register_victim", "victim_kind", "victim_kinds", "victim_names"]

@@ -1,0 +1,116 @@
+"""``bert``: any BERT-architecture checkpoint fine-tuned with a classification head (paper 001's recipe).
+
+The backbone is a hub name (``bert-base-chinese``, ``hfl/chinese-roberta-wwm-ext``) or a folder, such
+as the output of ``mmbert pretrain`` (a masked-LM BERT and its tokenizer). Posts longer than the
+position table keep their head and their tail (paper 001, after Sun et al.: the first 128 and the last
+382 of BERT's 510 tokens; the same shares of a shorter table).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+
+import torch
+
+from cloak.params import InstanceOf, Interval
+
+from .neural import ARCHITECTURE, Embedded, TorchVictim, head_tail, read_json, write_json
+from .victim import Settings, register_victim
+
+HEAD_SHARE = 128 / 510
+
+
+@dataclasses.dataclass
+class BertVictimConfig(Settings):
+    """backbone: hub name or folder; max_length: tokens read, [CLS] and [SEP] included (at most the
+    backbone's position table); head_share: the share of a long post's tokens kept from its head."""
+
+    backbone: str = "bert-base-chinese"
+    max_length: int = 512
+    head_share: float = HEAD_SHARE
+    _parameter_constraints = {"backbone": InstanceOf(str), "max_length": Interval(int, 8),
+                              "head_share": Interval(float, 0, 1)}
+
+
+def load_tokenizer(source: str):
+    """The tokenizer saved with a model (folder or hub name), or mmcloak's bert-base-chinese vocabulary
+    plus emoji for a folder that has none."""
+    from transformers import AutoTokenizer
+
+    if os.path.isdir(source) and not os.path.isfile(os.path.join(source, "tokenizer_config.json")):
+        from mmbert.tokenization import build_tokenizer
+
+        return build_tokenizer()
+    return AutoTokenizer.from_pretrained(source)
+
+
+def encode_head_tail(tokenizer, texts: Sequence[str], max_length: int, head_share: float) -> list[list[int]]:
+    """Token ids between [CLS] and [SEP], a long post cut to its head and tail. A huge post is tokenised only
+    near its two ends (each token is at least one character: 4 characters a token leaves room to spare)."""
+    budget = max_length - 2  # [CLS] and [SEP]
+    reach = 4 * (budget + 100)
+    out = []
+    for text in texts:
+        if len(text) <= 2 * reach:
+            ids = head_tail(tokenizer.encode(text, add_special_tokens=False), budget, head_share)
+        else:
+            head = int(round(budget * head_share))
+            front = tokenizer.encode(text[:reach], add_special_tokens=False)[:head]
+            back = tokenizer.encode(text[-reach:], add_special_tokens=False)
+            ids = front + back[max(0, len(back) - (budget - len(front))):]
+        out.append([tokenizer.cls_token_id, *ids, tokenizer.sep_token_id])
+    return out
+
+
+def pad(sequences: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
+    width = max((len(s) for s in sequences), default=1)
+    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(sequences), width), dtype=torch.long)
+    for i, s in enumerate(sequences):
+        ids[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+        mask[i, :len(s)] = 1
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+@register_victim
+class BertVictim(TorchVictim):
+    """A BERT checkpoint with a linear head on its pooled [CLS], fine-tuned end to end."""
+
+    kind = "bert"
+    Config = BertVictimConfig
+
+    def build(self, num_labels: int) -> torch.nn.Module:
+        from transformers import BertForSequenceClassification
+
+        self.tokenizer = load_tokenizer(self.config.backbone)
+        model = BertForSequenceClassification.from_pretrained(self.config.backbone, num_labels=num_labels)
+        if len(self.tokenizer) > model.config.vocab_size:
+            model.resize_token_embeddings(len(self.tokenizer))
+        return model
+
+    def architecture(self, directory: str) -> torch.nn.Module:
+        from transformers import BertConfig, BertForSequenceClassification
+
+        self.tokenizer = load_tokenizer(directory)
+        return BertForSequenceClassification(BertConfig.from_dict(read_json(directory, ARCHITECTURE)))
+
+    def save_architecture(self, directory: str) -> list[str]:
+        written = self.tokenizer.save_pretrained(directory)
+        names = sorted({os.path.basename(p) for p in written if os.path.isfile(p)})
+        return [write_json(directory, ARCHITECTURE, self.model.config.to_dict()), *names]
+
+    @property
+    def max_length(self) -> int:
+        return min(self.config.max_length, self.model.config.max_position_embeddings)
+
+    def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        ids = encode_head_tail(self.tokenizer, texts, self.max_length, self.config.head_share)
+        return pad(ids, self.tokenizer.pad_token_id)
+
+    def embed_batch(self, model: torch.nn.Module, batch: dict) -> Embedded:
+        embeds = model.bert.embeddings.word_embeddings(batch["input_ids"])
+        return Embedded(embeds, batch["attention_mask"], {"input_ids": batch["input_ids"]})
+
+    def model_logits(self, model: torch.nn.Module, embedded: Embedded) -> torch.Tensor:
+        return model(inputs_embeds=embedded.embeds, attention_mask=embedded.mask).logits

@@ -1,0 +1,308 @@
+"""Conventional detectors (paper 001 §8; HABERTOR's baselines): scikit-learn pipelines of features and
+a classifier, named ``FEATURES-CLASSIFIER`` (``tfidf-lr``, ``bow-svm``, ``emb-gbt``, ...).
+
+Features:
+- ``bow``: binary bag of words, jieba's words (seen in at least ``min_df`` posts);
+- ``tfidf``: character 1-3-gram TF-IDF (sublinear term frequency), robust to segmentation errors;
+- ``emb``: the mean of the posts' word vectors from a word2vec text file (``vectors``); only the
+  vectors of words in the training posts are kept, inside the saved model.
+
+Classifiers: ``lr`` logistic regression, ``svm`` linear SVM and ``rbf`` RBF SVM (both with calibrated
+probabilities, Platt's sigmoid over 3 folds), ``nb`` multinomial naive Bayes (counts only: not with
+``emb``), ``rf`` random forest, ``gbt`` gradient-boosted trees (LightGBM).
+
+``training.grid`` runs paper 001's five-fold cross-validated grids, chosen on macro-F1 (SVM: C {0.1, 1,
+10}, and gamma {0.001, 0.01, 0.1} for RBF; boosting: 50 / 250 trees, depth 5 / 8, learning rate
+{0.001, 0.01, 0.1}; and small grids of our own for the others); ``training.oversample`` raises every
+minority class to a quarter of the majority by sampling with replacement, inside each fold.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
+
+from cloak.params import InstanceOf, Interval, Options, validate
+
+from .victim import Settings, Victim, VictimError, check_texts, labels_of, register_victim, texts_of
+
+FEATURES = ("bow", "tfidf", "emb")
+CLASSIFIERS = ("lr", "svm", "rbf", "nb", "rf", "gbt")
+MODEL_FILE = "model.skops"
+
+# Each classifier's hyperparameters: their declaration, defaults and paper 001's grid.
+POSITIVE = Interval(float, 0, closed="neither")
+CLASSIFIER_PARAMS: dict[str, dict[str, Any]] = {
+    "lr": {"C": POSITIVE},
+    "svm": {"C": POSITIVE},
+    "rbf": {"C": POSITIVE, "gamma": [POSITIVE, Options("scale")]},
+    "nb": {"alpha": Interval(float, 0)},
+    "rf": {"n_estimators": Interval(int, 1), "max_depth": [Interval(int, 1), None]},
+    "gbt": {"n_estimators": Interval(int, 1), "max_depth": Interval(int, 1), "learning_rate": POSITIVE},
+}
+DEFAULT_PARAMS = {"lr": {"C": 10.0}, "svm": {"C": 1.0}, "rbf": {"C": 10.0, "gamma": "scale"}, "nb": {"alpha": 0.1},
+                  "rf": {"n_estimators": 300, "max_depth": None},
+                  "gbt": {"n_estimators": 250, "max_depth": 8, "learning_rate": 0.1}}
+GRIDS = {"lr": {"C": [0.1, 1.0, 10.0]}, "svm": {"C": [0.1, 1.0, 10.0]},
+         "rbf": {"C": [0.1, 1.0, 10.0], "gamma": [0.001, 0.01, 0.1]}, "nb": {"alpha": [0.01, 0.1, 1.0]},
+         "rf": {"n_estimators": [100, 300], "max_depth": [None, 50]},
+         "gbt": {"n_estimators": [50, 250], "max_depth": [5, 8], "learning_rate": [0.001, 0.01, 0.1]}}
+
+
+def jieba_words(text: str) -> list[str]:
+    """A post's words, as jieba segments them (spaces dropped)."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)  # its dictionary-loading messages are not the user's business
+    return [w for w in jieba.lcut(text) if w.strip()]
+
+
+def read_word_vectors(path: str, keep: set[str] | None = None) -> tuple[dict[str, int], np.ndarray]:
+    """A word2vec text file (``count dim`` then ``word v1 ... vdim`` a line): (word -> row, vectors),
+    only the words in ``keep`` if given."""
+    words: dict[str, int] = {}
+    rows: list[np.ndarray] = []
+    with open(path, encoding="utf-8") as f:
+        header = f.readline().split()
+        if len(header) != 2 or not all(h.isdigit() for h in header):
+            raise ValueError(f"{path}, line 1: expected a word2vec header 'COUNT DIM', got {' '.join(header)!r}")
+        dim = int(header[1])
+        for number, line in enumerate(f, 2):
+            parts = line.rstrip("\n").rstrip(" ").split(" ")
+            if len(parts) != dim + 1:
+                raise ValueError(f"{path}, line {number}: expected a word and {dim} numbers, got {len(parts) - 1}")
+            if (keep is None or parts[0] in keep) and parts[0] not in words:
+                words[parts[0]] = len(rows)
+                rows.append(np.asarray(parts[1:], dtype=np.float32))
+    return words, (np.stack(rows) if rows else np.zeros((0, dim), np.float32))
+
+
+class MeanWordVectors(TransformerMixin, BaseEstimator):
+    """A post -> the mean vector of its words found in the vectors file (zeros when none is)."""
+
+    def __init__(self, vectors: str | None = None) -> None:
+        self.vectors = vectors
+
+    def fit(self, texts: Sequence[str], y=None) -> MeanWordVectors:
+        if not self.vectors or not os.path.isfile(self.vectors):
+            raise ValueError(f"emb features need a word-vectors file in word2vec text format (--vectors FILE); "
+                             f"got {self.vectors!r}")
+        seen = {w for t in texts for w in jieba_words(t)}
+        self.vocabulary_, self.vectors_ = read_word_vectors(self.vectors, seen)
+        return self
+
+    def transform(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.vectors_.shape[1]), dtype=np.float32)
+        for i, text in enumerate(texts):
+            rows = [self.vocabulary_[w] for w in jieba_words(text) if w in self.vocabulary_]
+            if rows:
+                out[i] = self.vectors_[rows].mean(0)
+        return out
+
+
+class Oversampled(ClassifierMixin, BaseEstimator):
+    """A classifier trained on its data with every minority class raised to ``ratio`` of the majority
+    by sampling with replacement (inside cross-validation, so a fold never sees its own duplicates)."""
+
+    def __init__(self, estimator=None, ratio: float = 0.25, random_state: int = 0) -> None:
+        self.estimator, self.ratio, self.random_state = estimator, ratio, random_state
+
+    def fit(self, texts, y) -> Oversampled:
+        y = np.asarray(y)
+        rng = np.random.default_rng(self.random_state)
+        classes, counts = np.unique(y, return_counts=True)
+        target = math.ceil(self.ratio * counts.max())
+        extra = [rng.choice(np.flatnonzero(y == c), target - n) for c, n in zip(classes, counts) if n < target]
+        rows = np.concatenate([np.arange(len(y)), *extra]).astype(int)
+        texts = np.asarray(texts, dtype=object)
+        self.estimator_ = clone(self.estimator).fit(texts[rows].tolist(), y[rows])
+        self.classes_ = self.estimator_.classes_
+        return self
+
+    def predict_proba(self, texts) -> np.ndarray:
+        return self.estimator_.predict_proba(texts)
+
+    def predict(self, texts) -> np.ndarray:
+        return self.estimator_.predict(texts)
+
+
+def features(kind: str, config: ConventionalConfig):
+    from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+
+    if kind == "bow":
+        return CountVectorizer(tokenizer=jieba_words, token_pattern=None, lowercase=False, binary=True,
+                               min_df=config.min_df, dtype=np.float32)  # LightGBM takes floats only
+    if kind == "tfidf":
+        return TfidfVectorizer(analyzer="char", ngram_range=(1, 3), sublinear_tf=True, min_df=config.min_df)
+    return MeanWordVectors(config.vectors)
+
+
+def classifier(kind: str, params: dict, seed: int):
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.naive_bayes import MultinomialNB
+    from sklearn.svm import SVC, LinearSVC
+
+    if kind == "lr":
+        return LogisticRegression(C=params["C"], max_iter=2000)
+    if kind == "svm":
+        return CalibratedClassifierCV(LinearSVC(C=params["C"], random_state=seed), cv=3)
+    if kind == "rbf":
+        return CalibratedClassifierCV(SVC(kernel="rbf", C=params["C"], gamma=params["gamma"], random_state=seed),
+                                      cv=3, ensemble=False)
+    if kind == "nb":
+        return MultinomialNB(alpha=params["alpha"])
+    if kind == "rf":
+        return RandomForestClassifier(n_estimators=params["n_estimators"], max_depth=params["max_depth"],
+                                      random_state=seed)
+    from lightgbm import LGBMClassifier
+
+    return LGBMClassifier(n_estimators=params["n_estimators"], max_depth=params["max_depth"],
+                          learning_rate=params["learning_rate"], random_state=seed, verbose=-1)
+
+
+def _grid_key(kind: str, param: str) -> str:
+    """Where a classifier's hyperparameter sits in the pipeline (the SVMs inside their calibration)."""
+    return ("clf__estimator__" if kind in ("svm", "rbf") else "clf__") + param
+
+
+@dataclasses.dataclass
+class ConventionalConfig(Settings):
+    """What the model is: features, classifier, the classifier's hyperparameters (``params``; defaults
+    per classifier, or chosen by the grid), ``min_df`` and the word-vectors file for ``emb``."""
+
+    features: str = "tfidf"
+    classifier: str = "lr"
+    params: dict = dataclasses.field(default_factory=dict)
+    min_df: int = 2
+    vectors: str | None = None
+    _parameter_constraints = {"features": Options(*FEATURES), "classifier": Options(*CLASSIFIERS),
+                              "params": InstanceOf(dict), "min_df": Interval(int, 1),
+                              "vectors": [InstanceOf(str), None]}  # read at fit only: the model keeps them
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.features == "emb" and not self.vectors:
+            raise ValueError("emb features need a word-vectors file in word2vec text format (--vectors FILE)")
+        if self.features == "emb" and self.classifier == "nb":
+            raise ValueError("emb-nb: naive Bayes needs counts, and mean word vectors are not (use bow-nb or tfidf-nb)")
+        declared = CLASSIFIER_PARAMS[self.classifier]
+        self.params = {**DEFAULT_PARAMS[self.classifier], **validate(self.params, declared, f"{self.classifier} params")}
+
+
+@dataclasses.dataclass
+class ConventionalTraining(Settings):
+    """How it is trained: the cross-validated grid or not, oversampling, seed, folds, parallel jobs."""
+
+    grid: bool = False
+    oversample: bool = False
+    seed: int = 0
+    folds: int = 5
+    jobs: int = 1
+    _parameter_constraints = {"seed": Interval(int, 0), "folds": Interval(int, 2), "jobs": Interval(int, 1)}
+
+
+# Everything a saved pipeline may contain; skops loads these and nothing else.
+TRUSTED_TYPES = {
+    "attacks.conventional.MeanWordVectors", "attacks.conventional.Oversampled", "attacks.conventional.jieba_words",
+    "sklearn.pipeline.Pipeline", "sklearn.feature_extraction.text.CountVectorizer",
+    "sklearn.feature_extraction.text.TfidfVectorizer", "sklearn.feature_extraction.text.TfidfTransformer",
+    "sklearn.linear_model._logistic.LogisticRegression", "sklearn.calibration.CalibratedClassifierCV",
+    "sklearn.calibration._CalibratedClassifier", "sklearn.calibration._SigmoidCalibration",
+    "sklearn.svm._classes.LinearSVC", "sklearn.svm._classes.SVC", "sklearn.naive_bayes.MultinomialNB",
+    "sklearn.ensemble._forest.RandomForestClassifier", "sklearn.tree._classes.DecisionTreeClassifier",
+    "sklearn.tree._tree.Tree", "lightgbm.sklearn.LGBMClassifier", "lightgbm.basic.Booster",
+    "collections.OrderedDict", "collections.defaultdict", "builtins.int", "builtins.float", "builtins.str",
+    "builtins.slice", "numpy.float64", "numpy.float32", "numpy.int64", "numpy.int32", "numpy.dtype",
+    "numpy.ndarray", "numpy.random.mtrand.RandomState", "numpy.random._mt19937.MT19937",
+    "scipy.sparse._csr.csr_matrix", "scipy.sparse._csr.csr_array",
+}
+
+
+@register_victim
+class ConventionalVictim(Victim):
+    """A scikit-learn pipeline: features -> classifier (see the module docstring)."""
+
+    kind = "conventional"
+    Config = ConventionalConfig
+    Training = ConventionalTraining
+    packages = ("scikit-learn", "lightgbm", "skops", "jieba")
+
+    @property
+    def name(self) -> str:
+        return f"{self.config.features}-{self.config.classifier}"
+
+    def pipeline(self):
+        from sklearn.pipeline import Pipeline
+
+        config, seed = self.config, self.training.seed
+        model = Pipeline([("features", features(config.features, config)),
+                          ("clf", classifier(config.classifier, config.params, seed))])
+        return Oversampled(model, 0.25, seed) if self.training.oversample else model
+
+    def fit(self, train: Sequence[dict], dev: Sequence[dict] | None = None, *, out_dir: str | None = None,
+            resume: bool = False, progress: bool | None = None) -> ConventionalVictim:
+        """Fit on ``train`` (``dev`` is not needed: the grid cross-validates on the training posts)."""
+        texts, labels = texts_of(train), labels_of(train, "the training records")
+        self.num_labels = int(labels.max()) + 1
+        model = self.pipeline()
+        if self.training.grid:
+            model = self._grid_search(model, texts, labels, progress)
+        else:
+            model.fit(texts, labels)
+        self.model = model
+        return self
+
+    def _grid_search(self, model, texts: list[str], labels: np.ndarray, progress: bool | None):
+        from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+        kind = self.config.classifier
+        prefix = "estimator__" if self.training.oversample else ""
+        grid = {prefix + _grid_key(kind, p): values for p, values in GRIDS[kind].items()}
+        folds = StratifiedKFold(self.training.folds, shuffle=True, random_state=self.training.seed)
+        search = GridSearchCV(model, grid, scoring="f1_macro", cv=folds, n_jobs=self.training.jobs,
+                              verbose=0 if progress is False else 1, error_score="raise")
+        search.fit(texts, labels)
+        chosen = {p: search.best_params_[prefix + _grid_key(kind, p)] for p in GRIDS[kind]}
+        self.config.params.update(chosen)
+        self.grid_results = {"best_params": chosen, "best_cv_macro_f1": float(search.best_score_),
+                             "candidates": [{"params": {p.rsplit("__", 1)[-1]: v for p, v in params.items()},
+                                             "cv_macro_f1": float(score)} for params, score in
+                                            zip(search.cv_results_["params"], search.cv_results_["mean_test_score"])]}
+        return search.best_estimator_
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        texts = check_texts(texts)
+        out = np.zeros((len(texts), self.num_labels), dtype=np.float64)
+        if texts:
+            out[:, np.asarray(self.model.classes_, dtype=int)] = self.model.predict_proba(texts)
+        return out
+
+    def _save_weights(self, directory: str) -> list[str]:
+        import skops.io
+
+        skops.io.dump(self.model, os.path.join(directory, MODEL_FILE))
+        return [MODEL_FILE]
+
+    def _load_weights(self, directory: str) -> None:
+        import skops.io
+
+        path = os.path.join(directory, MODEL_FILE)
+        found = set(skops.io.get_untrusted_types(file=path))
+        refused = sorted(found - TRUSTED_TYPES)
+        if refused:
+            raise VictimError(f"{path} holds types that are not a conventional victim's: {', '.join(refused)}; "
+                              "refusing to load it")
+        self.model = skops.io.load(path, trusted=sorted(found))
+
+
+def conventional_names() -> list[str]:
+    return [f"{f}-{c}" for f, c in itertools.product(FEATURES, CLASSIFIERS) if (f, c) != ("emb", "nb")]

@@ -1,0 +1,219 @@
+"""``llm``: a large language model behind any OpenAI-compatible chat-completions endpoint, asked with
+MMBERT's Appendix B prompt (task definition, output format, instructions, one hateful and one benign
+example), the paper's LLM baseline.
+
+The answer must name one label (``仇恨言论`` / ``非仇恨言论``, or the English prompt's ``Hate Speech`` /
+``Non-Hate Speech``); anything else is counted as unparseable and never guessed: its row of
+``predict_proba`` is NaN and ``predict`` gives -1 for it. Requests run concurrently, are retried
+with exponential backoff on timeouts, 429 and 5xx answers, and every answer is cached on disk by
+(endpoint model, prompt, text), so a rerun asks only what it has not asked. The API key is read from
+an environment variable (``key_env``) and never saved.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from cloak.params import InstanceOf, Interval, Options
+
+from .victim import NoSettings, Settings, Victim, check_texts, labels_of, register_victim
+
+PROMPTS = {
+    "zh": (
+        "任务定义:\n您的任务是将中文文本分类为\"仇恨言论\"或\"非仇恨言论\"。仇恨言论的定义是基于种族、民族、国籍、宗教、"
+        "性取向、性别、残疾或严重疾病等属性,攻击或贬低某个群体的语言。\n输出格式:\n请只输出以下标签之一:`仇恨言论`或"
+        "`非仇恨言论`。\n预测要求:\n仔细分析提供的中文文本,判断其是否符合仇恨言论的定义。考虑语言针对的对象以及攻击或"
+        "贬低内容的性质。\n示例:\n示例1(仇恨言论):\n输入: 这群人真是社会的败类,应该被清除!\n输出: 仇恨言论\n"
+        "示例2(非仇恨言论):\n输入: 今天天气真好。\n输出: 非仇恨言论\n现在,请对以下文本进行分类:\n输入: {text}\n输出:"),
+    "en": (
+        "Task Definition\nYour task is to classify a Chinese text as either \"Hate Speech\" or \"Non-Hate Speech\". "
+        "Hate speech is defined as language that attacks or degrades a group based on attributes such as race, "
+        "ethnicity, nationality, religion, sexual orientation, gender, disability, or serious illness.\n"
+        "Output Format\nPlease output only one of the following labels: Hate Speech or Non-Hate Speech.\n"
+        "Prediction Instructions\nCarefully analyze the given Chinese text and determine whether it meets the "
+        "definition of hate speech. Consider the target of the language and the nature of any attacking or "
+        "degrading content.\nExamples\nExample 1 (Hate Speech):\nInput: 这群人真是社会的败类,应该被清除!\n"
+        "Output: Hate Speech\nExample 2 (Non-Hate Speech):\nInput: 今天天气真好。\nOutput: Non-Hate Speech\n"
+        "Now, please classify the following text:\nInput: {text}\nOutput:"),
+}
+# The benign label first: "非仇恨言论" contains "仇恨言论", "Non-Hate Speech" contains "Hate Speech".
+ANSWERS = {"zh": (("非仇恨言论", 0), ("仇恨言论", 1)), "en": (("non-hate speech", 0), ("hate speech", 1))}
+
+
+def parse_answer(answer: str, language: str) -> int | None:
+    """The label an answer names, or None when it names none (or both)."""
+    text = answer.strip().strip("`'\"。. ").lower()
+    for name, label in ANSWERS[language]:
+        if name in text:
+            rest = text.replace(name, "")
+            other = [n for n, lab in ANSWERS[language] if lab != label and n in rest]
+            return None if other else label
+    return None
+
+
+@dataclasses.dataclass
+class LLMConfig(Settings):
+    """endpoint: base URL of an OpenAI-compatible API (``.../v1``); model: the model name it serves;
+    key_env: the environment variable holding the API key (empty: no key); language: the prompt's;
+    max_tokens, temperature: of each request; concurrency, retries, timeout: of the client; cache:
+    the folder of cached answers (default ``~/.cache/mmcloak/llm``)."""
+
+    endpoint: str = "http://localhost:8000/v1"
+    model: str = "gpt-4o"
+    key_env: str = "OPENAI_API_KEY"
+    language: str = "zh"
+    max_tokens: int = 10
+    temperature: float = 0.0
+    concurrency: int = 4
+    retries: int = 5
+    timeout: float = 60.0
+    cache: str | None = None
+    _parameter_constraints = {"endpoint": InstanceOf(str), "model": InstanceOf(str), "key_env": InstanceOf(str),
+                              "language": Options("zh", "en"), "max_tokens": Interval(int, 1),
+                              "temperature": Interval(float, 0), "concurrency": Interval(int, 1),
+                              "retries": Interval(int, 0), "timeout": Interval(float, 0, closed="neither")}
+
+
+class AnswerCache:
+    """Answers by (model, prompt, text) in an append-only JSONL file: safe to interrupt, shared by runs."""
+
+    def __init__(self, folder: str) -> None:
+        os.makedirs(folder, exist_ok=True)
+        self.path = os.path.join(folder, "answers.jsonl")
+        self.lock = threading.Lock()
+        self.answers: dict[str, str] = {}
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        entry = json.loads(line)
+                        self.answers[entry["key"]] = entry["answer"]
+                    except (json.JSONDecodeError, KeyError, TypeError):
+                        continue  # a line cut short by a kill: asked again
+
+    @staticmethod
+    def key(model: str, prompt: str) -> str:
+        return hashlib.sha256(f"{model}\x00{prompt}".encode("utf-8", "surrogatepass")).hexdigest()
+
+    def get(self, key: str) -> str | None:
+        return self.answers.get(key)
+
+    def put(self, key: str, answer: str) -> None:
+        with self.lock:
+            self.answers[key] = answer
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"key": key, "answer": answer}, ensure_ascii=False) + "\n")
+
+
+class EndpointError(RuntimeError):
+    """The endpoint failed for good (after the retries), or refused the request."""
+
+
+@register_victim
+class LLMVictim(Victim):
+    """An LLM asked one post at a time (see the module docstring). Nothing to train."""
+
+    kind = "llm"
+    differentiable = False
+    Config = LLMConfig
+    Training = NoSettings
+
+    def __init__(self, config=None, training=None) -> None:
+        super().__init__(config, training)
+        self.num_labels = 2
+        self.unparseable = 0  # answers that named no label, so far
+        self.asked = 0  # requests sent (cache misses)
+
+    @property
+    def name(self) -> str:
+        return f"llm:{self.config.model}"
+
+    def fit(self, train: Sequence[dict], dev: Sequence[dict] | None = None, *, out_dir: str | None = None,
+            resume: bool = False, progress: bool | None = None) -> LLMVictim:
+        """Nothing to learn: the prompt's two examples are all the model sees. Labels are checked."""
+        labels = labels_of(train, "the training records")
+        if labels.max() > 1:
+            raise ValueError("the LLM prompt has two labels (0: not hate speech, 1: hate speech)")
+        return self
+
+    def _cache(self) -> AnswerCache:
+        if not hasattr(self, "_answers"):
+            from cloak.cache import cache_dir
+
+            self._answers = AnswerCache(os.path.expanduser(self.config.cache or str(cache_dir() / "llm")))
+        return self._answers
+
+    def ask(self, prompt: str) -> str:
+        """One chat completion, retried with exponential backoff on timeouts, 429 and 5xx."""
+        c = self.config
+        body = json.dumps({"model": c.model, "messages": [{"role": "user", "content": prompt}],
+                           "temperature": c.temperature, "max_tokens": c.max_tokens}).encode()
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(c.key_env) if c.key_env else None
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        url = c.endpoint.rstrip("/") + "/chat/completions"
+        for attempt in range(c.retries + 1):
+            try:
+                request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+                with urllib.request.urlopen(request, timeout=c.timeout) as response:
+                    reply = json.loads(response.read().decode("utf-8"))
+                self.asked += 1
+                return str(reply["choices"][0]["message"]["content"] or "")
+            except urllib.error.HTTPError as e:
+                if e.code != 429 and e.code < 500:
+                    raise EndpointError(f"{url} refused the request: HTTP {e.code} {e.reason}") from None
+                failure = f"HTTP {e.code}"
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
+                failure = str(getattr(e, "reason", e))
+            except (json.JSONDecodeError, KeyError, IndexError, TypeError) as e:
+                raise EndpointError(f"{url} answered something that is not a chat completion: {e}") from None
+            if attempt < c.retries:
+                time.sleep(min(30.0, 0.5 * 2 ** attempt))
+        raise EndpointError(f"{url} failed {c.retries + 1} times, last: {failure}")
+
+    def answers(self, texts: Sequence[str]) -> list[str]:
+        """The model's answer to the prompt for each text, from the cache where asked before."""
+        cache, template = self._cache(), PROMPTS[self.config.language]
+        prompts = [template.replace("{text}", t) for t in texts]
+        keys = [cache.key(self.config.model, p) for p in prompts]
+        todo = sorted({i for i, k in enumerate(keys) if cache.get(k) is None}, key=lambda i: keys[i])
+        unique = list({keys[i]: i for i in todo}.values())
+
+        def ask_and_keep(i: int) -> None:
+            cache.put(keys[i], self.ask(prompts[i]))
+
+        with ThreadPoolExecutor(self.config.concurrency) as pool:
+            list(pool.map(ask_and_keep, unique))
+        return [cache.get(k) for k in keys]  # type: ignore[misc]
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """One-hot rows of the labels the answers name; NaN rows where an answer names none."""
+        labels = [parse_answer(a, self.config.language) for a in self.answers(check_texts(texts))]
+        self.unparseable += sum(label is None for label in labels)
+        out = np.full((len(labels), 2), np.nan)
+        for i, label in enumerate(labels):
+            if label is not None:
+                out[i] = np.eye(2)[label]
+        return out
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        """Labels, -1 where the answer named none."""
+        proba = self.predict_proba(texts)
+        return np.where(np.isnan(proba).any(1), -1, np.nan_to_num(proba).argmax(1))
+
+    def _save_weights(self, directory: str) -> list[str]:
+        return []
+
+    def _load_weights(self, directory: str) -> None:
+        pass

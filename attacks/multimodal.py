@@ -1,0 +1,109 @@
+"""``mmbert``: a trained MMBERT as a victim (text + speech + glyphs; ``mmbert`` package).
+
+``fit`` runs the three stages (``mmbert.train.train_stage``: aligners, experts, the whole) with a run
+configuration (a preset, a YAML file or a mapping: ``mmbert.presets``), stage 1 starting from
+``backbone``; the stage-3 model is the victim. ``attacks.load_victim`` also takes any folder
+``mmbert train --stage 3`` wrote.
+
+``predict_proba`` reads raw texts: speech comes from the model's speech cache or is synthesised on the
+spot (its saved ``features`` settings). In ``embed``/``logits`` the text tokens' word embeddings are
+what an attack perturbs; the glyph tokens (looked up by token id) and the speech (made from the text)
+stay as the text gives them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+
+import torch
+
+from cloak.io import write_records
+from cloak.params import InstanceOf
+
+from .neural import Embedded, TorchVictim
+from .victim import NoSettings, Settings, register_victim
+
+STAGES = (1, 2, 3)
+
+
+@dataclasses.dataclass
+class MMBertVictimConfig(Settings):
+    """run: the run configuration of the three stages (preset name, YAML path or mapping); backbone:
+    the BERT stage 1 upcycles (a hub name or a folder, e.g. from ``mmbert pretrain``), or None for the
+    run configuration's own."""
+
+    run: object = "small"
+    backbone: str | None = None
+    _parameter_constraints = {"run": [InstanceOf(str), InstanceOf(dict)], "backbone": [InstanceOf(str), None]}
+
+
+@register_victim
+class MMBertVictim(TorchVictim):
+    """MMBERT behind the victim contract (see the module docstring)."""
+
+    kind = "mmbert"
+    Config = MMBertVictimConfig
+    Training = NoSettings  # the stages' settings are in the run configuration
+
+    @classmethod
+    def from_folder(cls, directory: str) -> MMBertVictim:
+        """A folder written by ``mmbert train`` (no victim.json)."""
+        victim = cls({"run": "small"})
+        victim._load_weights(directory)
+        victim.num_labels = victim.model.config.num_labels
+        return victim
+
+    def fit(self, train: Sequence[dict], dev: Sequence[dict] | None = None, *, out_dir: str | None = None,
+            resume: bool = False, progress: bool | None = None, on_checkpoint=None) -> MMBertVictim:
+        from mmbert.presets import load_run_config
+        from mmbert.train import train_stage
+
+        if out_dir is None:
+            raise ValueError("mmbert trains in stages into a folder: give out_dir")
+        if dev is None:
+            raise ValueError("mmbert picks each stage's best epoch on dev records: give dev")
+        run = load_run_config(self.config.run)
+        work = os.path.join(out_dir, "stages")
+        os.makedirs(work, exist_ok=True)
+        data = {name: os.path.join(work, f"{name}.jsonl") for name in ("train", "dev")}
+        if not resume or not all(os.path.exists(p) for p in data.values()):
+            write_records(data["train"], train)
+            write_records(data["dev"], dev)
+        previous = self.config.backbone
+        for stage in STAGES:
+            stage_dir = os.path.join(work, f"s{stage}")
+            done = os.path.isfile(os.path.join(stage_dir, "training.json"))
+            if not done:
+                in_progress = os.path.isdir(os.path.join(stage_dir, "checkpoint"))
+                train_stage(stage, run, data["train"], data["dev"], stage_dir, previous,
+                            resume=resume and in_progress, progress=progress, on_checkpoint=on_checkpoint)
+            previous = stage_dir
+        self._load_weights(previous)
+        self.num_labels = self.model.config.num_labels
+        return self
+
+    def _save_weights(self, directory: str) -> list[str]:
+        self.model.save_pretrained(directory)
+        written = self.featurizer.tokenizer.save_pretrained(directory)
+        return sorted({"config.json", "model.safetensors", *(os.path.basename(p) for p in written if os.path.isfile(p))})
+
+    def _load_weights(self, directory: str) -> None:
+        from mmbert.loading import load_model
+
+        self.model, self.featurizer = load_model(directory)
+
+    def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        examples = self.featurizer.encode([{"text": t} for t in texts], progress=False)
+        return self.featurizer.collate(examples)
+
+    def embed_batch(self, model, batch: dict) -> Embedded:
+        embeds = model.mmbert.embeddings.word_embeddings(batch["input_ids"])
+        inputs = {k: v for k, v in batch.items() if k in ("input_ids", "speech_features", "speech_mask")}
+        return Embedded(embeds, batch["attention_mask"], inputs)
+
+    def model_logits(self, model, embedded: Embedded) -> torch.Tensor:
+        inputs = embedded.inputs
+        return model(inputs["input_ids"], embedded.mask, inputs.get("speech_features"), inputs.get("speech_mask"),
+                     inputs_embeds=embedded.embeds).logits
+

@@ -1,0 +1,201 @@
+"""What every torch detector shares: training through MMBERT's epoch loop, batched prediction through
+the input embeddings, and safetensors weights.
+
+A subclass builds its model (``build``, from a backbone, for training; ``architecture``, empty, for
+loading), turns texts into padded batches (``batch``), and says how a batch becomes input embeddings
+(``embed_batch``) and embeddings become logits (``logits``). ``predict_proba`` goes through
+``embed`` and ``logits`` too, so what an attack perturbs is exactly what the prediction reads.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from cloak.params import Interval
+
+from .victim import Settings, Victim, check_texts, labels_of, texts_of
+
+WEIGHTS = "model.safetensors"
+ARCHITECTURE = "architecture.json"
+
+
+@dataclasses.dataclass
+class NeuralTraining(Settings):
+    """Paper 001's fine-tuning recipe by default: AdamW, linear decay, no warm-up, no weight decay, lr
+    2e-5, 3 epochs, batches of 16; the best epoch by dev macro-F1 (``dev_share`` of the training
+    records are held out when no dev set is given)."""
+
+    epochs: int = 3
+    lr: float = 2e-5
+    batch_size: int = 16
+    patience: int = 2
+    seed: int = 0
+    weight_decay: float = 0.0
+    warmup_ratio: float = 0.0
+    checkpoint_minutes: float = 10
+    dev_share: float = 0.1
+    _parameter_constraints = {"epochs": Interval(int, 1), "lr": Interval(float, 0, closed="neither"),
+                              "batch_size": Interval(int, 1), "patience": Interval(int, 1), "seed": Interval(int, 0),
+                              "weight_decay": Interval(float, 0), "warmup_ratio": Interval(float, 0, 1, closed="left"),
+                              "checkpoint_minutes": Interval(float, 0),
+                              "dev_share": Interval(float, 0, 1, closed="neither")}
+
+
+@dataclasses.dataclass
+class Embedded:
+    """A batch as the model reads it: ``embeds`` (b, n, hidden), the input embeddings an attack may
+    perturb, one example each; ``mask`` (b, n); ``inputs``: what else the model reads (token ids for
+    glyphs, speech), which stays as the text gives it."""
+
+    embeds: torch.Tensor
+    mask: torch.Tensor
+    inputs: dict
+
+    def perturbed(self, delta: torch.Tensor) -> Embedded:
+        return dataclasses.replace(self, embeds=self.embeds + delta)
+
+
+class TorchVictim(Victim):
+    """Base of the torch detectors (see the module docstring)."""
+
+    differentiable = True
+    Training = NeuralTraining
+    packages = ("torch", "transformers", "safetensors")
+    predict_batch_size = 64
+
+    # -- what a subclass provides ---------------------------------------------------------------
+
+    def build(self, num_labels: int) -> torch.nn.Module:
+        """The model to train, from its backbone; sets ``self.tokenizer``."""
+        raise NotImplementedError
+
+    def architecture(self, directory: str) -> torch.nn.Module:
+        """The saved model's shape, empty (weights are loaded into it); sets ``self.tokenizer``."""
+        raise NotImplementedError
+
+    def save_architecture(self, directory: str) -> list[str]:
+        """Write what ``architecture`` needs besides the weights; returns the files written."""
+        raise NotImplementedError
+
+    def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        """Padded tensors for a list of texts (``input_ids``, ``attention_mask``, ...)."""
+        raise NotImplementedError
+
+    def embed_batch(self, model: torch.nn.Module, batch: dict) -> Embedded:
+        raise NotImplementedError
+
+    def model_logits(self, model: torch.nn.Module, embedded: Embedded) -> torch.Tensor:
+        raise NotImplementedError
+
+    # -- the contract -------------------------------------------------------------------------------
+
+    def embed(self, texts: Sequence[str]) -> Embedded:
+        """Each text's input embeddings (on the model's device, with gradients possible)."""
+        device = next(self.model.parameters()).device
+        batch = {k: v.to(device) for k, v in self.batch(check_texts(texts)).items()}
+        return self.embed_batch(self.model, batch)
+
+    def logits(self, embedded: Embedded) -> torch.Tensor:
+        return self.model_logits(self.model, embedded)
+
+    @torch.no_grad()
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        texts = check_texts(texts)
+        self.model.eval()
+        out = [torch.softmax(self.logits(self.embed(texts[i:i + self.predict_batch_size])).float(), -1).cpu()
+               for i in range(0, len(texts), self.predict_batch_size)]
+        return torch.cat(out).numpy().astype(np.float64) if out else np.zeros((0, self.num_labels))
+
+    def fit(self, train: Sequence[dict], dev: Sequence[dict] | None = None, *, out_dir: str | None = None,
+            resume: bool = False, progress: bool | None = None, on_checkpoint=None) -> TorchVictim:
+        """Fine-tune through ``mmbert.loop`` (checkpoints and ``resume`` in ``out_dir``); the best epoch
+        by dev macro-F1 is saved to ``out_dir`` and kept."""
+        from mmbert.loop import LoopSettings, train_epochs
+        from mmbert.metrics import classification_metrics
+
+        t = self.training
+        if dev is None:  # hold out a seeded share of the training records
+            order = np.random.default_rng(t.seed).permutation(len(train))
+            cut = max(1, int(round(t.dev_share * len(train))))
+            dev, train = [train[i] for i in order[:cut]], [train[i] for i in order[cut:]]
+        labels, dev_labels = labels_of(train, "the training records"), labels_of(dev, "the dev records")
+        self.num_labels = int(max(labels.max(), dev_labels.max())) + 1
+        torch.manual_seed(t.seed)  # a new head (and any new part) depends on the seed alone
+        self.model = self.build(self.num_labels)
+        examples = [{"text": r["text"], "label": int(y)} for r, y in zip(train, labels)]
+        dev_texts = texts_of(dev)
+
+        def collate(items: list[dict]) -> dict:
+            return {**self.batch([e["text"] for e in items]), "labels": torch.tensor([e["label"] for e in items])}
+
+        def loss(model, batch: dict, epoch: int) -> torch.Tensor:
+            inputs = {k: v for k, v in batch.items() if k != "labels"}
+            return F.cross_entropy(self.model_logits(model, self.embed_batch(model, inputs)), batch["labels"])
+
+        def evaluate(model) -> dict:
+            predictions = self.predict_proba(dev_texts).argmax(1)
+            figures = classification_metrics(dev_labels, predictions)
+            return {**{f"dev_{k}": v for k, v in figures.items()}, "score": figures["f1"]}
+
+        work = out_dir or tempfile.mkdtemp(prefix="victim-")
+
+        def save(model, accelerator) -> None:
+            if accelerator.is_main_process:
+                self.model = accelerator.unwrap_model(model)
+                self.save(work)
+
+        groups = [{"params": [p for p in self.model.parameters() if p.requires_grad], "lr": t.lr,
+                   "weight_decay": t.weight_decay, "name": self.kind}]
+        settings = LoopSettings(epochs=t.epochs, batch_size=t.batch_size, patience=t.patience, seed=t.seed,
+                                checkpoint_minutes=t.checkpoint_minutes, warmup_ratio=t.warmup_ratio)
+        self.log = train_epochs(self.model, loss, examples, collate, groups, evaluate, save, work, settings,
+                                resume=resume, progress=progress, on_checkpoint=on_checkpoint, desc=self.name)
+        self._load_weights(work)  # the best epoch, not the last
+        if out_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+        return self
+
+    # -- weights ------------------------------------------------------------------------------------
+
+    def _save_weights(self, directory: str) -> list[str]:
+        from safetensors.torch import save_model
+
+        files = self.save_architecture(directory)
+        save_model(self.model, os.path.join(directory, WEIGHTS))  # shared tensors stored once
+        return [*files, WEIGHTS]
+
+    def _load_weights(self, directory: str) -> None:
+        from safetensors.torch import load_model
+
+        model = self.architecture(directory)
+        load_model(model, os.path.join(directory, WEIGHTS))
+        self.model = model.eval()
+
+
+def write_json(directory: str, name: str, value: dict) -> str:
+    from cloak.io import write_atomic
+
+    write_atomic(os.path.join(directory, name), (json.dumps(value, indent=1, ensure_ascii=False) + "\n").encode())
+    return name
+
+
+def read_json(directory: str, name: str) -> dict:
+    with open(os.path.join(directory, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def head_tail(ids: list[int], budget: int, head_share: float) -> list[int]:
+    """A token sequence longer than ``budget`` keeps its first and last tokens (paper 001: the first 128
+    and the last 382 of BERT's 510), ``head_share`` of the budget at the head."""
+    if len(ids) <= budget:
+        return ids
+    head = int(round(budget * head_share))
+    return ids[:head] + ids[len(ids) - (budget - head):]

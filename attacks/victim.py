@@ -1,0 +1,237 @@
+"""The victim contract: every detector mmcloak attacks, behind one interface.
+
+After scikit-learn's classifiers and TextAttack's model wrappers::
+
+    victim = make_victim("tfidf-lr")              # or "bert", "chinesebert", "mmbert", "llm", ...
+    victim.fit(train_records, dev_records)        # records: {"text", "label", ...}
+    victim.predict_proba(texts)                   # (n, n_classes), rows sum to 1
+    victim.predict(texts)                         # (n,) labels
+    victim.save("victims/tfidf-lr")               # victim.json + weights
+    load_victim("victims/tfidf-lr")               # the same victim back
+
+A victim is described by two dataclasses checked against their declarations (``cloak.params``): its
+``config`` (what the model is: features, backbone, sizes) and its ``training`` (how it was trained:
+epochs, learning rate, seed, ...). ``victim.json`` holds both, the kind, the number of labels, the
+versions of the libraries that made it and the SHA-256 of every weight file: loading refuses a file
+that changed since it was saved, and never runs code from one (torch weights are safetensors,
+scikit-learn models go through ``skops.io`` with an explicit list of trusted types).
+
+Differentiable victims (every torch one) also give ``embed(texts) -> Embedded`` (each example's input
+embeddings, its mask, and whatever else the model reads) and ``logits(embedded)``, so an attack can
+perturb one example's embeddings without touching the shared embedding matrix.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+from collections.abc import Sequence
+from importlib import metadata
+from typing import Any, ClassVar
+
+import numpy as np
+
+from cloak.io import file_sha256 as sha256
+from cloak.io import write_atomic
+from cloak.params import ParameterError, unknown_key, validate_fields
+
+VICTIM_FILE = "victim.json"
+FORMAT = 1
+
+
+class VictimError(ValueError):
+    """A victim folder that cannot be loaded (missing, from another version, or tampered with)."""
+
+
+@dataclasses.dataclass
+class Settings:
+    """Base of a victim's ``config`` and ``training`` dataclasses: fields checked on creation against
+    their types and the class's ``_parameter_constraints``; unknown keys refused by name."""
+
+    _parameter_constraints: ClassVar[dict] = {}
+
+    def __post_init__(self) -> None:
+        validate_fields(self, type(self).__name__)
+
+    @classmethod
+    def from_dict(cls, values: dict | None, where: str) -> Settings:
+        values = dict(values or {})
+        known = [f.name for f in dataclasses.fields(cls)]
+        for key in values:
+            if key not in known:
+                raise unknown_key(key, known, where)
+        try:
+            return cls(**values)
+        except ParameterError as e:
+            raise ParameterError(f"{where}: {str(e).split(': ', 1)[-1]}") from None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class NoSettings(Settings):
+    """For a victim that is not trained (an LLM behind an endpoint)."""
+
+
+def versions(*packages: str) -> dict[str, str | None]:
+    found = {}
+    for name in ("mmcloak", *packages):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+class Victim:
+    """Base class of every detector. Subclasses set ``kind``, ``Config`` and ``Training`` and implement
+    ``fit``, ``predict_proba``, ``_save_weights`` (returning the files written) and ``_load_weights``."""
+
+    kind: ClassVar[str] = ""
+    differentiable: ClassVar[bool] = False
+    Config: ClassVar[type[Settings]] = NoSettings
+    Training: ClassVar[type[Settings]] = NoSettings
+    packages: ClassVar[tuple[str, ...]] = ()  # whose versions victim.json records
+
+    def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
+        self.config = config if isinstance(config, Settings) else self.Config.from_dict(config, f"{self.kind} config")
+        self.training = training if isinstance(training, Settings) else \
+            self.Training.from_dict(training, f"{self.kind} training")
+        self.num_labels: int | None = None
+
+    @property
+    def name(self) -> str:
+        """What the victim is called in reports (``tfidf-lr``, ``bert``, ...)."""
+        return self.kind
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(config={self.config.to_dict()}, training={self.training.to_dict()})"
+
+    # -- the contract ---------------------------------------------------------------------------
+
+    def fit(self, train: Sequence[dict], dev: Sequence[dict] | None = None, *, out_dir: str | None = None,
+            resume: bool = False, progress: bool | None = None) -> Victim:
+        """Train on labelled records; ``dev`` (if given) picks the best epoch or setting. Victims that
+        checkpoint while they train (torch ones) write to ``out_dir``."""
+        raise NotImplementedError
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), num_labels) probabilities, each row summing to 1."""
+        raise NotImplementedError
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        return self.predict_proba(texts).argmax(1)
+
+    def save(self, directory: str) -> None:
+        """Weights, then ``victim.json`` (written last: a folder without it is not a finished victim)."""
+        if self.num_labels is None:
+            raise ValueError(f"{self.name}: fit it before saving")
+        os.makedirs(directory, exist_ok=True)
+        files = self._save_weights(directory)
+        meta = {"format": FORMAT, "kind": self.kind, "name": self.name, "num_labels": self.num_labels,
+                "config": self.config.to_dict(), "training": self.training.to_dict(),
+                "versions": versions(*self.packages),
+                "files": {name: sha256(os.path.join(directory, name)) for name in files}}
+        write_atomic(os.path.join(directory, VICTIM_FILE),
+                     (json.dumps(meta, indent=1, ensure_ascii=False) + "\n").encode())
+
+    def _save_weights(self, directory: str) -> list[str]:
+        raise NotImplementedError
+
+    def _load_weights(self, directory: str) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def load(cls, directory: str, meta: dict) -> Victim:
+        victim = cls(meta.get("config"), meta.get("training"))
+        victim.num_labels = int(meta["num_labels"])
+        victim._load_weights(directory)
+        return victim
+
+
+_KINDS: dict[str, type[Victim]] = {}
+# Kinds whose modules import torch: imported (and so registered) when first needed.
+LAZY_KINDS = {"bert": "attacks.bert", "chinesebert": "attacks.chinesebert", "mmbert": "attacks.multimodal",
+              "llm": "attacks.llm"}
+
+
+def register_victim(cls: type[Victim]) -> type[Victim]:
+    """Register a victim class under its ``kind`` (a class decorator, for your own detectors too)."""
+    if not cls.kind:
+        raise ValueError(f"{cls.__name__} needs a class attribute `kind`")
+    _KINDS[cls.kind] = cls
+    return cls
+
+
+def victim_kind(kind: str) -> type[Victim]:
+    """The class registered for ``kind`` (importing its module first if it is one of ours)."""
+    if kind not in _KINDS and kind in LAZY_KINDS:
+        importlib.import_module(LAZY_KINDS[kind])
+    if kind not in _KINDS:
+        raise unknown_key(kind, sorted({*_KINDS, *LAZY_KINDS}), "", kind="victim kind")
+    return _KINDS[kind]
+
+
+def victim_kinds() -> dict[str, type[Victim]]:
+    """Every kind, ours imported."""
+    return {kind: victim_kind(kind) for kind in sorted({*_KINDS, *LAZY_KINDS})}
+
+
+def read_meta(directory: str) -> dict:
+    """A victim folder's ``victim.json``, its weight files checked against the hashes it records."""
+    path = os.path.join(directory, VICTIM_FILE)
+    if not os.path.isdir(directory):
+        raise VictimError(f"victim folder not found: {directory}")
+    if not os.path.isfile(path):
+        raise VictimError(f"{directory} has no {VICTIM_FILE}: not a saved victim (train one with `attacks train`)")
+    try:
+        with open(path, encoding="utf-8") as f:
+            meta = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise VictimError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise VictimError(f"{path}: not a victim description of format {FORMAT}")
+    try:
+        victim_kind(str(meta.get("kind")))
+    except ParameterError as e:
+        raise VictimError(f"{path}: {e}") from None
+    for name, digest in (meta.get("files") or {}).items():
+        file = os.path.join(directory, name)
+        if os.path.basename(name) != name or not os.path.isfile(file):
+            raise VictimError(f"{directory}: weight file {name!r} is missing")
+        if sha256(file) != digest:
+            raise VictimError(f"{file} changed after the victim was saved (its SHA-256 differs from "
+                              f"{VICTIM_FILE}'s); refusing to load it")
+    return meta
+
+
+def load_victim(directory: str) -> Victim:
+    """The victim saved in ``directory`` (a trained MMBERT folder from ``mmbert train`` works too)."""
+    from mmbert.folder import is_mmbert
+
+    if not os.path.isfile(os.path.join(directory, VICTIM_FILE)) and is_mmbert(directory):
+        return victim_kind("mmbert").from_folder(directory)  # type: ignore[attr-defined]
+    meta = read_meta(directory)
+    return victim_kind(meta["kind"]).load(directory, meta)
+
+
+def labels_of(records: Sequence[dict], where: str = "records") -> np.ndarray:
+    """The records' labels as ints, with at least two classes among them."""
+    labels = np.array([r["label"] for r in records], dtype=np.int64)
+    if len(labels) == 0:
+        raise ValueError(f"{where}: no records")
+    if labels.max() < 1:
+        raise ValueError(f"{where} has one label (0) only: a classifier needs two")
+    return labels
+
+
+def texts_of(records: Sequence[dict]) -> list[str]:
+    return [r["text"] for r in records]
+
+
+def check_texts(texts: Any) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("predict_proba takes a list of texts, not one string")
+    return list(texts)
