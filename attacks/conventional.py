@@ -154,7 +154,7 @@ def classifier(kind: str, params: dict, seed: int):
     if kind == "lr":
         return LogisticRegression(C=params["C"], max_iter=2000)
     if kind == "svm":
-        return CalibratedClassifierCV(LinearSVC(C=params["C"], random_state=seed), cv=3)
+        return CalibratedClassifierCV(LinearSVC(C=params["C"], max_iter=10_000, random_state=seed), cv=3)
     if kind == "rbf":
         return CalibratedClassifierCV(SVC(kernel="rbf", C=params["C"], gamma=params["gamma"], random_state=seed),
                                       cv=3, ensemble=False)

@@ -72,8 +72,9 @@ def write_csv_case(case: str, path) -> bool:
 
 
 # Which commands read labels; which key their output by id.
-NEEDS_LABELS = {"mmbert train", "mmbert evaluate", "cloak convert"}
-KEYS_BY_ID = {"cloak render", "cloak speak", "cloak synth", "mmbert evaluate", "mmbert predict", "mmbert routing"}
+NEEDS_LABELS = {"mmbert train", "mmbert evaluate", "cloak convert", "attacks train"}
+KEYS_BY_ID = {"cloak render", "cloak speak", "cloak synth", "mmbert evaluate", "mmbert predict", "mmbert routing",
+              "attacks predict"}
 
 
 def expected_to_work(command: str, case: str) -> bool:
@@ -113,7 +114,25 @@ def fonts():
 
 
 COMMANDS = ["cloak perturb", "cloak convert", "cloak render", "cloak speak", "cloak synth", "mmbert train",
-            "mmbert evaluate", "mmbert predict", "mmbert routing"]
+            "mmbert evaluate", "mmbert predict", "mmbert routing", "attacks train", "attacks predict"]
+
+
+@pytest.fixture(scope="module")
+def min_df_1(tmp_path_factory):
+    path = tmp_path_factory.mktemp("config") / "min_df_1.yaml"
+    path.write_text("config: {min_df: 1}\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def tfidf_victim(tmp_path_factory, sample_path):
+    """A conventional victim trained on the bundled sample."""
+    from attacks import make_victim
+    from tests.conftest import read_jsonl
+
+    folder = tmp_path_factory.mktemp("victim")
+    make_victim("tfidf-lr").fit(read_jsonl(sample_path)).save(str(folder))
+    return folder
 
 
 def arguments(command: str, path, out, request) -> list:
@@ -130,6 +149,12 @@ def arguments(command: str, path, out, request) -> list:
     if command == "cloak synth":
         return ["synth", "--in", path, "--speech-out", out / "speech", "--whisper",
                 request.getfixturevalue("tiny_whisper")]
+    if command == "attacks train":  # two posts: every character n-gram counts (min_df 1)
+        return ["train", "--model", "tfidf-lr", "--train", path, "--out", out / "victim", "--config",
+                request.getfixturevalue("min_df_1")]
+    if command == "attacks predict":
+        return ["predict", "--victim", request.getfixturevalue("tfidf_victim"), "--in", path, "--out",
+                out / "scored.jsonl"]
     data, stages = request.getfixturevalue("data"), request.getfixturevalue("stages")
     if command == "mmbert train":
         return ["train", "--stage", 1, "--config", "tiny", "--train", path, "--dev", data / "dev.jsonl", "--out",
@@ -154,7 +179,12 @@ def test_bad_input(command, case, tmp_path, request):
     else:
         write_case(case, path)
     before = sorted(os.listdir(folder))
-    main = cloak_main if command.startswith("cloak") else request.getfixturevalue("mmbert_main")
+    if command.startswith("cloak"):
+        main = cloak_main
+    elif command.startswith("attacks"):
+        from attacks.cli import main
+    else:
+        main = request.getfixturevalue("mmbert_main")
     code, stderr, unexpected = run(main, arguments(command, path, folder, request))
     assert unexpected is None, f"{command} raised {unexpected!r}"
     assert "Traceback" not in stderr
