@@ -15,9 +15,12 @@ after an interruption continues; the figures go to ``bench/results/mmbert_cold.j
    test: 300 posts, clean and cloaked by ``homophone`` alone and by ``emoji`` alone.
 2. Speech: every text spoken by Kokoro-82M (int8 ONNX, voice zf_xiaobei) and encoded by Whisper base
    (trimmed), cached in ``WORK/speech``.
-3. Backbone: the ``small`` preset's BERT (4 layers, 256 wide) pre-trained from scratch with masked
-   language modelling on ``--pretrain-posts`` COLD training posts for ``--pretrain-epochs`` epochs (no
-   pretrained Chinese BERT can be had on this machine).
+3. Backbone: the shared ``small`` BERT of ``bench/backbone.py`` (``--backbone``, default
+   ``bench/work/backbone``: masked LM on COLD train + SWSR for as long as it improves), which the
+   ``attacks`` victims of ``bench/victims.py`` use too. Where it has not been made, the ``small`` preset's
+   BERT pre-trained here on ``--pretrain-posts`` COLD training posts for ``--pretrain-epochs`` epochs
+   (what the figures in the README before the shared backbone used; no pretrained Chinese BERT can be
+   had on this machine).
 4. MMBERT: ``small`` preset, stages 1, 2, 3 in turn from that backbone. Text-only: the same backbone
    with one modality (a plain BERT), fine-tuned with the same stage-3 settings (epochs, learning rate,
    batch, early stopping on dev macro-F1).
@@ -155,6 +158,8 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "mmbert")
     parser.add_argument("--weights", type=Path, default=os.environ.get("MMCLOAK_WEIGHTS"))
     parser.add_argument("--train", type=int, default=2000, help="training posts (each also cloaked)")
+    parser.add_argument("--backbone", type=Path, default=REPO / "bench" / "work" / "backbone",
+                        help="the shared backbone of bench/backbone.py (used when it is complete)")
     parser.add_argument("--pretrain-posts", type=int, default=8000)
     parser.add_argument("--pretrain-epochs", type=int, default=1)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "mmbert_cold.json")
@@ -182,8 +187,11 @@ def main() -> None:
              "dev": head(paths["dev"], 2 * dev_posts, work / f"dev_{dev_posts}.jsonl"),
              **{f"test_{n}": paths[f"test_{n}"] for n in TEST_SETS}}
 
-    backbone = work / "backbone"
-    if not (backbone / "config.json").exists() or (backbone / "checkpoint").exists():
+    backbone = args.backbone
+    shared = (backbone / "config.json").exists() and not (backbone / "checkpoint").exists()
+    if not shared:
+        backbone = work / "backbone"
+    if not shared and (not (backbone / "config.json").exists() or (backbone / "checkpoint").exists()):
         run = load_run_config("small")
         run["train"]["pretrain"]["epochs"] = args.pretrain_epochs
         pretrain(str(paths["pretrain_corpus"]), str(backbone), run,
@@ -212,7 +220,7 @@ def main() -> None:
         "what": "small-preset MMBERT (text + Kokoro speech + glyph CNN) vs the same backbone text-only, COLD",
         "posts": {"train_posts": args.train, "train_examples": 2 * args.train, "dev_examples": 2 * dev_posts,
                   "test_posts": 300, "post_chars": "8-32", "pretrain_posts": args.pretrain_posts,
-                  "pretrain_epochs": args.pretrain_epochs},
+                  "pretrain_epochs": args.pretrain_epochs, "backbone": str(backbone)},
         "pretrain": pretrain_log[-1],
         "training": training,
         "settings": {"stage_settings": mm["train"], "model": mm["model"]},
