@@ -153,12 +153,12 @@ def train(name, train_path, dev_path, out_dir, backbone, vectors, config_path, g
               "seconds": round(seconds, 1), "grid": getattr(victim, "grid_results", None)}
     line = f"{victim.name}: trained on {len(train_records)} posts in {seconds:.1f} s"
     if dev_records:
-        from mmbert.metrics import classification_metrics
+        from .metrics import detection_metrics
 
-        figures = classification_metrics([r["label"] for r in dev_records],
-                                         victim.predict([r["text"] for r in dev_records]))
+        figures = detection_metrics([r["label"] for r in dev_records],
+                                    victim.predict_proba([r["text"] for r in dev_records]))
         report.update(dev=dev_path, dev_figures=figures)
-        line += f"; dev macro-F1 {figures['f1']:.4f}, accuracy {figures['accuracy']:.4f}"
+        line += f"; dev macro-F1 {figures['f1']:.4f}, accuracy {figures['accuracy']:.4f}, AUC {figures['auc']:.4f}"
     write_atomic(f"{out_dir}/training.json", (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode())
     click.echo(f"{line} (victim in {out_dir})", err=True)
 

@@ -122,23 +122,6 @@ def test_a_tampered_victim_does_not_load(split, tmp_path):
 
 # ---- torch victims ----
 
-@pytest.fixture(scope="module")
-def backbone(tmp_path_factory):
-    """A tiny random BERT masked-LM folder with mmcloak's tokenizer, as `mmbert pretrain` writes one."""
-    torch = pytest.importorskip("torch")
-    from transformers import BertConfig, BertForMaskedLM
-
-    from mmbert.tokenization import build_tokenizer
-
-    folder = tmp_path_factory.mktemp("backbone")
-    torch.manual_seed(0)
-    tokenizer = build_tokenizer()
-    BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                               intermediate_size=64, max_position_embeddings=64)).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
-
-
 def torch_victim(name: str, backbone: str):
     extra = {"glyph_size": 16, "glyph_dim": 16, "pinyin_dim": 8} if name == "chinesebert" else {}
     return make_victim(name, {"backbone": backbone, "max_length": 48, **extra},
