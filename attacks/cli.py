@@ -23,6 +23,8 @@ Examples:
   attacks train --model bert --backbone backbone/ --train train.jsonl --dev dev.jsonl --out victims/bert
   attacks predict --victim victims/tfidf-lr --in posts.jsonl --out scored.jsonl
   attacks curve --model tfidf-lr --train train.jsonl --test test.jsonl --out curve/
+  attacks evaluate --victim victims/tfidf-lr --victim victims/bert --data test.jsonl \\
+      --attacks fgm,pgd,cloak --ops homophone,emoji,homophone+emoji --variants 2 --out eval/
 """
 
 
@@ -39,7 +41,8 @@ def _errors_reported(func):
             return func(*args, **kwargs)
         except KeyboardInterrupt:
             kept = {"train": "; a torch victim's last checkpoint is kept in OUT/checkpoint: rerun with --resume",
-                    "curve": "; finished runs are kept in OUT/runs.jsonl: rerun the same command to finish"}
+                    "curve": "; finished runs are kept in OUT/runs.jsonl: rerun the same command to finish",
+                    "evaluate": "; finished outcomes are kept in OUT: rerun the same command to finish"}
             click.echo(f"attacks: interrupted{kept.get(func.__name__, '')}", err=True)
             sys.exit(130)
         except (ValueError, RecordError, FileNotFoundError, IsADirectoryError) as e:
@@ -89,7 +92,7 @@ def _labelled(path: str) -> list[dict]:
 @click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="mmcloak")
 def main() -> None:
-    """Detectors behind one contract, trained, scored and (next) attacked with cloaking and FGM."""
+    """Detectors behind one contract: trained, scored, and attacked with cloaking, FGM and PGD."""
 
 
 @main.command("models")
@@ -227,6 +230,91 @@ def curve(name, train_path, test_path, out_dir, sizes, repeats, backbone, vector
         click.echo(f"{row['size']:>7,}  macro-F1 {row['mean_macro_f1']:.4f} "
                    f"[{row['min_macro_f1']:.4f}, {row['max_macro_f1']:.4f}]", err=True)
     click.echo(f"curve: {out_dir}/curve.json, {out_dir}/curve.png", err=True)
+
+
+def _numbers(option: str, text: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"{option} must be numbers separated by commas, not {text!r}") from None
+    if not values:
+        raise ValueError(f"{option} needs at least one number")
+    return values
+
+
+@main.command()
+@click.option("--victim", "victim_dirs", required=True, multiple=True, metavar="DIR",
+              help="A saved victim (repeat for several); named by its folder.")
+@click.option("--data", "data_path", required=True, metavar="FILE", help="Labelled records to attack (JSONL).")
+@click.option("--out", "out_dir", required=True, metavar="DIR", help="Outcomes per (victim, attack) and summary.json.")
+@click.option("--attacks", "attack_kinds", default="cloak", show_default=True, metavar="fgm,pgd,cloak",
+              help="Which attacks: FGM and PGD on input embeddings (differentiable victims), cloaking.")
+@click.option("--ops", default=None, metavar="OPS",
+              help="Cloak attacks, one per op; join ops with + for a mix (homophone+emoji) [default: every op].")
+@click.option("--mode", type=click.Choice(["keyword", "full", "both"]), default="keyword", show_default=True,
+              help="Cloak the lexicon's terms (keyword), any word at --rate (full), or both.")
+@click.option("--rate", type=click.FloatRange(0, 1, min_open=True), default=0.3, show_default=True,
+              help="Full mode: the share of words cloaked.")
+@click.option("--variants", type=click.IntRange(1), default=1, show_default=True,
+              help="Cloaks per post; a post is broken if any of them flips it.")
+@click.option("--eps", default="0,0.1,0.25,0.5,1,2", show_default=True, metavar="E,E,...",
+              help="FGM / PGD budgets (L2 norm per post over its tokens' embeddings).")
+@click.option("--steps", type=click.IntRange(2), default=10, show_default=True, help="PGD steps.")
+@click.option("--limit", type=click.IntRange(1), default=None, metavar="N", help="The first N records only.")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the cloaks.")
+@click.option("--batch-size", type=click.IntRange(1), default=64, show_default=True)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@_errors_reported
+def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, mode, rate, variants, eps, steps, limit, seed,
+             batch_size, quiet) -> None:
+    """Attack every victim with every attack; per-post outcomes and summary.json in OUT (resumable)."""
+    import os
+
+    check_files([data_path])
+    kinds = [k.strip() for k in attack_kinds.split(",") if k.strip()]
+    for kind in kinds:
+        if kind not in ("fgm", "pgd", "cloak"):
+            raise ValueError(f"--attacks: unknown attack {kind!r}; choose from fgm, pgd, cloak")
+    names = [os.path.basename(os.path.normpath(d)) for d in victim_dirs]
+    if len(set(names)) < len(names):
+        raise ValueError(f"--victim: two folders share a name ({', '.join(names)}); outcomes are kept by folder name")
+    for d in victim_dirs:
+        if not os.path.isfile(os.path.join(d, "victim.json")) and not os.path.isfile(os.path.join(d, "config.json")):
+            raise FileNotFoundError(f"--victim {d}: not a saved victim (no victim.json)")
+    records = _labelled(data_path)[:limit]
+    from cloak import available_ops
+
+    from . import load_victim
+    from .cloaking import CloakAttack
+    from .evaluate import attack_name, data_info
+    from .evaluate import evaluate as run_evaluation
+    from .fgm import EmbeddingAttack
+
+    attacks: list = []
+    for kind in kinds:
+        if kind in ("fgm", "pgd"):
+            attacks += [EmbeddingAttack(eps=e, steps=1 if kind == "fgm" else steps) for e in _numbers("--eps", eps)]
+        else:
+            mixes = [m.strip().replace("+", ",") for m in (ops or ",".join(available_ops())).split(",") if m.strip()]
+            modes = ["keyword", "full"] if mode == "both" else [mode]
+            attacks += [CloakAttack(ops=m, mode=md, rate=rate, variants=variants, seed=seed) for m in mixes
+                        for md in modes]
+    _quiet_libraries()
+    victims = {name: (lambda d=d: load_victim(d)) for name, d in zip(names, victim_dirs)}
+    summary = run_evaluation(victims, records, attacks, out_dir,
+                             data={**data_info(data_path), "limit": limit}, batch_size=batch_size,
+                             progress=False if quiet else None)
+    click.echo(f"{'victim':<16} {'attack':<28} {'macro-F1 clean -> attacked':>27} {'success':>8}", err=True)
+    for name, entry in summary["victims"].items():
+        for attack in attacks:
+            figures = entry["attacks"][attack_name(attack)]
+            if "skipped" in figures:
+                click.echo(f"{name:<16} {attack_name(attack):<28} skipped: {figures['skipped']}", err=True)
+                continue
+            rate_text = figures["textattack"]["success_rate"]
+            click.echo(f"{name:<16} {attack_name(attack):<28} {entry['clean']['f1']:>13.4f} -> "
+                       f"{figures['all']['f1']:.4f} {'' if rate_text is None else f'{rate_text:8.1%}'}", err=True)
+    click.echo(f"evaluate: {out_dir}/summary.json", err=True)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """The attacks on victims: embedding-space FGM / PGD, and the figures every attack is scored by."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -118,3 +120,117 @@ def test_embedding_attacks_refuse_what_they_cannot_do(tiny_bert, posts):
         EmbeddingAttack(eps=-1)
     with pytest.raises(ValueError, match="60 texts but 3 labels"):
         EmbeddingAttack(eps=1).attack(tiny_bert, texts, labels[:3])
+
+
+# ---- cloak attacks and the evaluator ----
+
+@pytest.fixture(scope="module")
+def tfidf(posts):
+    return make_victim("tfidf-lr").fit(posts[0])
+
+
+def test_a_cloak_attack_keeps_the_worst_variant_and_its_edits(tfidf, posts):
+    from attacks.cloaking import CloakAttack
+    from cloak import Edit, Perturber, apply_edits
+
+    rows = posts[2]
+    clean = tfidf.predict_proba([r["text"] for r in rows])
+    attack = CloakAttack(ops="homophone,emoji", variants=3, seed=4)
+    outcomes = attack.attack(tfidf, rows, range(len(rows)), clean)
+    perturber = Perturber(ops="homophone,emoji", seed=4)
+    assert any(o["changed"] for o in outcomes) and not all(o["changed"] for o in outcomes)
+    for i, (row, out) in enumerate(zip(rows, outcomes)):
+        if not out["changed"]:  # no lexicon term: the clean prediction, no query
+            assert out["text"] == row["text"] and out["queries"] == 0 and (out["probs"] == clean[i]).all()
+            continue
+        assert out["text"] == apply_edits(row["text"], [Edit(**e) for e in out["edits"]])
+        variants = [perturber(row["text"], key=i, variant=k).text for k in range(3)]
+        assert out["text"] == variants[out["variant"]]  # the cloaks `cloak perturb --seed 4` makes
+        gold = [p[row["label"]] for p in tfidf.predict_proba(variants)]
+        assert out["probs"][row["label"]] == pytest.approx(min(gold))
+
+
+def attack_list():
+    from attacks.cloaking import CloakAttack
+    from attacks.fgm import EmbeddingAttack
+
+    return [EmbeddingAttack(eps=0.0), EmbeddingAttack(eps=0.5), EmbeddingAttack(eps=0.5, steps=3),
+            CloakAttack(ops="homophone"), CloakAttack(ops="emoji", mode="full", rate=0.5, variants=2)]
+
+
+def test_evaluate_scores_every_pair_and_skips_what_cannot_run(tfidf, tiny_bert, posts, tmp_path):
+    from attacks.evaluate import evaluate
+
+    rows = posts[2]
+    summary = evaluate({"tfidf": tfidf, "bert": tiny_bert}, rows, attack_list(), str(tmp_path), progress=False)
+    assert json.loads((tmp_path / "summary.json").read_text()) == json.loads(json.dumps(summary))
+    tf, bert = summary["victims"]["tfidf"], summary["victims"]["bert"]
+    assert tf["attacks"]["fgm@0.5"] == {"skipped": "tfidf-lr is not differentiable: no input embeddings to perturb"}
+    assert bert["attacks"]["fgm@0"]["all"]["f1"] == pytest.approx(bert["clean"]["f1"])  # eps 0: nothing moves
+    assert bert["attacks"]["pgd@0.5"]["all"]["accuracy"] <= bert["attacks"]["fgm@0.5"]["all"]["accuracy"]
+    for victim in (tf, bert):
+        figures = victim["attacks"]["cloak:homophone"]
+        counts = figures["textattack"]
+        right = counts["successes"] + counts["failures"]
+        assert right + counts["skipped"] == len(rows)
+        # failures / all: an attack may also put right a post the victim got wrong, which TextAttack skips
+        assert counts["accuracy_under_attack"] <= figures["all"]["accuracy"] + 1e-12
+        assert figures["drop"]["f1"] == pytest.approx(victim["clean"]["f1"] - figures["all"]["f1"])
+        assert 0 < figures["changed"] < len(rows) and "on_changed" in figures
+    lines = (tmp_path / "tfidf" / "cloak-emoji@full0.5.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(rows) and json.loads(lines[0])["id"] == rows[0]["id"]
+
+
+def test_a_killed_evaluate_resumes_to_the_same_summary(tfidf, tiny_bert, posts, tmp_path, monkeypatch):
+    import attacks.evaluate as evaluator
+
+    rows, attacks = posts[2], attack_list()
+    whole = evaluator.evaluate({"tfidf": tfidf, "bert": tiny_bert}, rows, attacks, str(tmp_path / "a"),
+                               batch_size=16, progress=False)
+    real, calls = evaluator.run_attack, []
+
+    def dies_on_the_fifth_batch(*args):
+        calls.append(1)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(evaluator, "run_attack", dies_on_the_fifth_batch)
+    with pytest.raises(KeyboardInterrupt):
+        evaluator.evaluate({"tfidf": tfidf, "bert": tiny_bert}, rows, attacks, str(tmp_path / "b"), batch_size=16,
+                           progress=False)
+    half = tmp_path / "b" / "tfidf" / "cloak-emoji@full0.5.jsonl"
+    assert not half.exists() or len(half.read_text().splitlines()) < len(rows)
+    monkeypatch.setattr(evaluator, "run_attack", real)
+    with (tmp_path / "b" / "tfidf" / "cloak-homophone.jsonl").open("ab") as f:
+        f.write(b'{"id": "half a line')  # what a kill in the middle of a write leaves
+    again = evaluator.evaluate({"tfidf": tfidf, "bert": tiny_bert}, rows, attacks, str(tmp_path / "b"),
+                               batch_size=16, progress=False)
+    assert again == whole
+    assert (tmp_path / "a" / "summary.json").read_bytes() == (tmp_path / "b" / "summary.json").read_bytes()
+
+
+def test_the_evaluate_command(sample_path, tmp_path):
+    from click.testing import CliRunner
+
+    from attacks.cli import main
+
+    rows = read_jsonl(sample_path)
+    train, data = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
+    train.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows[:200]), encoding="utf-8")
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows[200:]), encoding="utf-8")
+    runner = CliRunner()
+    victim = str(tmp_path / "tfidf-lr")
+    assert runner.invoke(main, ["train", "--model", "tfidf-lr", "--train", str(train), "--out", victim]).exit_code == 0
+    args = ["evaluate", "--victim", victim, "--data", str(data), "--attacks", "fgm,cloak", "--ops",
+            "homophone,homophone+emoji", "--eps", "0.5", "--limit", "50", "--out", str(tmp_path / "eval"), "-q"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "cloak:homophone+emoji" in result.output and "skipped: tfidf-lr is not differentiable" in result.output
+    summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
+    assert summary["data"]["records"] == 50 and len(summary["data"]["sha256"]) == 64
+    assert set(summary["victims"]["tfidf-lr"]["attacks"]) == {"fgm@0.5", "cloak:homophone", "cloak:homophone+emoji"}
+    for bad, message in ((["--attacks", "fgsm"], "unknown attack 'fgsm'"), (["--eps", "a"], "--eps must be numbers"),
+                         (["--ops", "homofone"], "unknown op 'homofone'")):
+        result = runner.invoke(main, [*args[:-3], *bad, "--out", str(tmp_path / "bad")])
+        assert result.exit_code == 1 and message in result.output, result.output

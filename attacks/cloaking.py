@@ -1,0 +1,74 @@
+"""The cloak attack: the victim reads each post as posters would write it, cloaked by an op (or a mix).
+
+- ``keyword`` mode cloaks the lexicon's hateful terms (``cloak perturb``'s default targets); ``full``
+  mode cloaks any word with probability ``rate``.
+- ``variants`` cloaks per post, each seeded by (seed, the post's position, the variant), as ``cloak
+  perturb --variants K`` makes them; the worst case counts: the variant with the lowest probability of
+  the gold label is the post's attacked version, so a post is broken if any variant flips it.
+- A post no variant changes keeps its clean prediction (the victim is not asked again).
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from cloak import Perturber
+from cloak.params import Interval, Options, validate_fields
+
+from .victim import Victim
+
+
+@dataclasses.dataclass
+class CloakAttack:
+    """Cloaking by ``ops`` (``cloak perturb``'s form: ``homophone``, ``homophone,emoji`` as one mix)."""
+
+    ops: str = "homophone"
+    mode: str = "keyword"
+    rate: float = 0.3
+    variants: int = 1
+    seed: int = 0
+    _parameter_constraints = {"mode": Options("keyword", "full"), "rate": Interval(float, 0, 1, closed="right"),
+                              "variants": Interval(int, 1), "seed": Interval(int, 0)}
+
+    def __post_init__(self) -> None:
+        validate_fields(self, "cloak attack")
+        self.perturber = Perturber(ops=self.ops, targets="lexicon" if self.mode == "keyword" else "all",
+                                   rate=None if self.mode == "keyword" else self.rate, seed=self.seed)
+
+    @property
+    def name(self) -> str:
+        return f"cloak:{self.ops.replace(',', '+')}" + ("" if self.mode == "keyword" else f"@full{self.rate:g}")
+
+    def settings(self) -> dict:
+        return {"kind": "cloak", "ops": self.ops, "mode": self.mode, "variants": self.variants, "seed": self.seed,
+                **({"rate": self.rate} if self.mode == "full" else {})}
+
+    def attack(self, victim: Victim, records: Sequence[dict], positions: Sequence[int],
+               clean: np.ndarray) -> list[dict]:
+        """One outcome per record: the worst variant's text, edits and probabilities. ``positions``
+        are the records' places in the data (the cloaks' seeds); ``clean`` their clean probabilities."""
+        cloaks = [[self.perturber(r["text"], key=p, variant=k, protected=[tuple(s) for s in r.get("protected") or ()])
+                   for k in range(self.variants)] for r, p in zip(records, positions)]
+        changed = [(i, k) for i, variants in enumerate(cloaks) for k, c in enumerate(variants) if c.edits]
+        probs = victim.predict_proba([cloaks[i][k].text for i, k in changed]) if changed else None
+        by_example: dict[int, list[tuple[int, np.ndarray]]] = {}
+        for (i, k), p in zip(changed, probs if probs is not None else []):
+            by_example.setdefault(i, []).append((k, p))
+        outcomes = []
+        for i, record in enumerate(records):
+            label, tried = int(record["label"]), by_example.get(i, [])
+            if not tried:
+                outcomes.append({"text": record["text"], "edits": [], "probs": clean[i], "changed": False,
+                                 "queries": 0})
+                continue
+            k, p = min(tried, key=lambda kp: _gold(kp[1], label))
+            outcomes.append({"text": cloaks[i][k].text, "edits": [e.to_dict() for e in cloaks[i][k].edits],
+                             "probs": p, "changed": True, "variant": k, "queries": len(tried)})
+        return outcomes
+
+
+def _gold(probs: np.ndarray, label: int) -> float:
+    """The probability of the gold label; an unanswered (NaN) row is as bad as it gets for the victim."""
+    return -1.0 if np.isnan(probs).any() else float(probs[label])

@@ -1,0 +1,196 @@
+"""The evaluator: every attack on every victim over one labelled data set, into a folder.
+
+``OUT/<victim>/clean.jsonl`` holds each post's clean probabilities, ``OUT/<victim>/<attack>.jsonl``
+(``fgm@0.5``, ``cloak-homophone``, ``cloak-homophone+emoji@full0.3``)
+one outcome per post (adversarial text, edits, probabilities, queries), and ``OUT/summary.json``
+every figure (:mod:`attacks.metrics`, clean vs attacked and the drop, and TextAttack's counts), with
+the settings, the data's SHA-256 and the library versions. Outcomes are appended a batch at a time:
+a kill loses at most the batch under way, and the same command resumes where it stopped (a
+finished (victim, attack) pair is not run again). The summary is computed from the outcome files
+alone, so a resumed run writes the same one.
+
+TextAttack's counts: a post the victim already gets wrong is skipped; a success is a post it got
+right and the attack flips; success rate = successes / (successes + failures); accuracy under attack
+= failures / all posts.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from cloak.io import dump_record, file_sha256, write_atomic
+
+from .cloaking import CloakAttack
+from .fgm import EmbeddingAttack
+from .metrics import detection_metrics, drops
+from .victim import Victim, versions
+
+SUMMARY = "summary.json"
+Attack = CloakAttack | EmbeddingAttack
+
+
+def attack_name(attack: Attack) -> str:
+    return attack.name if isinstance(attack, CloakAttack) else f"{attack.name}@{attack.eps:g}"
+
+
+def outcome_file(name: str) -> str:
+    """``cloak:homophone+emoji`` -> ``cloak-homophone+emoji.jsonl`` (no colon: Windows refuses one)."""
+    return name.replace(":", "-") + ".jsonl"
+
+
+def attack_settings(attack: Attack) -> dict:
+    if isinstance(attack, CloakAttack):
+        return attack.settings()
+    return {"kind": attack.name, "eps": attack.eps, "steps": attack.steps, "alpha": attack.alpha}
+
+
+def run_attack(attack: Attack, victim: Victim, records: Sequence[dict], positions: Sequence[int],
+               clean: np.ndarray) -> list[dict]:
+    """One outcome per record: {text, edits, probs, changed, queries}."""
+    if isinstance(attack, CloakAttack):
+        return attack.attack(victim, records, positions, clean)
+    probs = attack.attack(victim, [r["text"] for r in records], [r["label"] for r in records])
+    return [{"text": r["text"], "edits": [], "probs": p, "changed": True, "queries": attack.steps}
+            for r, p in zip(records, probs)]
+
+
+def skip_reason(attack: Attack, victim: Victim) -> str | None:
+    if isinstance(attack, EmbeddingAttack) and not victim.differentiable:
+        return f"{victim.name} is not differentiable: no input embeddings to perturb"
+    return None
+
+
+def evaluate(victims: dict[str, Victim | Callable[[], Victim]], records: Sequence[dict], attacks: Sequence[Attack],
+             out_dir: str, *, data: dict | None = None, batch_size: int = 64,
+             progress: bool | None = None) -> dict:
+    """Run every attack on every victim (``{name: victim or a function loading it}``) and return the
+    summary (also written to ``OUT/summary.json``). ``records`` need ``id``, ``text`` and ``label``."""
+    from tqdm.auto import tqdm
+
+    os.makedirs(out_dir, exist_ok=True)
+    labels = np.array([int(r["label"]) for r in records])
+    summary = {"data": {**(data or {}), "records": len(records)},
+               "attacks": {attack_name(a): attack_settings(a) for a in attacks},
+               "versions": versions("torch", "scikit-learn"), "victims": {}}
+    for name, victim in victims.items():
+        folder = os.path.join(out_dir, name)
+        os.makedirs(folder, exist_ok=True)
+        pairs = [(attack_name(a), a) for a in attacks]
+        if callable(victim) and not isinstance(victim, Victim):
+            pending = not _complete(os.path.join(folder, "clean.jsonl"), len(records)) or any(
+                not _complete(os.path.join(folder, outcome_file(n)), len(records)) for n, _ in pairs)
+            victim = victim() if pending else None
+        clean_path = os.path.join(folder, "clean.jsonl")
+        _fill(clean_path, records, batch_size, lambda block, _: [
+            {"probs": p} for p in victim.predict_proba([r["text"] for r in block])], f"{name}: clean", progress, tqdm)
+        clean = _probs(_read(clean_path))
+        entry = {"clean": _finite(detection_metrics(labels, clean)), "attacks": {}}
+        summary["victims"][name] = entry
+        for aname, attack in pairs:
+            path = os.path.join(folder, outcome_file(aname))
+            reason = skip_reason(attack, victim) if victim is not None else None  # None: every pair done
+            if reason:
+                entry["attacks"][aname] = {"skipped": reason}
+                continue
+
+            def outcomes(block: list[dict], start: int, attack=attack) -> list[dict]:
+                return run_attack(attack, victim, block, range(start, start + len(block)),
+                                  clean[start:start + len(block)])
+
+            _fill(path, records, batch_size, outcomes, f"{name}: {aname}", progress, tqdm)
+            entry["attacks"][aname] = figures_of(labels, clean, records, _read(path))
+            write_atomic(os.path.join(out_dir, SUMMARY), _dumps(summary))
+    write_atomic(os.path.join(out_dir, SUMMARY), _dumps(summary))
+    return summary
+
+
+def figures_of(labels: np.ndarray, clean: np.ndarray, records: Sequence[dict], outcomes: list[dict]) -> dict:
+    """Every figure of one (victim, attack): on all posts, on the posts it changed, and TextAttack's counts."""
+    attacked = _probs(outcomes, clean.shape[1])
+    changed = np.array([o["changed"] for o in outcomes])
+    before, after = detection_metrics(labels, clean), detection_metrics(labels, attacked)
+    right_before = clean.argmax(1) == labels
+    right_after = ~np.isnan(attacked).any(1) & (np.nan_to_num(attacked).argmax(1) == labels)
+    successes, failures = int((right_before & ~right_after).sum()), int((right_before & right_after).sum())
+    share = [sum(e["end"] - e["start"] for e in o["edits"]) / max(1, len(r["text"]))
+             for r, o in zip(records, outcomes) if o["edits"]]
+    figures = {"all": _finite(after), "drop": _finite(drops(before, after)), "changed": int(changed.sum()),
+               "textattack": {"successes": successes, "failures": failures, "skipped": int((~right_before).sum()),
+                              "success_rate": successes / (successes + failures) if successes + failures else None,
+                              "accuracy_under_attack": failures / len(labels) if len(labels) else None,
+                              "queries_per_example": float(np.mean([o["queries"] for o in outcomes]))},
+               "perturbed_share": float(np.mean(share)) if share else 0.0}
+    if 0 < changed.sum() < len(labels):
+        on_changed = (detection_metrics(labels[changed], clean[changed]),
+                      detection_metrics(labels[changed], attacked[changed]))
+        figures["on_changed"] = {"clean": _finite(on_changed[0]), "attacked": _finite(on_changed[1]),
+                                 "drop": _finite(drops(*on_changed))}
+    return figures
+
+
+def _fill(path: str, records: Sequence[dict], batch_size: int, compute: Callable[[list[dict], int], list[dict]],
+          desc: str, progress: bool | None, tqdm) -> None:
+    """Append an outcome line per record to ``path`` from where it stops, a batch at a time."""
+    done = _complete_lines(path)
+    if done >= len(records):
+        return
+    with open(path, "ab") as out, tqdm(total=len(records), initial=done, desc=desc, unit="post",
+                                       disable=progress is False, leave=False) as bar:
+        for start in range(done, len(records), batch_size):
+            block = list(records[start:start + batch_size])
+            lines = [dump_record({"id": r.get("id"), "label": int(r["label"]), **_plain(o)})
+                     for r, o in zip(block, compute(block, start))]
+            out.write(b"".join(lines))
+            out.flush()
+            bar.update(len(block))
+
+
+def _complete_lines(path: str) -> int:
+    """The finished lines of an outcome file, cutting off a line a kill left half-written."""
+    if not os.path.exists(path):
+        return 0
+    with open(path, "rb") as f:
+        data = f.read()
+    keep = data.rfind(b"\n") + 1
+    if keep < len(data):
+        with open(path, "r+b") as f:
+            f.truncate(keep)
+    return data.count(b"\n", 0, keep)
+
+
+def _complete(path: str, n: int) -> bool:
+    return os.path.exists(path) and _complete_lines(path) >= n
+
+
+def _read(path: str) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def _probs(outcomes: list[dict], width: int | None = None) -> np.ndarray:
+    """The probabilities of outcome lines, (n, n_classes); an unanswered row (null) as NaN."""
+    width = width or max((len(o["probs"]) for o in outcomes if o["probs"] is not None), default=2)
+    return np.array([o["probs"] if o["probs"] is not None else [np.nan] * width for o in outcomes], dtype=np.float64)
+
+
+def _plain(outcome: dict) -> dict:
+    out = dict(outcome)
+    probs = np.asarray(out["probs"], dtype=np.float64)
+    out["probs"] = None if np.isnan(probs).any() else [round(float(x), 6) for x in probs]
+    return out
+
+
+def _finite(figures: dict) -> dict:
+    """NaN (a figure the data cannot give) as null in JSON."""
+    return {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in figures.items()}
+
+
+def _dumps(summary: dict) -> bytes:
+    return (json.dumps(summary, indent=1, ensure_ascii=False) + "\n").encode()
+
+
+def data_info(path: str) -> dict:
+    return {"path": path, "sha256": file_sha256(path)}
