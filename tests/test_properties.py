@@ -1,12 +1,15 @@
-"""Property tests: no op crashes on any Unicode; edits always replay and invert exactly."""
+"""Property tests: no op crashes on any Unicode; edits always replay and invert exactly; every edit an op
+makes is one of its candidates."""
 import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cloak import Perturber, apply_edits, available_ops, invert_edits
+from cloak import Perturber, Rng, apply_edits, available_ops, invert_edits, make_op
 from cloak.io import RecordError, dump_record, is_blank, parse_record
+
+from .conftest import SAMPLE, read_jsonl
 
 ALL_OPS = ",".join(sorted(available_ops()))
 PERTURBERS = [Perturber(ops=op, targets="all", rate=0.7, seed=s)
@@ -18,6 +21,7 @@ anything = st.characters(codec=None, categories=None)
 pieces = st.sampled_from(["🐶", "👩‍👩‍👧", "🇨🇳", "❤️", "\u0301", "\u200b", "\ufeff", "\ud800", "\udfff",
                           "黑人", "同性恋", "nmsl", "[机智]", "http://t.cn/黑人"])
 texts = st.lists(st.one_of(chinese, chinese, anything, pieces), min_size=1, max_size=60).map("".join)
+SAMPLE_POSTS = [r["text"] for r in read_jsonl(SAMPLE)]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -36,7 +40,9 @@ def test_records_with_any_text_survive_a_round_trip(text):
     line = dump_record(record)
     line.decode("utf-8")  # always valid UTF-8, surrogates or not
     if not is_blank(text):
-        assert parse_record(line.rstrip(b"\n"), "f", 1) == record
+        # a high and a low surrogate side by side are one character once written, as JSON reads "\ud800\udc00"
+        paired = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+        assert parse_record(line.rstrip(b"\n"), "f", 1) == {**record, "text": paired}
     else:  # posts that show nothing are refused, clearly
         with pytest.raises(RecordError, match="line 1: field 'text': is empty"):
             parse_record(line.rstrip(b"\n"), "f", 1)
@@ -56,3 +62,31 @@ def test_a_100k_character_post():
         out = p(text)
         assert apply_edits(text, out.edits) == out.text
     assert len(out.edits) > 1000
+
+
+OPS = [make_op(spec) for spec in [*sorted(available_ops()), "pinyin:mode=word", "pinyin:mode=char",
+                                  "homophone:word=false", "emoji:sound=false", "similar:top=1"]]
+
+
+WORDS = Perturber(targets="all")  # jieba's words of a text: the spans the ops are given
+
+
+def key(edit):
+    return (edit.start, edit.end, edit.src, edit.dst)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(texts, st.sampled_from(SAMPLE_POSTS)), which=st.integers(0, len(OPS) - 1),
+       seed=st.integers(0, 2**32))
+def test_every_edit_an_op_makes_is_one_of_its_candidates(text, which, seed):
+    """What the search attack tries (candidates) and what cloaking draws (edit_span) are one source."""
+    op = OPS[which]
+    for start, end in WORDS.targets.spans(text):
+        candidates = op.candidates(text, start, end)
+        assert len({key(c) for c in candidates}) == len(candidates)  # no candidate twice
+        for c in candidates:
+            assert start <= c.start <= c.end <= end and c.src == text[c.start:c.end] and c.dst != c.src
+        assert op.candidates(text, start, end) == candidates  # a fixed order
+        made = op.edit_span(text, start, end, Rng(seed))
+        assert {key(e) for e in made} <= {key(c) for c in candidates}
+        assert bool(made) == bool(candidates)  # an op with options always makes an edit, and only then

@@ -5,10 +5,15 @@ command line sets ``Homophone(tone="fuzzy")``), checked when the op is made agai
 and the class's ``_parameter_constraints`` (``cloak.params``). ``apply(text, rng, targets)`` returns the
 edits it makes inside the target spans; it must not touch text outside them, and returns no edit for a
 span it cannot cloak (the ``Perturber`` then tries another op on that span).
+
+``candidates(text, start, end)`` lists every edit the op could make in a span, the most plausible
+first, after TextAttack's transformations: the search attack tries them in that order. ``edit_span``
+draws its edits from the same options, so every edit it makes is one of the candidates.
 """
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import typing
 from collections.abc import Callable, Sequence
 from typing import ClassVar
@@ -42,6 +47,10 @@ class Op:
         """Edits cloaking ``text[start:end]``, sorted by position; [] when this op has nothing there."""
         raise NotImplementedError
 
+    def candidates(self, text: str, start: int, end: int) -> list[Edit]:
+        """Every single edit this op could make inside ``text[start:end]``, the most plausible first."""
+        raise NotImplementedError(f"op {self.name} does not list its candidates (the search attack needs them)")
+
     def prepare(self) -> None:
         """Load the tables this op needs (done once, before worker processes fork)."""
 
@@ -59,9 +68,18 @@ class Op:
 
         ``options(i)`` gives the candidates for ``text[i]`` (see ``pick``), or None.
         """
-        found = [(i, o) for i in range(start, end)
-                 if (o := options(i)) and (len(o[0]) > 1 or o[0][0] != text[i])]
-        return self.swap_some(text, found, rng, share)
+        return self.swap_some(text, self.found_chars(text, start, end, options), rng, share)
+
+    def found_chars(self, text: str, start: int, end: int,
+                    options: Callable[[int], Candidates | None]) -> list[tuple[int, Candidates]]:
+        """[(position, candidates)] of the span's characters that have another character to become."""
+        return [(i, o) for i in range(start, end) if (o := options(i)) and (len(o[0]) > 1 or o[0][0] != text[i])]
+
+    def char_candidates(self, text: str, found: list[tuple[int, Candidates]]) -> list[Edit]:
+        """Single-character swaps at ``found``: every position's best option, then every second best, ..."""
+        ranked = [[Edit(self.name, i, i + 1, text[i], new) for new in ranked_items(c) if new != text[i]]
+                  for i, c in found]
+        return [e for rank in itertools.zip_longest(*ranked) for e in rank if e is not None]
 
     def swap_some(self, text: str, found: list[tuple[int, Candidates]], rng: Rng,
                   share: float) -> list[Edit]:
@@ -78,6 +96,15 @@ class Op:
 
 
 Candidates = tuple[Sequence[str], Sequence[float] | None]  # (items, cumulative weights or None)
+
+
+def ranked_items(candidates: Candidates) -> list[str]:
+    """The items, heaviest first (as listed when unweighted; ties keep their order)."""
+    items, cum = candidates
+    if not cum:
+        return list(items)
+    weights = [hi - lo for lo, hi in zip((0.0, *cum), cum)]
+    return [items[i] for i in sorted(range(len(items)), key=lambda i: -weights[i])]
 
 
 def pick(candidates: Candidates | None, avoid: str, rng: Rng) -> str | None:

@@ -77,17 +77,28 @@ class Emoji(Op):
     def prepare(self) -> None:
         emoji_tables()
 
-    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
-        names, by_char, by_sound = emoji_tables()
-        word = text[start:end]
-        if len(word) > 1 and word in names:
-            return [Edit(self.name, start, end, word, rng.choice(names[word]))]
+    def _options(self, text: str):
+        _, by_char, by_sound = emoji_tables()
 
-        def options(i: int) -> Candidates | None:
+        def options(i: int) -> Candidates | None:  # by meaning first, else by sound
             ch = text[i]
             found = by_char.get(ch)
             if found is None and self.sound and is_han(ch) and char_readings(ch):
                 found = by_sound.get(syllable_key(char_readings(ch)[0]))
             return (found, None) if found else None
 
-        return self.replace_chars(text, start, end, rng, options, self.share)
+        return options
+
+    def candidates(self, text: str, start: int, end: int) -> list[Edit]:
+        names = emoji_tables()[0]
+        word = text[start:end]
+        if len(word) > 1 and word in names:
+            return [Edit(self.name, start, end, word, e) for e in names[word]]
+        return self.char_candidates(text, self.found_chars(text, start, end, self._options(text)))
+
+    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+        names = emoji_tables()[0]
+        word = text[start:end]
+        if len(word) > 1 and word in names:
+            return [Edit(self.name, start, end, word, rng.choice(names[word]))]
+        return self.replace_chars(text, start, end, rng, self._options(text), self.share)

@@ -33,11 +33,23 @@ class English(Op):
     def prepare(self) -> None:
         english_table()
 
-    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+    def _part(self, text: str, start: int, end: int) -> tuple[int, int, tuple[str, ...]] | None:
+        """The longest part of the span with English for it (the leftmost of equal length)."""
         table = english_table()
         for length in range(end - start, 0, -1):
             for s in range(start, end - length + 1):
                 options = table.get(text[s:s + length])
                 if options:
-                    return [Edit(self.name, s, s + length, text[s:s + length], rng.choice(options))]
-        return []
+                    return s, s + length, options
+        return None
+
+    def candidates(self, text: str, start: int, end: int) -> list[Edit]:
+        part = self._part(text, start, end)
+        return [Edit(self.name, part[0], part[1], text[part[0]:part[1]], e) for e in part[2]] if part else []
+
+    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+        part = self._part(text, start, end)
+        if part is None:
+            return []
+        s, e, options = part
+        return [Edit(self.name, s, e, text[s:e], rng.choice(options))]

@@ -18,7 +18,7 @@ from ..hanzi import char_frequencies, common_chars, is_han, word_frequencies
 from ..params import Options
 from ..pinyin import TONES, char_readings, reading_key, syllable_key, word_reading
 from ..rng import Rng
-from .base import SHARE, Candidates, Op, pick, register_op
+from .base import SHARE, Candidates, Op, pick, ranked_items, register_op
 
 # Words rarer than this in jieba's dictionary read as typos, not as a poster's pun.
 MIN_WORD_FREQ = 10
@@ -92,7 +92,7 @@ class Homophone(Op):
         if self.word:
             word_index(self.tone)
 
-    def candidates(self, word: str) -> tuple[Candidates | None, tuple[tuple[int, Candidates], ...]]:
+    def options(self, word: str) -> tuple[Candidates | None, tuple[tuple[int, Candidates], ...]]:
         """(other same-sounding words, [(offset, other same-sounding characters)]) of a word."""
         if all(is_han(ch) for ch in word):
             reading: tuple[str | None, ...] = word_reading(word)
@@ -106,14 +106,23 @@ class Homophone(Op):
                  for k, (s, ch) in enumerate(zip(reading, word)))
         return words, tuple((k, c) for k, c in chars if c is not None)
 
-    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
-        word = text[start:end]
+    def _options(self, word: str) -> tuple[Candidates | None, tuple[tuple[int, Candidates], ...]]:
         found = self._memo.get(word)
         if found is None:  # targets repeat (lexicon terms above all): look each word up once
             if len(self._memo) > 100_000:
                 self._memo.clear()
-            found = self._memo[word] = self.candidates(word)
-        words, chars = found
+            found = self._memo[word] = self.options(word)
+        return found
+
+    def candidates(self, text: str, start: int, end: int) -> list[Edit]:
+        word = text[start:end]
+        words, chars = self._options(word)
+        whole = [Edit(self.name, start, end, word, w) for w in ranked_items(words) if w != word] if words else []
+        return whole + self.char_candidates(text, [(start + k, c) for k, c in chars])
+
+    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+        word = text[start:end]
+        words, chars = self._options(word)
         new = pick(words, word, rng)
         if new is not None:
             return [Edit(self.name, start, end, word, new)]

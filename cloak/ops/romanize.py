@@ -33,7 +33,10 @@ class Abbrev(Op):
     case: str = "lower"
     _parameter_constraints = {"case": Options("lower", "upper")}
 
-    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+    def candidates(self, text: str, start: int, end: int) -> list[Edit]:
+        return self.edit_span(text, start, end, None)  # one spelling: the initials
+
+    def edit_span(self, text: str, start: int, end: int, rng: Rng | None) -> list[Edit]:
         if end - start < 2 or not _han_word(text, start, end):
             return []
         word = text[start:end]
@@ -55,12 +58,26 @@ class Pinyin(Op):
     mode: str = "mixed"
     _parameter_constraints = {"mode": Options(*MODES)}
 
-    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+    def _syllables(self, text: str, start: int, end: int) -> list[str] | None:
         if not _han_word(text, start, end):
+            return None
+        syllables = [_plain(s) for s in word_reading(text[start:end])]
+        return syllables if all(s.isascii() and s.isalpha() for s in syllables) else None
+
+    def candidates(self, text: str, start: int, end: int) -> list[Edit]:
+        """The whole word (modes word and mixed), then each character (modes char and mixed)."""
+        syllables, word = self._syllables(text, start, end), text[start:end]
+        if syllables is None:
             return []
-        word = text[start:end]
-        syllables = [_plain(s) for s in word_reading(word)]
-        if not all(s.isascii() and s.isalpha() for s in syllables):
+        whole = [Edit(self.name, start, end, word, "".join(syllables))]
+        if len(word) == 1 or self.mode == "word":
+            return whole
+        chars = [Edit(self.name, start + i, start + i + 1, word[i], s) for i, s in enumerate(syllables)]
+        return chars if self.mode == "char" else whole + chars
+
+    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+        syllables, word = self._syllables(text, start, end), text[start:end]
+        if syllables is None:
             return []
         mode = self.mode if self.mode != "mixed" else ("word", "char")[rng.randrange(2)]
         if mode == "word" or len(word) == 1:

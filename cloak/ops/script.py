@@ -47,7 +47,10 @@ class Traditional(Op):
     def prepare(self) -> None:
         _converter("s2t")
 
-    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+    def candidates(self, text: str, start: int, end: int) -> list[Edit]:
+        return self.edit_span(text, start, end, None)  # one conversion: each changed character a candidate
+
+    def edit_span(self, text: str, start: int, end: int, rng: Rng | None) -> list[Edit]:
         word = text[start:end]
         new = to_traditional(word)
         if new == word:
@@ -71,7 +74,12 @@ class Variant(Op):
         for config in ("s2t", "s2hk", "s2tw", "t2jp"):
             _converter(config)
 
+    @staticmethod
+    def _options(text: str):
+        return lambda i: (variant_forms(text[i]), None) if variant_forms(text[i]) else None
+
+    def candidates(self, text: str, start: int, end: int) -> list[Edit]:
+        return self.char_candidates(text, self.found_chars(text, start, end, self._options(text)))
+
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
-        return self.replace_chars(text, start, end, rng,
-                                  lambda i: (variant_forms(text[i]), None) if variant_forms(text[i]) else None,
-                                  self.share)
+        return self.replace_chars(text, start, end, rng, self._options(text), self.share)

@@ -70,8 +70,12 @@ class Similar(Op):
     def prepare(self) -> None:
         _common_lookalikes(self.top, self.table)
 
-    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+    def _options(self, text: str):
         table = _common_lookalikes(self.top, self.table)
-        return self.replace_chars(text, start, end, rng,
-                                  lambda i: (table[text[i]], None) if text[i] in table else None,
-                                  self.share)
+        return lambda i: (table[text[i]], None) if text[i] in table else None  # nearest look-alike first
+
+    def candidates(self, text: str, start: int, end: int) -> list[Edit]:
+        return self.char_candidates(text, self.found_chars(text, start, end, self._options(text)))
+
+    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+        return self.replace_chars(text, start, end, rng, self._options(text), self.share)

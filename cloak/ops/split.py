@@ -57,8 +57,12 @@ class Split(Op):
     def prepare(self) -> None:
         split_table()
 
-    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+    def _options(self, text: str):
         table = split_table()
-        return self.replace_chars(text, start, end, rng,
-                                  lambda i: ((table[text[i]],), None) if text[i] in table else None,
-                                  self.share)
+        return lambda i: ((table[text[i]],), None) if text[i] in table else None
+
+    def candidates(self, text: str, start: int, end: int) -> list[Edit]:
+        return self.char_candidates(text, self.found_chars(text, start, end, self._options(text)))
+
+    def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
+        return self.replace_chars(text, start, end, rng, self._options(text), self.share)

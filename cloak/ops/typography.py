@@ -22,12 +22,13 @@ class Shuffle(Op):
 
     name = "shuffle"
 
+    def candidates(self, text: str, start: int, end: int) -> list[Edit]:
+        return [Edit(self.name, i, i + 2, text[i:i + 2], text[i + 1] + text[i])
+                for i in range(start, end - 1) if text[i] != text[i + 1]]
+
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
-        pairs = [i for i in range(start, end - 1) if text[i] != text[i + 1]]
-        if not pairs:
-            return []
-        i = rng.choice(pairs)
-        return [Edit(self.name, i, i + 2, text[i:i + 2], text[i + 1] + text[i])]
+        swaps = self.candidates(text, start, end)
+        return [rng.choice(swaps)] if swaps else []
 
 
 @register_op
@@ -43,6 +44,10 @@ class Noise(Op):
     share: float = 0.5
     _parameter_constraints = {"symbols": Satisfies(lambda s: isinstance(s, str) and s != "", "a non-empty string"),
                               "share": SHARE}
+
+    def candidates(self, text: str, start: int, end: int) -> list[Edit]:
+        """Each symbol in each gap: the first symbol in every gap, then the second, ..."""
+        return [Edit(self.name, g, g, "", s) for s in dict.fromkeys(self.symbols) for g in range(start + 1, end)]
 
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
         gaps = list(range(start + 1, end))
@@ -80,7 +85,12 @@ class FullWidth(Op):
 
     name = "fullwidth"
 
+    @staticmethod
+    def _options(text: str):
+        return lambda i: ((to_fullwidth(text[i]),), None) if to_fullwidth(text[i]) else None
+
+    def candidates(self, text: str, start: int, end: int) -> list[Edit]:
+        return self.char_candidates(text, self.found_chars(text, start, end, self._options(text)))
+
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
-        return self.replace_chars(text, start, end, rng,
-                                  lambda i: ((to_fullwidth(text[i]),), None) if to_fullwidth(text[i]) else None,
-                                  1.0)
+        return self.replace_chars(text, start, end, rng, self._options(text), 1.0)
