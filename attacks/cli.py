@@ -247,10 +247,13 @@ def _numbers(option: str, text: str) -> list[float]:
               help="A saved victim (repeat for several); named by its folder.")
 @click.option("--data", "data_path", required=True, metavar="FILE", help="Labelled records to attack (JSONL).")
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="Outcomes per (victim, attack) and summary.json.")
-@click.option("--attacks", "attack_kinds", default="cloak", show_default=True, metavar="fgm,pgd,cloak",
-              help="Which attacks: FGM and PGD on input embeddings (differentiable victims), cloaking.")
+@click.option("--attacks", "attack_kinds", default="cloak", show_default=True, metavar="fgm,pgd,cloak,search",
+              help="Which attacks: FGM and PGD on input embeddings (differentiable victims), cloaking, the search.")
 @click.option("--ops", default=None, metavar="OPS",
-              help="Cloak attacks, one per op; join ops with + for a mix (homophone+emoji) [default: every op].")
+              help="Cloak attacks, one per op; join ops with + for a mix (homophone+emoji). The search uses "
+                   "them all at once [default: every op].")
+@click.option("--query-budget", type=click.IntRange(1), default=200, show_default=True,
+              help="The search: victim queries per post at most.")
 @click.option("--mode", type=click.Choice(["keyword", "full", "both"]), default="keyword", show_default=True,
               help="Cloak the lexicon's terms (keyword), any word at --rate (full), or both.")
 @click.option("--rate", type=click.FloatRange(0, 1, min_open=True), default=0.3, show_default=True,
@@ -265,16 +268,16 @@ def _numbers(option: str, text: str) -> list[float]:
 @click.option("--batch-size", type=click.IntRange(1), default=64, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
-def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, mode, rate, variants, eps, steps, limit, seed,
-             batch_size, quiet) -> None:
+def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, mode, rate, variants, eps, steps,
+             limit, seed, batch_size, quiet) -> None:
     """Attack every victim with every attack; per-post outcomes and summary.json in OUT (resumable)."""
     import os
 
     check_files([data_path])
     kinds = [k.strip() for k in attack_kinds.split(",") if k.strip()]
     for kind in kinds:
-        if kind not in ("fgm", "pgd", "cloak"):
-            raise ValueError(f"--attacks: unknown attack {kind!r}; choose from fgm, pgd, cloak")
+        if kind not in ("fgm", "pgd", "cloak", "search"):
+            raise ValueError(f"--attacks: unknown attack {kind!r}; choose from fgm, pgd, cloak, search")
     names = [os.path.basename(os.path.normpath(d)) for d in victim_dirs]
     if len(set(names)) < len(names):
         raise ValueError(f"--victim: two folders share a name ({', '.join(names)}); outcomes are kept by folder name")
@@ -289,11 +292,15 @@ def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, mode, rate, var
     from .evaluate import attack_name, data_info
     from .evaluate import evaluate as run_evaluation
     from .fgm import EmbeddingAttack
+    from .search import SearchAttack
 
     attacks: list = []
     for kind in kinds:
         if kind in ("fgm", "pgd"):
             attacks += [EmbeddingAttack(eps=e, steps=1 if kind == "fgm" else steps) for e in _numbers("--eps", eps)]
+        elif kind == "search":
+            searched = ",".join(dict.fromkeys(o for m in (ops or "").split(",") for o in m.split("+") if o.strip()))
+            attacks.append(SearchAttack(ops=searched, query_budget=query_budget))
         else:
             mixes = [m.strip().replace("+", ",") for m in (ops or ",".join(available_ops())).split(",") if m.strip()]
             modes = ["keyword", "full"] if mode == "both" else [mode]

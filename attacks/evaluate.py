@@ -26,14 +26,15 @@ from cloak.io import dump_record, file_sha256, write_atomic
 from .cloaking import CloakAttack
 from .fgm import EmbeddingAttack
 from .metrics import detection_metrics, drops
+from .search import SearchAttack
 from .victim import Victim, versions
 
 SUMMARY = "summary.json"
-Attack = CloakAttack | EmbeddingAttack
+Attack = CloakAttack | EmbeddingAttack | SearchAttack
 
 
 def attack_name(attack: Attack) -> str:
-    return attack.name if isinstance(attack, CloakAttack) else f"{attack.name}@{attack.eps:g}"
+    return f"{attack.name}@{attack.eps:g}" if isinstance(attack, EmbeddingAttack) else attack.name
 
 
 def outcome_file(name: str) -> str:
@@ -42,15 +43,15 @@ def outcome_file(name: str) -> str:
 
 
 def attack_settings(attack: Attack) -> dict:
-    if isinstance(attack, CloakAttack):
-        return attack.settings()
-    return {"kind": attack.name, "eps": attack.eps, "steps": attack.steps, "alpha": attack.alpha}
+    if isinstance(attack, EmbeddingAttack):
+        return {"kind": attack.name, "eps": attack.eps, "steps": attack.steps, "alpha": attack.alpha}
+    return attack.settings()
 
 
 def run_attack(attack: Attack, victim: Victim, records: Sequence[dict], positions: Sequence[int],
                clean: np.ndarray) -> list[dict]:
     """One outcome per record: {text, edits, probs, changed, queries}."""
-    if isinstance(attack, CloakAttack):
+    if not isinstance(attack, EmbeddingAttack):
         return attack.attack(victim, records, positions, clean)
     probs = attack.attack(victim, [r["text"] for r in records], [r["label"] for r in records])
     return [{"text": r["text"], "edits": [], "probs": p, "changed": True, "queries": attack.steps}
@@ -121,7 +122,9 @@ def figures_of(labels: np.ndarray, clean: np.ndarray, records: Sequence[dict], o
                "textattack": {"successes": successes, "failures": failures, "skipped": int((~right_before).sum()),
                               "success_rate": successes / (successes + failures) if successes + failures else None,
                               "accuracy_under_attack": failures / len(labels) if len(labels) else None,
-                              "queries_per_example": float(np.mean([o["queries"] for o in outcomes]))},
+                              "queries_per_example": float(np.mean([o["queries"] for o, right in
+                                                                    zip(outcomes, right_before) if right]))
+                              if right_before.any() else None},
                "perturbed_share": float(np.mean(share)) if share else 0.0}
     if 0 < changed.sum() < len(labels):
         on_changed = (detection_metrics(labels[changed], clean[changed]),

@@ -234,3 +234,48 @@ def test_the_evaluate_command(sample_path, tmp_path):
                          (["--ops", "homofone"], "unknown op 'homofone'")):
         result = runner.invoke(main, [*args[:-3], *bad, "--out", str(tmp_path / "bad")])
         assert result.exit_code == 1 and message in result.output, result.output
+
+
+@pytest.mark.parametrize("budget", [3, 40, 400])
+def test_the_search_stays_in_budget_and_its_text_is_its_edits(tfidf, posts, budget):
+    from attacks.search import SearchAttack
+    from cloak import Edit, apply_edits
+
+    rows = posts[2]
+    clean = tfidf.predict_proba([r["text"] for r in rows])
+    outcomes = SearchAttack(ops="similar,homophone", query_budget=budget).attack(tfidf, rows, range(len(rows)), clean)
+    statuses = [o["status"] for o in outcomes]
+    for row, p, out in zip(rows, clean, outcomes):
+        assert out["queries"] <= budget
+        assert out["text"] == apply_edits(row["text"], [Edit(**e) for e in out["edits"]])
+        assert {e["op"] for e in out["edits"]} <= {"similar", "homophone"}
+        if out["status"] == "skipped":  # already wrong: left alone, no query
+            assert p.argmax() != row["label"] and out["queries"] == 0 and out["text"] == row["text"]
+        else:
+            again = tfidf.predict_proba([out["text"]])[0]
+            np.testing.assert_allclose(again, out["probs"], atol=1e-9)  # what the victim says of that text
+            assert (again.argmax() != row["label"]) == (out["status"] == "success")
+            assert again[row["label"]] <= p[row["label"]] + 1e-12  # never worse for the attacker
+    if budget == 400:
+        assert statuses.count("success") > statuses.count("failure")  # a linear model on words gives way
+    if budget == 3:
+        assert "success" not in statuses or all(len(o["edits"]) <= 1 for o in outcomes)
+
+
+def test_the_search_command(sample_path, tmp_path, tfidf):
+    from click.testing import CliRunner
+
+    from attacks.cli import main
+
+    rows = read_jsonl(sample_path)[200:240]
+    data = tmp_path / "test.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    tfidf.save(str(tmp_path / "tfidf-lr"))
+    result = CliRunner().invoke(main, ["evaluate", "--victim", str(tmp_path / "tfidf-lr"), "--data", str(data),
+                                       "--attacks", "search", "--ops", "similar+homophone", "--query-budget", "50",
+                                       "--out", str(tmp_path / "eval"), "-q"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads((tmp_path / "eval" / "summary.json").read_text())["victims"]["tfidf-lr"]["attacks"]
+    counts = figures["search:similar+homophone"]["textattack"]
+    assert counts["successes"] + counts["failures"] + counts["skipped"] == 40
+    assert 0 < counts["queries_per_example"] <= 50

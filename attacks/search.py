@@ -1,0 +1,105 @@
+"""The search attack: untargeted against the gold label, greedy, query-budgeted (DESIGN §7).
+
+After TextAttack's ``GreedyWordSwapWIR``: the post's words (jieba's, protected spans left alone) are
+ranked by importance — how far deleting the word lowers p(gold) — and visited in that order; at each
+word the ops' candidates (``Op.candidates``, the most plausible first, the ops taking turns) are
+scored in one batch and the one that lowers p(gold) most is kept if it lowers it at all. The search
+stops when the label flips (a success), when the words run out (a failure), or when the next query
+would pass ``query_budget`` (a failure).
+
+Queries are counted as TextAttack counts them: every text the victim scores, the deletions included;
+the clean prediction, which the evaluator has already made, is not counted again. A post the victim
+already gets wrong is skipped (no queries). Edits are kept in the coordinates of the original post,
+so the adversarial text is always ``apply_edits(original, edits)``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from cloak import Perturber, apply_edits, available_ops, parse_ops
+from cloak.edits import Edit
+from cloak.params import Interval, validate_fields
+
+from .victim import Victim
+
+
+@dataclasses.dataclass
+class SearchAttack:
+    """Greedy word-importance search over the candidates of ``ops`` (default: every op)."""
+
+    ops: str = ""
+    query_budget: int = 200
+    max_candidates: int = 30
+    _parameter_constraints = {"query_budget": Interval(int, 1), "max_candidates": Interval(int, 1)}
+
+    def __post_init__(self) -> None:
+        validate_fields(self, "search attack")
+        self.op_list = parse_ops(self.ops or ",".join(available_ops()))
+        for op in self.op_list:
+            op.prepare()
+        self.words = Perturber(targets="all", rate=1.0)  # the spans: jieba's words, protected spans dropped
+
+    @property
+    def name(self) -> str:
+        return "search" + (f":{self.ops.replace(',', '+')}" if self.ops else "")
+
+    def settings(self) -> dict:
+        return {"kind": "search", "ops": self.ops or "all", "query_budget": self.query_budget,
+                "max_candidates": self.max_candidates}
+
+    def attack(self, victim: Victim, records: Sequence[dict], positions: Sequence[int],
+               clean: np.ndarray) -> list[dict]:
+        """One outcome per record (``positions`` are not used: the search is deterministic)."""
+        return [self.attack_one(victim, r, p) for r, p in zip(records, clean)]
+
+    def attack_one(self, victim: Victim, record: dict, clean: np.ndarray) -> dict:
+        text, label = record["text"], int(record["label"])
+        outcome = {"text": text, "edits": [], "probs": clean, "changed": False, "queries": 0}
+        if np.isnan(clean).any() or int(clean.argmax()) != label:
+            return {**outcome, "status": "skipped"}
+        protected = [tuple(s) for s in record.get("protected") or ()]
+        spans = self.words.target_spans(text, None, protected)  # rate 1: no random draw
+        budget, queries = self.query_budget, 0
+
+        def ask(texts: list[str]) -> np.ndarray:
+            nonlocal queries
+            queries += len(texts)
+            return victim.predict_proba(texts)
+
+        if not spans or budget < len(spans):
+            return {**outcome, "status": "failure"}
+        deleted = ask([text[:s] + text[e:] for s, e in spans])
+        order = np.argsort(deleted[:, label], kind="stable")  # the biggest drop in p(gold) first
+        edits: list[Edit] = []
+        best, probs = float(clean[label]), clean
+        for i in order:
+            start, end = spans[i]
+            candidates = self.span_candidates(text, start, end)[:budget - queries]
+            if not candidates:
+                if queries >= budget:
+                    break
+                continue
+            scored = ask([apply_edits(text, sorted([*edits, c], key=lambda e: e.start)) for c in candidates])
+            j = int(np.nanargmin(np.where(np.isnan(scored).any(1), np.inf, scored[:, label])))
+            if scored[j, label] < best:
+                edits = sorted([*edits, candidates[j]], key=lambda e: e.start)
+                best, probs = float(scored[j, label]), scored[j]
+                if int(probs.argmax()) != label:
+                    break
+        status = "success" if edits and int(probs.argmax()) != label else "failure"
+        return {"text": apply_edits(text, edits), "edits": [e.to_dict() for e in edits], "probs": probs,
+                "changed": bool(edits), "queries": queries, "status": status}
+
+    def span_candidates(self, text: str, start: int, end: int) -> list[Edit]:
+        """The ops' candidates for a span, taking turns (each op's best, then each one's second, ...)."""
+        lists = [op.candidates(text, start, end) for op in self.op_list]
+        merged, seen = [], set()
+        for c in itertools.chain.from_iterable(itertools.zip_longest(*lists)):
+            if c is not None and (c.start, c.end, c.dst) not in seen:
+                seen.add((c.start, c.end, c.dst))
+                merged.append(c)
+        return merged[:self.max_candidates]
