@@ -7,7 +7,7 @@ DEMO_INSTALLED := $(VENV)/.installed-demo
 BENCH_INSTALLED := $(VENV)/.installed-bench
 DEMO_OPS ?= homophone,similar,emoji,split,abbrev,pinyin,english
 
-.PHONY: demo test bench bench-mmbert clean
+.PHONY: demo test bench bench-mmbert bench-attacks clean
 
 # torch first, pinned to the CPU build on local disk: openai-whisper would otherwise pull a CUDA build.
 TORCH ?= torch==2.13.0
@@ -55,6 +55,16 @@ bench-mmbert: $(BENCH_INSTALLED)
 	$(BIN)/python bench/mmbert_speed.py --cold $(COLD)
 	$(BIN)/python bench/mmbert_data.py --cold $(COLD) --weights $(WEIGHTS) --workers 2
 	$(BIN)/python bench/mmbert_cold.py --cold $(COLD) --weights $(WEIGHTS)
+
+## bench-attacks: the detectors on COLD (every conventional one, the training-size curve, the shared
+## small backbone pre-trained here, bert and chinesebert on it), the cloak attacks at scale and the
+## robustness table; about 4 hours on 2 CPU cores, most of it the backbone and the RBF SVMs
+SWSR ?= ../shared/data/swsr
+bench-attacks: $(BENCH_INSTALLED)
+	$(BIN)/python bench/backbone.py --cold $(COLD) --swsr $(SWSR) --epochs 3
+	$(BIN)/python bench/victims.py --cold $(COLD) --swsr $(SWSR) --neural
+	$(BIN)/python bench/attacks_scale.py --cold $(COLD)
+	$(BIN)/python bench/robustness.py --cold $(COLD)
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache .hypothesis *.egg-info

@@ -1,0 +1,98 @@
+"""The robustness table: COLD detectors under every cloak op and, where they have embeddings, FGM / PGD.
+
+Run from the repository root after ``bench/victims.py`` (and ``--neural`` for bert / chinesebert):
+``.venv/bin/python bench/robustness.py``; writes ``bench/results/robustness.json``. Resumable: the
+evaluations are ``attacks evaluate`` runs into ``bench/work/robustness/``, which resume themselves.
+
+- Victims: the conventional ones worth their prediction time (``--conventional``, trained here on
+  COLD train with ``attacks train`` and their default settings), and ``bert`` / ``chinesebert`` from
+  ``bench/work/victims/`` when ``bench/victims.py --neural`` has trained them.
+- Cloak attacks: every op in keyword mode (the lexicon's terms), 2 variants, all 5,323 COLD test posts.
+- FGM and PGD (10 steps) at eps 0.1 to 2 on the torch victims, the first ``--embedding-limit`` test posts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.long_posts import BIN, measure  # noqa: E402
+from bench.machine import machine_info  # noqa: E402
+from bench.summary import print_summary  # noqa: E402
+from cloak.io import write_atomic  # noqa: E402
+
+SHARED = REPO.parent / "shared" / "data"
+EPS = "0.1,0.25,0.5,1,2"
+
+
+def run(args: list) -> dict:
+    command = " ".join(str(a).replace(str(REPO) + "/", "") for a in args)
+    print(command, flush=True)
+    result = measure(args)
+    if result["exit"] != 0:
+        raise SystemExit(f"failed: {result['stderr']}")
+    return {"command": command, **result}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cold", type=Path, default=SHARED / "cold")
+    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "robustness.json")
+    ap.add_argument("--conventional", default="tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt")
+    ap.add_argument("--embedding-limit", type=int, default=1000)
+    args = ap.parse_args()
+    started = time.perf_counter()
+    work, victims_dir = args.work / "robustness", args.work / "victims"
+    work.mkdir(parents=True, exist_ok=True)
+    data = {}
+    for split in ("train", "test"):
+        data[split] = work / f"cold_{split}.jsonl"
+        if not data[split].exists():
+            run([BIN / "cloak", "convert", "--from", "cold", "--in", args.cold / f"{split}.csv", "--out", data[split]])
+    victims = []
+    for name in args.conventional.split(","):
+        folder = victims_dir / name
+        if not (folder / "victim.json").exists():
+            extra = ["--vectors", args.work / "word2vec_cold_swsr.txt"] if name.startswith("emb") else []
+            run([BIN / "attacks", "train", "--model", name, "--train", data["train"], "--out", folder, *extra])
+        victims.append(folder)
+    neural = [victims_dir / n for n in ("bert", "chinesebert") if (victims_dir / n / "victim.json").exists()]
+    victims += neural
+
+    def victim_flags(folders):
+        return [x for f in folders for x in ("--victim", f)]
+
+    timings = {"cloak": run([BIN / "attacks", "evaluate", *victim_flags(victims), "--data", data["test"],
+                             "--attacks", "cloak", "--variants", "2", "--out", work / "cloak", "-q"])}
+    if neural:
+        timings["embedding"] = run([BIN / "attacks", "evaluate", *victim_flags(neural), "--data", data["test"],
+                                    "--attacks", "fgm,pgd", "--eps", EPS, "--limit", str(args.embedding_limit),
+                                    "--out", work / "embedding", "-q"])
+    summaries = {k: json.loads((work / k / "summary.json").read_text(encoding="utf-8")) for k in timings}
+    table = {}
+    for summary in summaries.values():
+        for victim, entry in summary["victims"].items():
+            row = table.setdefault(victim, {"clean_macro_f1": entry["clean"]["f1"], "attacks": {}})
+            for attack, figures in entry["attacks"].items():
+                if "skipped" not in figures:
+                    row["attacks"][attack] = {"macro_f1": figures["all"]["f1"], "clean_macro_f1": entry["clean"]["f1"],
+                                              "success_rate": figures["textattack"]["success_rate"],
+                                              "posts": summary["data"]["records"]}
+    result = {"benchmark": "bench/robustness.py", "machine": machine_info(("scikit-learn", "torch")),
+              "timings": timings, "victims": table, "seconds": round(time.perf_counter() - started, 1)}
+    write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+    rows = []
+    for victim, row in table.items():
+        worst = min(row["attacks"].items(), key=lambda kv: kv[1]["macro_f1"])
+        rows.append((victim, f"{row['clean_macro_f1']:.4f}", f"worst {worst[0]} {worst[1]['macro_f1']:.4f}"))
+    print_summary(rows, args.out, time.perf_counter() - started)
+
+
+if __name__ == "__main__":
+    main()
