@@ -265,15 +265,20 @@ def _numbers(option: str, text: str) -> list[float]:
 @click.option("--steps", type=click.IntRange(2), default=10, show_default=True, help="PGD steps.")
 @click.option("--limit", type=click.IntRange(1), default=None, metavar="N", help="The first N records only.")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the cloaks.")
+@click.option("--shard", default=None, metavar="i/n",
+              help="Attack the i-th of n contiguous blocks of the records (`attacks merge` joins the shards).")
 @click.option("--batch-size", type=click.IntRange(1), default=64, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, mode, rate, variants, eps, steps,
-             limit, seed, batch_size, quiet) -> None:
+             limit, seed, shard, batch_size, quiet) -> None:
     """Attack every victim with every attack; per-post outcomes and summary.json in OUT (resumable)."""
     import os
 
+    from cloak.run import parse_shard
+
     check_files([data_path])
+    shard = parse_shard(shard)
     kinds = [k.strip() for k in attack_kinds.split(",") if k.strip()]
     for kind in kinds:
         if kind not in ("fgm", "pgd", "cloak", "search"):
@@ -289,7 +294,7 @@ def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, m
 
     from . import load_victim
     from .cloaking import CloakAttack
-    from .evaluate import attack_name, data_info
+    from .evaluate import data_info
     from .evaluate import evaluate as run_evaluation
     from .fgm import EmbeddingAttack
     from .search import SearchAttack
@@ -309,17 +314,31 @@ def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, m
     _quiet_libraries()
     victims = {name: (lambda d=d: load_victim(d)) for name, d in zip(names, victim_dirs)}
     summary = run_evaluation(victims, records, attacks, out_dir,
-                             data={**data_info(data_path), "limit": limit}, batch_size=batch_size,
+                             data={**data_info(data_path), "limit": limit}, shard=shard, batch_size=batch_size,
                              progress=False if quiet else None)
+    _print_summary(summary, out_dir)
+
+
+@main.command()
+@click.argument("shard_dirs", nargs=-1, required=True, metavar="SHARD_DIR...")
+@click.option("--out", "out_dir", required=True, metavar="DIR", help="The joined outcomes and their summary.json.")
+@_errors_reported
+def merge(shard_dirs, out_dir) -> None:
+    """Join the folders of `attacks evaluate --shard 0/n ... n-1/n` into one, as one run would have written it."""
+    from .evaluate import merge as merge_shards
+
+    _print_summary(merge_shards(shard_dirs, out_dir), out_dir)
+
+
+def _print_summary(summary: dict, out_dir: str) -> None:
     click.echo(f"{'victim':<16} {'attack':<28} {'macro-F1 clean -> attacked':>27} {'success':>8}", err=True)
     for name, entry in summary["victims"].items():
-        for attack in attacks:
-            figures = entry["attacks"][attack_name(attack)]
+        for attack, figures in entry["attacks"].items():
             if "skipped" in figures:
-                click.echo(f"{name:<16} {attack_name(attack):<28} skipped: {figures['skipped']}", err=True)
+                click.echo(f"{name:<16} {attack:<28} skipped: {figures['skipped']}", err=True)
                 continue
             rate_text = figures["textattack"]["success_rate"]
-            click.echo(f"{name:<16} {attack_name(attack):<28} {entry['clean']['f1']:>13.4f} -> "
+            click.echo(f"{name:<16} {attack:<28} {entry['clean']['f1']:>13.4f} -> "
                        f"{figures['all']['f1']:.4f} {'' if rate_text is None else f'{rate_text:8.1%}'}", err=True)
     click.echo(f"evaluate: {out_dir}/summary.json", err=True)
 

@@ -30,6 +30,7 @@ from .search import SearchAttack
 from .victim import Victim, versions
 
 SUMMARY = "summary.json"
+META = "run.json"  # what was run: data, attacks, versions, victims and the pairs skipped
 Attack = CloakAttack | EmbeddingAttack | SearchAttack
 
 
@@ -65,50 +66,112 @@ def skip_reason(attack: Attack, victim: Victim) -> str | None:
 
 
 def evaluate(victims: dict[str, Victim | Callable[[], Victim]], records: Sequence[dict], attacks: Sequence[Attack],
-             out_dir: str, *, data: dict | None = None, batch_size: int = 64,
+             out_dir: str, *, data: dict | None = None, shard: tuple[int, int] | None = None, batch_size: int = 64,
              progress: bool | None = None) -> dict:
     """Run every attack on every victim (``{name: victim or a function loading it}``) and return the
-    summary (also written to ``OUT/summary.json``). ``records`` need ``id``, ``text`` and ``label``."""
+    summary (also written to ``OUT/summary.json``). ``records`` need ``id``, ``text`` and ``label``.
+    ``shard=(i, n)`` attacks the i-th of n contiguous blocks of the records (:func:`merge` joins them)."""
     from tqdm.auto import tqdm
 
     os.makedirs(out_dir, exist_ok=True)
-    labels = np.array([int(r["label"]) for r in records])
-    summary = {"data": {**(data or {}), "records": len(records)},
-               "attacks": {attack_name(a): attack_settings(a) for a in attacks},
-               "versions": versions("torch", "scikit-learn"), "victims": {}}
+    first, last = shard_bounds(len(records), shard)
+    block_records = records[first:last]
+    meta = {"data": {**(data or {}), "records": len(records), "shard": list(shard) if shard else None},
+            "attacks": {attack_name(a): attack_settings(a) for a in attacks},
+            "versions": versions("torch", "scikit-learn"), "victims": {}}
     for name, victim in victims.items():
         folder = os.path.join(out_dir, name)
         os.makedirs(folder, exist_ok=True)
         pairs = [(attack_name(a), a) for a in attacks]
         if callable(victim) and not isinstance(victim, Victim):
-            pending = not _complete(os.path.join(folder, "clean.jsonl"), len(records)) or any(
-                not _complete(os.path.join(folder, outcome_file(n)), len(records)) for n, _ in pairs)
+            pending = not _complete(os.path.join(folder, "clean.jsonl"), len(block_records)) or any(
+                not _complete(os.path.join(folder, outcome_file(n)), len(block_records)) for n, _ in pairs)
             victim = victim() if pending else None
         clean_path = os.path.join(folder, "clean.jsonl")
-        _fill(clean_path, records, batch_size, lambda block, _: [
+        _fill(clean_path, block_records, batch_size, lambda block, _: [
             {"probs": p} for p in victim.predict_proba([r["text"] for r in block])], f"{name}: clean", progress, tqdm)
         clean = _probs(_read(clean_path))
-        entry = {"clean": _finite(detection_metrics(labels, clean)), "attacks": {}}
-        summary["victims"][name] = entry
+        meta["victims"][name] = {"skipped": {}}
         for aname, attack in pairs:
-            path = os.path.join(folder, outcome_file(aname))
-            reason = skip_reason(attack, victim) if victim is not None else None  # None: every pair done
+            reason = skip_reason(attack, victim) if victim is not None else None  # None: every pair is done
             if reason:
-                entry["attacks"][aname] = {"skipped": reason}
+                meta["victims"][name]["skipped"][aname] = reason
                 continue
 
             def outcomes(block: list[dict], start: int, attack=attack) -> list[dict]:
-                return run_attack(attack, victim, block, range(start, start + len(block)),
+                return run_attack(attack, victim, block, range(first + start, first + start + len(block)),
                                   clean[start:start + len(block)])
 
-            _fill(path, records, batch_size, outcomes, f"{name}: {aname}", progress, tqdm)
-            entry["attacks"][aname] = figures_of(labels, clean, records, _read(path))
-            write_atomic(os.path.join(out_dir, SUMMARY), _dumps(summary))
+            _fill(os.path.join(folder, outcome_file(aname)), block_records, batch_size, outcomes, f"{name}: {aname}",
+                  progress, tqdm)
+    write_atomic(os.path.join(out_dir, META), _dumps(meta))
+    return summarize(out_dir)
+
+
+def summarize(out_dir: str) -> dict:
+    """``summary.json`` from the folder's outcome files and ``run.json`` alone (so a resumed run, or a
+    merge of shards, writes the same one as a run straight through)."""
+    with open(os.path.join(out_dir, META), encoding="utf-8") as f:
+        meta = json.load(f)
+    summary = {k: meta[k] for k in ("data", "attacks", "versions")}
+    summary["victims"] = {}
+    for name, victim in meta["victims"].items():
+        clean_lines = _read(os.path.join(out_dir, name, "clean.jsonl"))
+        labels, clean = np.array([o["label"] for o in clean_lines]), _probs(clean_lines)
+        entry = summary["victims"][name] = {"clean": _finite(detection_metrics(labels, clean)), "attacks": {}}
+        for aname in meta["attacks"]:
+            if aname in victim["skipped"]:
+                entry["attacks"][aname] = {"skipped": victim["skipped"][aname]}
+            else:
+                entry["attacks"][aname] = figures_of(labels, clean, _read(os.path.join(out_dir, name,
+                                                                                        outcome_file(aname))))
     write_atomic(os.path.join(out_dir, SUMMARY), _dumps(summary))
     return summary
 
 
-def figures_of(labels: np.ndarray, clean: np.ndarray, records: Sequence[dict], outcomes: list[dict]) -> dict:
+def merge(shard_dirs: Sequence[str], out_dir: str) -> dict:
+    """Join the folders of shards 0..n-1 of one evaluation into ``out_dir`` and summarise it."""
+    metas = []
+    for d in shard_dirs:
+        path = os.path.join(d, META)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{d}: not an evaluation folder (no {META}; is the shard finished?)")
+        with open(path, encoding="utf-8") as f:
+            metas.append(json.load(f))
+    shards = sorted((tuple(m["data"]["shard"] or (0, 1)), d, m) for d, m in zip(shard_dirs, metas))
+    n = shards[0][0][1]
+    if [s[0] for s in shards] != [(i, n) for i in range(n)]:
+        raise ValueError(f"shards must be 0/{n} to {n - 1}/{n} once each, got "
+                         f"{', '.join(f'{i}/{k}' for (i, k), _, _ in shards)}")
+    for key in ("attacks", "victims"):
+        if any(m[key] != metas[0][key] for m in metas):
+            raise ValueError(f"the shards were run with different {key}: merge shards of one command only")
+    if any({**m["data"], "shard": None} != {**metas[0]["data"], "shard": None} for m in metas):
+        raise ValueError("the shards attacked different data")
+    os.makedirs(out_dir, exist_ok=True)
+    first = shards[0][2]
+    for name, victim in first["victims"].items():
+        os.makedirs(os.path.join(out_dir, name), exist_ok=True)
+        for file in ["clean.jsonl", *(outcome_file(a) for a in first["attacks"] if a not in victim["skipped"])]:
+            parts = [os.path.join(d, name, file) for _, d, _ in shards]
+            expected = [shard_bounds(first["data"]["records"], s) for s, _, _ in shards]
+            for part, (lo, hi) in zip(parts, expected):
+                if not _complete(part, hi - lo):
+                    raise ValueError(f"{part}: unfinished (rerun that shard's command first)")
+            write_atomic(os.path.join(out_dir, name, file), b"".join(open(p, "rb").read() for p in parts))
+    write_atomic(os.path.join(out_dir, META), _dumps({**first, "data": {**first["data"], "shard": None}}))
+    return summarize(out_dir)
+
+
+def shard_bounds(n: int, shard: tuple[int, int] | None) -> tuple[int, int]:
+    """Shard i/n: the i-th of n contiguous blocks, as ``cloak perturb --shard`` splits its lines."""
+    if shard is None:
+        return 0, n
+    i, k = shard
+    return i * n // k, (i + 1) * n // k
+
+
+def figures_of(labels: np.ndarray, clean: np.ndarray, outcomes: list[dict]) -> dict:
     """Every figure of one (victim, attack): on all posts, on the posts it changed, and TextAttack's counts."""
     attacked = _probs(outcomes, clean.shape[1])
     changed = np.array([o["changed"] for o in outcomes])
@@ -116,8 +179,7 @@ def figures_of(labels: np.ndarray, clean: np.ndarray, records: Sequence[dict], o
     right_before = clean.argmax(1) == labels
     right_after = ~np.isnan(attacked).any(1) & (np.nan_to_num(attacked).argmax(1) == labels)
     successes, failures = int((right_before & ~right_after).sum()), int((right_before & right_after).sum())
-    share = [sum(e["end"] - e["start"] for e in o["edits"]) / max(1, len(r["text"]))
-             for r, o in zip(records, outcomes) if o["edits"]]
+    share = [o["perturbed_share"] for o in outcomes if o["edits"]]
     figures = {"all": _finite(after), "drop": _finite(drops(before, after)), "changed": int(changed.sum()),
                "textattack": {"successes": successes, "failures": failures, "skipped": int((~right_before).sum()),
                               "success_rate": successes / (successes + failures) if successes + failures else None,
@@ -144,7 +206,9 @@ def _fill(path: str, records: Sequence[dict], batch_size: int, compute: Callable
                                        disable=progress is False, leave=False) as bar:
         for start in range(done, len(records), batch_size):
             block = list(records[start:start + batch_size])
-            lines = [dump_record({"id": r.get("id"), "label": int(r["label"]), **_plain(o)})
+            lines = [dump_record({"id": r.get("id"), "label": int(r["label"]), **_plain(o),
+                                  **({"perturbed_share": _touched(o["edits"]) / max(1, len(r["text"]))}
+                                     if o.get("edits") else {})})
                      for r, o in zip(block, compute(block, start))]
             out.write(b"".join(lines))
             out.flush()
@@ -171,6 +235,11 @@ def _complete(path: str, n: int) -> bool:
 def _read(path: str) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f]
+
+
+def _touched(edits: list[dict]) -> int:
+    """Characters of the original an attack touched: each replaced one, and one for each insertion."""
+    return sum(max(1, e["end"] - e["start"]) for e in edits)
 
 
 def _probs(outcomes: list[dict], width: int | None = None) -> np.ndarray:

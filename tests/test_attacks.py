@@ -279,3 +279,19 @@ def test_the_search_command(sample_path, tmp_path, tfidf):
     counts = figures["search:similar+homophone"]["textattack"]
     assert counts["successes"] + counts["failures"] + counts["skipped"] == 40
     assert 0 < counts["queries_per_example"] <= 50
+
+
+def test_shards_merge_into_the_unsharded_run(tfidf, tiny_bert, posts, tmp_path):
+    from attacks.evaluate import evaluate, merge
+
+    rows, attacks = posts[2], attack_list()
+    victims = {"tfidf": tfidf, "bert": tiny_bert}
+    whole = evaluate(victims, rows, attacks, str(tmp_path / "whole"), batch_size=16, progress=False)
+    for i in range(3):
+        evaluate(victims, rows, attacks, str(tmp_path / f"part{i}"), shard=(i, 3), batch_size=16, progress=False)
+    with pytest.raises(ValueError, match="shards must be 0/3 to 2/3 once each"):
+        merge([str(tmp_path / "part0"), str(tmp_path / "part2")], str(tmp_path / "joined"))
+    joined = merge([str(tmp_path / f"part{i}") for i in (2, 0, 1)], str(tmp_path / "joined"))
+    assert joined == whole
+    for name in ("bert/clean.jsonl", "tfidf/cloak-emoji@full0.5.jsonl", "bert/pgd@0.5.jsonl"):
+        assert (tmp_path / "joined" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
