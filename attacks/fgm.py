@@ -16,13 +16,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from cloak.params import Interval, validate_fields
 
 from .victim import Victim, check_texts
+
+if TYPE_CHECKING:
+    import torch
 
 
 class NotDifferentiable(TypeError):
@@ -61,6 +64,9 @@ class EmbeddingAttack:
         return np.concatenate(out).astype(np.float64) if out else np.zeros((0, victim.num_labels))
 
     def _attack_batch(self, victim: Victim, texts: list[str], labels: np.ndarray) -> np.ndarray:
+        import torch  # on use: the evaluator imports this module for victims without torch too
+        import torch.nn.functional as F
+
         with torch.no_grad():
             embedded = victim.embed(texts)
         gold = torch.as_tensor(labels, device=embedded.embeds.device)

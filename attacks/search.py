@@ -3,7 +3,7 @@
 After TextAttack's ``GreedyWordSwapWIR``: the post's words (jieba's, protected spans left alone) are
 ranked by importance — how far deleting the word lowers p(gold) — and visited in that order; at each
 word the ops' candidates (``Op.candidates``, the most plausible first, the ops taking turns) are
-scored in one batch and the one that lowers p(gold) most is kept if it lowers it at all. The search
+scored together and the one that lowers p(gold) most is kept if it lowers it at all. The search
 stops when the label flips (a success), when the words run out (a failure), or when the next query
 would pass ``query_budget`` (a failure).
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 
 import numpy as np
 
@@ -53,26 +53,43 @@ class SearchAttack:
 
     def attack(self, victim: Victim, records: Sequence[dict], positions: Sequence[int],
                clean: np.ndarray) -> list[dict]:
-        """One outcome per record (``positions`` are not used: the search is deterministic)."""
-        return [self.attack_one(victim, r, p) for r, p in zip(records, clean)]
+        """One outcome per record (``positions`` are not used: the search is deterministic). The posts
+        are searched in lockstep: what every post asks at a step goes to the victim in one call."""
+        searches = [self.search(r, p) for r, p in zip(records, clean)]
+        outcomes: list[dict] = [{}] * len(records)
+        asked: dict[int, list[str]] = {}
 
-    def attack_one(self, victim: Victim, record: dict, clean: np.ndarray) -> dict:
+        def advance(i: int, answer: np.ndarray | None) -> None:
+            try:
+                asked[i] = searches[i].send(answer)
+            except StopIteration as stop:
+                outcomes[i] = stop.value
+
+        for i in range(len(searches)):
+            advance(i, None)
+        while asked:
+            step, asked = asked, {}
+            probs = victim.predict_proba([t for texts in step.values() for t in texts])
+            at = 0
+            for i, texts in step.items():
+                advance(i, probs[at:at + len(texts)])
+                at += len(texts)
+        return outcomes
+
+    def search(self, record: dict, clean: np.ndarray) -> Generator[list[str], np.ndarray, dict]:
+        """One post's search: yields the texts it wants scored, receives their probabilities, and
+        returns its outcome."""
         text, label = record["text"], int(record["label"])
         outcome = {"text": text, "edits": [], "probs": clean, "changed": False, "queries": 0}
         if np.isnan(clean).any() or int(clean.argmax()) != label:
             return {**outcome, "status": "skipped"}
         protected = [tuple(s) for s in record.get("protected") or ()]
         spans = self.words.target_spans(text, None, protected)  # rate 1: no random draw
-        budget, queries = self.query_budget, 0
-
-        def ask(texts: list[str]) -> np.ndarray:
-            nonlocal queries
-            queries += len(texts)
-            return victim.predict_proba(texts)
-
+        budget = self.query_budget
         if not spans or budget < len(spans):
             return {**outcome, "status": "failure"}
-        deleted = ask([text[:s] + text[e:] for s, e in spans])
+        deleted = yield [text[:s] + text[e:] for s, e in spans]
+        queries = len(spans)
         order = np.argsort(deleted[:, label], kind="stable")  # the biggest drop in p(gold) first
         edits: list[Edit] = []
         best, probs = float(clean[label]), clean
@@ -83,8 +100,9 @@ class SearchAttack:
                 if queries >= budget:
                     break
                 continue
-            scored = ask([apply_edits(text, sorted([*edits, c], key=lambda e: e.start)) for c in candidates])
-            j = int(np.nanargmin(np.where(np.isnan(scored).any(1), np.inf, scored[:, label])))
+            scored = yield [apply_edits(text, sorted([*edits, c], key=lambda e: e.start)) for c in candidates]
+            queries += len(candidates)
+            j = int(np.argmin(np.where(np.isnan(scored).any(1), np.inf, scored[:, label])))
             if scored[j, label] < best:
                 edits = sorted([*edits, candidates[j]], key=lambda e: e.start)
                 best, probs = float(scored[j, label]), scored[j]

@@ -1,0 +1,139 @@
+"""Our search attack against TextAttack's, on the same victims, posts and query budget.
+
+Run from the repository root after ``bench/robustness.py`` (which saves the victims) and after
+setting up TextAttack's virtual environment as the README says:
+``.venv/bin/python bench/search_attack.py``; writes ``bench/results/search_attack.json``.
+
+- Posts: per victim, the first 200 offensive COLD test posts it classifies correctly (both attacks
+  get the same ones, so neither skips any).
+- TextAttack 0.3.11 (``bench/textattack_search.py``, in its own environment): ``GreedyWordSwapWIR``
+  with deletion importance and ``ChineseMorphonymCharacterSwap``, its Chinese recipe's constraints.
+- Ours: ``SearchAttack(ops="similar")`` (look-alike characters, the closest to TextAttack's
+  morphonyms), then with every op. The same budget: TextAttack counts the original post's query,
+  ours does not (the evaluator already has it), so ours runs with one query fewer and its figures
+  add that one back.
+- Wall time: the attack loop over the 200 posts in each process (victim loaded, tables warm), and
+  each whole command as a user runs it; the two run back to back.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.machine import machine_info  # noqa: E402
+from bench.summary import print_summary  # noqa: E402
+from cloak.convert import read_dataset  # noqa: E402
+from cloak.io import write_atomic  # noqa: E402
+
+SHARED = REPO.parent / "shared" / "data"
+TEXTATTACK = REPO / "bench" / "work" / "textattack-venv" / "bin" / "python"
+
+
+def stopwords_folder(folder: Path) -> Path:
+    """NLTK's English stop words, which TextAttack's import needs and cannot download here, written
+    from scikit-learn's list."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    (folder / "corpora" / "stopwords").mkdir(parents=True, exist_ok=True)
+    (folder / "corpora" / "stopwords" / "english").write_text("\n".join(sorted(ENGLISH_STOP_WORDS)) + "\n")
+    return folder
+
+
+def totals(results: list[dict], seconds: float, extra_query: int = 0) -> dict:
+    done = [r for r in results if r["status"] != "skipped"]
+    successes = sum(r["status"] == "success" for r in done)
+    return {"posts": len(results), "skipped": len(results) - len(done), "successes": successes,
+            "success_rate": successes / len(done) if done else None,
+            "queries_per_post": sum(r["queries"] + extra_query for r in done) / len(done) if done else None,
+            "seconds": round(seconds, 2), "posts_per_second": round(len(results) / seconds, 2)}
+
+
+def ours(victim, records: list[dict], ops: str, budget: int) -> tuple[dict, list[dict]]:
+    from attacks.search import SearchAttack
+
+    attack = SearchAttack(ops=ops, query_budget=budget - 1)  # + the original's query, as TextAttack counts
+    clean = victim.predict_proba([r["text"] for r in records])
+    started = time.perf_counter()
+    outcomes = attack.attack(victim, records, range(len(records)), clean)
+    seconds = time.perf_counter() - started
+    results = [{"id": r["id"], "status": o["status"], "queries": o["queries"], "text": o["text"]}
+               for r, o in zip(records, outcomes)]
+    return totals(results, seconds, extra_query=1), results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cold", type=Path, default=SHARED / "cold")
+    ap.add_argument("--victims", default="tfidf-lr,bert")
+    ap.add_argument("--victims-dir", type=Path, default=REPO / "bench" / "work" / "victims")
+    ap.add_argument("--textattack-python", type=Path, default=TEXTATTACK)
+    ap.add_argument("--posts", type=int, default=200)
+    ap.add_argument("--budget", type=int, default=200)
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "search_attack.json")
+    args = ap.parse_args()
+    started = time.perf_counter()
+    from attacks import load_victim
+
+    work = REPO / "bench" / "work" / "search_attack"
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "NLTK_DATA": str(stopwords_folder(work / "nltk_data")), "OMP_NUM_THREADS": "1"}
+    test = [r for r in read_dataset("cold", str(args.cold / "test.csv")) if r["label"] == 1]
+    result = {"benchmark": "bench/search_attack.py", "machine": machine_info(("torch", "scikit-learn")),
+              "budget": args.budget, "victims": {}}
+    rows = []
+    for name in args.victims.split(","):
+        folder = args.victims_dir / name
+        if not (folder / "victim.json").exists():
+            print(f"skipping {name}: no victim in {folder}", flush=True)
+            continue
+        victim = load_victim(str(folder))
+        probs = victim.predict_proba([r["text"] for r in test])
+        records = [r for r, p in zip(test, probs) if p.argmax() == 1][:args.posts]
+        data = work / f"{name}_posts.jsonl"
+        write_atomic(data, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode())
+        entry = {}
+        out = work / f"{name}_textattack.json"
+        t0 = time.perf_counter()
+        subprocess.run([str(args.textattack_python), str(REPO / "bench" / "textattack_search.py"), "--victim",
+                        str(folder), "--data", str(data), "--budget", str(args.budget), "--out", str(out)],
+                       check=True, env=env)
+        command_seconds = time.perf_counter() - t0
+        theirs = json.loads(out.read_text(encoding="utf-8"))
+        entry["textattack"] = {**totals(theirs["results"], theirs["seconds"]),
+                               "command_seconds": round(command_seconds, 1)}
+        for label, ops in (("ours_similar", "similar"), ("ours_all_ops", "")):
+            t0 = time.perf_counter()
+            figures, results = ours(victim, records, ops, args.budget)
+            entry[label] = figures
+            write_atomic(work / f"{name}_{label}.json", json.dumps(results, ensure_ascii=False).encode())
+        evaluate_dir = work / f"{name}_evaluate"
+        subprocess.run(["rm", "-rf", str(evaluate_dir)], check=True)
+        t0 = time.perf_counter()
+        subprocess.run([str(Path(sys.executable).parent / "attacks"), "evaluate", "--victim", str(folder), "--data",
+                        str(data), "--attacks", "search", "--ops", "similar", "--query-budget", str(args.budget - 1),
+                        "--out", str(evaluate_dir), "-q"], check=True, env=env, stderr=subprocess.DEVNULL)
+        entry["ours_similar"]["command_seconds"] = round(time.perf_counter() - t0, 1)
+        mine, peer = entry["ours_similar"], entry["textattack"]
+        entry["speedup_similar"] = round(peer["seconds"] / mine["seconds"], 1)
+        entry["speedup_similar_commands"] = round(peer["command_seconds"] / mine["command_seconds"], 1)
+        result["victims"][name] = entry
+        write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+        for label in ("textattack", "ours_similar", "ours_all_ops"):
+            f = entry[label]
+            rows.append((f"{name} {label}", f"{f['success_rate']:.1%}",
+                         f"{f['queries_per_post']:.1f} queries a post, {f['seconds']:.1f} s"))
+        rows.append((f"{name} speed-up (similar)", f"{entry['speedup_similar']}x",
+                     f"whole commands {entry['speedup_similar_commands']}x"))
+    print_summary(rows, args.out, time.perf_counter() - started)
+
+
+if __name__ == "__main__":
+    main()

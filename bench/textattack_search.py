@@ -1,0 +1,67 @@
+"""TextAttack's side of ``bench/search_attack.py``; runs in TextAttack's own virtual environment.
+
+TextAttack 0.3.11's greedy search with deletion importance (``GreedyWordSwapWIR("delete")``) and its
+``ChineseMorphonymCharacterSwap``, the constraints of its Chinese recipe (no word modified twice, no
+stop word modified), untargeted against the gold label with a query budget, on one of our saved
+victims (loaded with ``attacks.load_victim`` and wrapped as a TextAttack ``ModelWrapper``). Writes one
+JSON: a result per post (status, queries, adversarial text) and the attack loop's wall time.
+
+    NLTK_DATA=DIR bench/work/textattack-venv/bin/python bench/textattack_search.py \\
+        --victim DIR --data posts.jsonl --budget 200 --out result.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import string
+import time
+
+import numpy as np
+import textattack
+from textattack.constraints.pre_transformation import RepeatModification, StopwordModification
+from textattack.goal_functions import UntargetedClassification
+from textattack.models.wrappers import ModelWrapper
+from textattack.search_methods import GreedyWordSwapWIR
+from textattack.shared.data import CHN_STOPWORD
+from textattack.transformations import ChineseMorphonymCharacterSwap
+
+from attacks import load_victim
+
+
+class VictimWrapper(ModelWrapper):
+    def __init__(self, victim) -> None:
+        self.model = victim
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        return self.model.predict_proba(list(texts))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--victim", required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--budget", type=int, default=200)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    victim = load_victim(args.victim)
+    with open(args.data, encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    goal = UntargetedClassification(VictimWrapper(victim), query_budget=args.budget)
+    constraints = [RepeatModification(), StopwordModification(stopwords=CHN_STOPWORD | set(string.punctuation))]
+    attack = textattack.Attack(goal, constraints, ChineseMorphonymCharacterSwap(), GreedyWordSwapWIR("delete"))
+    results = []
+    started = time.perf_counter()
+    for record in records:
+        result = attack.attack(record["text"], int(record["label"]))
+        status = {"SuccessfulAttackResult": "success", "FailedAttackResult": "failure",
+                  "SkippedAttackResult": "skipped", "MaximizedAttackResult": "failure"}[type(result).__name__]
+        results.append({"id": record["id"], "status": status, "queries": result.num_queries,
+                        "text": result.perturbed_result.attacked_text.text})
+    seconds = time.perf_counter() - started
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump({"textattack": textattack.__version__ if hasattr(textattack, "__version__") else "0.3.11",
+                   "seconds": seconds, "results": results}, f, ensure_ascii=False, indent=1)
+
+
+if __name__ == "__main__":
+    main()
