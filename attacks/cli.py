@@ -92,7 +92,7 @@ def _labelled(path: str) -> list[dict]:
 @click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="mmcloak")
 def main() -> None:
-    """Detectors behind one contract: trained, scored, and attacked with cloaking, FGM and PGD."""
+    """Detectors behind one contract: trained, scored, and attacked with cloaking, FGM, PGD and a search."""
 
 
 @main.command("models")

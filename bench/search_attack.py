@@ -86,8 +86,9 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "NLTK_DATA": str(stopwords_folder(work / "nltk_data")), "OMP_NUM_THREADS": "1"}
     test = [r for r in read_dataset("cold", str(args.cold / "test.csv")) if r["label"] == 1]
-    result = {"benchmark": "bench/search_attack.py", "machine": machine_info(("torch", "scikit-learn")),
-              "budget": args.budget, "victims": {}}
+    result = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {"victims": {}}
+    result.update(benchmark="bench/search_attack.py", machine=machine_info(("torch", "scikit-learn")),
+                  budget=args.budget)  # a victim's entry is replaced when it is run again
     rows = []
     for name in args.victims.split(","):
         folder = args.victims_dir / name
