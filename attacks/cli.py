@@ -25,6 +25,9 @@ Examples:
   attacks curve --model tfidf-lr --train train.jsonl --test test.jsonl --out curve/
   attacks evaluate --victim victims/tfidf-lr --victim victims/bert --data test.jsonl \\
       --attacks fgm,pgd,cloak --ops homophone,emoji,homophone+emoji --variants 2 --out eval/
+  attacks evaluate --victim victims/bert --data test.jsonl --attacks search --ops similar,homophone \\
+      --query-budget 100 --shard 0/4 --out eval-0/
+  attacks merge eval-0/ eval-1/ eval-2/ eval-3/ --out eval/
 """
 
 
