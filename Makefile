@@ -62,9 +62,11 @@ bench-mmbert: $(BENCH_INSTALLED)
 SWSR ?= ../shared/data/swsr
 bench-attacks: $(BENCH_INSTALLED)
 	$(BIN)/python bench/backbone.py --cold $(COLD) --swsr $(SWSR) --epochs 3
-	$(BIN)/python bench/victims.py --cold $(COLD) --swsr $(SWSR) --neural
+	$(BIN)/python bench/victims.py --cold $(COLD) --swsr $(SWSR)
+	$(BIN)/python bench/victims.py --cold $(COLD) --swsr $(SWSR) --neural bert,chinesebert --no-curve
 	$(BIN)/python bench/attacks_scale.py --cold $(COLD)
 	$(BIN)/python bench/robustness.py --cold $(COLD)
+	$(BIN)/python bench/search_attack.py --cold $(COLD)   # needs TextAttack's venv: see the README
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache .hypothesis *.egg-info

@@ -10,7 +10,8 @@ Corpus: the texts of COLD train (25,726 posts) and SWSR (8,969 comments), distin
 order; COLD dev and test stay unseen. Model: the ``small`` preset's shape (4 layers, 256 wide, 128
 positions), posts cut to 128 tokens, batches of 32, lr 5e-4 with 6% warm-up and linear decay over at
 most ``--epochs`` epochs; 2% of the corpus is held out and the epoch with the lowest held-out loss is
-kept, stopping after two epochs without improvement.
+kept, stopping after two epochs without improvement. An epoch takes about 30 minutes on one core of
+these machines; the README's backbone had ``--epochs 3`` (``make bench-attacks``), a session's budget.
 """
 from __future__ import annotations
 

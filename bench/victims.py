@@ -1,7 +1,7 @@
 """Benchmark of the detectors (``attacks`` victims) on COLD: trained on COLD train, scored on COLD test.
 
 Run from the repository root: ``.venv/bin/python bench/victims.py`` (the conventional victims and the
-training-size curve); ``--neural`` adds ``bert`` and ``chinesebert`` on the shared ``small`` backbone
+training-size curve); ``--neural bert,chinesebert`` trains those on the shared ``small`` backbone
 from ``bench/backbone.py``. Writes ``bench/results/victims.json`` after every victim (a rerun skips the
 victims already there; ``--force`` redoes them) and the curve to ``bench/results/curve_tfidf_lr/``.
 
@@ -73,7 +73,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "victims.json")
     ap.add_argument("--only", default=None, metavar="NAMES", help="comma-separated victims (default: all conventional)")
     ap.add_argument("--grid", action="store_true", help="paper 001's grids for the conventional victims")
-    ap.add_argument("--neural", action="store_true", help="bert and chinesebert on the bench's backbone")
+    ap.add_argument("--neural", default="", metavar="NAMES",
+                    help="bert and / or chinesebert on the bench's backbone (two processes may train one each)")
     ap.add_argument("--backbone", type=Path, default=REPO / "bench" / "work" / "backbone")
     ap.add_argument("--no-curve", action="store_true")
     ap.add_argument("--force", action="store_true", help="redo victims already in the results")
@@ -93,11 +94,13 @@ def main() -> None:
 
     def record(name: str, entry: dict) -> None:
         victims[name] = entry
+        if args.out.exists():  # another process may have added its victims meanwhile
+            victims.update({k: v for k, v in json.loads(args.out.read_text())["victims"].items() if k != name})
         write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
         print(name, {k: v for k, v in entry.items() if k != "grid"}, flush=True)
 
     vectors = args.work / "word2vec_cold_swsr.txt"
-    names = args.only.split(",") if args.only else conventional_names()
+    names = args.only.split(",") if args.only else [] if args.neural else conventional_names()
     if any(n.startswith("emb") for n in names) and not vectors.exists():
         args.work.mkdir(parents=True, exist_ok=True)
         result["word_vectors"] = word_vectors(corpus(args.cold, args.swsr, 0), vectors)
@@ -116,7 +119,7 @@ def main() -> None:
         if not (args.backbone / "config.json").exists():
             raise SystemExit(f"no backbone in {args.backbone}: run bench/backbone.py first")
         backbone_figures = json.loads((REPO / "bench" / "results" / "backbone.json").read_text())
-        for name in ("bert", "chinesebert"):
+        for name in args.neural.split(","):
             if name in victims and not args.force:
                 continue
             training = {"epochs": 3, "lr": 1e-4, "batch_size": 32, "patience": 2}  # lr: a small from-scratch backbone
