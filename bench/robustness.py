@@ -8,6 +8,7 @@ evaluations are ``attacks evaluate`` runs into ``bench/work/robustness/``, which
   COLD train with ``attacks train`` and their default settings), and ``bert`` / ``chinesebert`` from
   ``bench/work/victims/`` when ``bench/victims.py --neural`` has trained them.
 - Cloak attacks: every op in keyword mode (the lexicon's terms), 2 variants, all 5,323 COLD test posts.
+- The search attack with every op, a budget of 200 queries a post, the first ``--search-limit`` test posts.
 - FGM and PGD (10 steps) at eps 0.1 to 2 on the torch victims, the first ``--embedding-limit`` test posts.
 """
 from __future__ import annotations
@@ -46,6 +47,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "robustness.json")
     ap.add_argument("--conventional", default="tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt")
     ap.add_argument("--embedding-limit", type=int, default=1000)
+    ap.add_argument("--search-limit", type=int, default=1000)
     args = ap.parse_args()
     started = time.perf_counter()
     work, victims_dir = args.work / "robustness", args.work / "victims"
@@ -70,6 +72,9 @@ def main() -> None:
 
     timings = {"cloak": run([BIN / "attacks", "evaluate", *victim_flags(victims), "--data", data["test"],
                              "--attacks", "cloak", "--variants", "2", "--out", work / "cloak", "-q"])}
+    timings["search"] = run([BIN / "attacks", "evaluate", *victim_flags(victims), "--data", data["test"],
+                             "--attacks", "search", "--query-budget", "200", "--limit", str(args.search_limit),
+                             "--out", work / "search", "-q"])
     if neural:
         timings["embedding"] = run([BIN / "attacks", "evaluate", *victim_flags(neural), "--data", data["test"],
                                     "--attacks", "fgm,pgd", "--eps", EPS, "--limit", str(args.embedding_limit),

@@ -122,7 +122,7 @@ def main() -> None:
         for name in args.neural.split(","):
             if name in victims and not args.force:
                 continue
-            training = {"epochs": 3, "lr": 1e-4, "batch_size": 32, "patience": 2}  # lr: a small from-scratch backbone
+            training = {"epochs": 2, "lr": 1e-4, "batch_size": 32, "patience": 2}  # lr: a small from-scratch backbone
             victim = make_victim(name, {"backbone": str(args.backbone), "max_length": 128}, training)
             t0 = time.perf_counter()
             victim.fit(train, dev, out_dir=str(args.work / "victims" / name), progress=False)
