@@ -1,11 +1,12 @@
 """The search attack: untargeted against the gold label, greedy, query-budgeted (DESIGN §7).
 
-After TextAttack's ``GreedyWordSwapWIR``: the post's words (jieba's, protected spans left alone) are
-ranked by importance — how far deleting the word lowers p(gold) — and visited in that order; at each
+After TextAttack's ``GreedyWordSwapWIR``: the post's words (jieba's, protected spans left alone) that
+some op can change are ranked by importance — how far deleting the word lowers p(gold) — and visited in that order; at each
 word the ops' candidates (``Op.candidates``, the most plausible first, the ops taking turns) are
-scored together and the one that lowers p(gold) most is kept if it lowers it at all. The search
-stops when the label flips (a success), when the words run out (a failure), or when the next query
-would pass ``query_budget`` (a failure).
+scored ``chunk`` at a time, the most plausible first, until one flips the label, and the one that
+lowers p(gold) most is kept if it lowers it at all. The search stops when the label flips (a
+success), when the words run out (a failure), or when the next query would pass ``query_budget``
+(a failure).
 
 Queries are counted as TextAttack counts them: every text the victim scores, the deletions included;
 the clean prediction, which the evaluator has already made, is not counted again. A post the victim
@@ -34,7 +35,9 @@ class SearchAttack:
     ops: str = ""
     query_budget: int = 200
     max_candidates: int = 30
-    _parameter_constraints = {"query_budget": Interval(int, 1), "max_candidates": Interval(int, 1)}
+    chunk: int = 4
+    _parameter_constraints = {"query_budget": Interval(int, 1), "max_candidates": Interval(int, 1),
+                              "chunk": Interval(int, 1)}
 
     def __post_init__(self) -> None:
         validate_fields(self, "search attack")
@@ -49,7 +52,7 @@ class SearchAttack:
 
     def settings(self) -> dict:
         return {"kind": "search", "ops": self.ops or "all", "query_budget": self.query_budget,
-                "max_candidates": self.max_candidates}
+                "max_candidates": self.max_candidates, "chunk": self.chunk}
 
     def attack(self, victim: Victim, records: Sequence[dict], positions: Sequence[int],
                clean: np.ndarray) -> list[dict]:
@@ -84,7 +87,9 @@ class SearchAttack:
         if np.isnan(clean).any() or int(clean.argmax()) != label:
             return {**outcome, "status": "skipped"}
         protected = [tuple(s) for s in record.get("protected") or ()]
-        spans = self.words.target_spans(text, None, protected)  # rate 1: no random draw
+        words = self.words.target_spans(text, None, protected)  # rate 1: no random draw
+        options = {span: c for span in words if (c := self.span_candidates(text, *span))}
+        spans = list(options)  # a word no op can change is not worth a deletion query
         budget = self.query_budget
         if not spans or budget < len(spans):
             return {**outcome, "status": "failure"}
@@ -94,18 +99,23 @@ class SearchAttack:
         edits: list[Edit] = []
         best, probs = float(clean[label]), clean
         for i in order:
-            start, end = spans[i]
-            candidates = self.span_candidates(text, start, end)[:budget - queries]
+            candidates = options[spans[i]][:budget - queries]
             if not candidates:
-                if queries >= budget:
-                    break
-                continue
-            scored = yield [apply_edits(text, sorted([*edits, c], key=lambda e: e.start)) for c in candidates]
-            queries += len(candidates)
-            j = int(np.argmin(np.where(np.isnan(scored).any(1), np.inf, scored[:, label])))
-            if scored[j, label] < best:
-                edits = sorted([*edits, candidates[j]], key=lambda e: e.start)
-                best, probs = float(scored[j, label]), scored[j]
+                break  # the budget is spent
+            found = None  # (p(gold), candidate, probabilities) of the span's best so far
+            for at in range(0, len(candidates), self.chunk):
+                chunk = candidates[at:at + self.chunk]
+                scored = yield [apply_edits(text, sorted([*edits, c], key=lambda e: e.start)) for c in chunk]
+                queries += len(chunk)
+                gold = np.where(np.isnan(scored).any(1), np.inf, scored[:, label])
+                j = int(np.argmin(gold))
+                if found is None or gold[j] < found[0]:
+                    found = (float(gold[j]), chunk[j], scored[j])
+                if int(found[2].argmax()) != label:
+                    break  # a flip: the rest of the span's candidates need not be asked
+            if found[0] < best:
+                edits = sorted([*edits, found[1]], key=lambda e: e.start)
+                best, probs = found[0], found[2]
                 if int(probs.argmax()) != label:
                     break
         status = "success" if edits and int(probs.argmax()) != label else "failure"
