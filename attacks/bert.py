@@ -50,14 +50,19 @@ def encode_head_tail(tokenizer, texts: Sequence[str], max_length: int, head_shar
     near its two ends (each token is at least one character: 4 characters a token leaves room to spare)."""
     budget = max_length - 2  # [CLS] and [SEP]
     reach = 4 * (budget + 100)
+
+    def encode(part: str) -> list[int]:
+        # verbose=False: the tokenizer's warning about sequences over its limit does not apply, we cut them
+        return tokenizer.encode(part, add_special_tokens=False, verbose=False)
+
     out = []
     for text in texts:
         if len(text) <= 2 * reach:
-            ids = head_tail(tokenizer.encode(text, add_special_tokens=False), budget, head_share)
+            ids = head_tail(encode(text), budget, head_share)
         else:
             head = int(round(budget * head_share))
-            front = tokenizer.encode(text[:reach], add_special_tokens=False)[:head]
-            back = tokenizer.encode(text[-reach:], add_special_tokens=False)
+            front = encode(text[:reach])[:head]
+            back = encode(text[-reach:])
             ids = front + back[max(0, len(back) - (budget - len(front))):]
         out.append([tokenizer.cls_token_id, *ids, tokenizer.sep_token_id])
     return out

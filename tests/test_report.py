@@ -1,0 +1,180 @@
+"""The robustness report: what it shows, that it is safe with hostile posts, and that it renders in a browser."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+
+from attacks import make_victim
+
+from .conftest import read_jsonl
+
+# A post carrying markup: the report must show it as text and never run it.
+HOSTILE = "<script>document.body.setAttribute('data-pwned','1')</script>\"><img src=x onerror=\"alert(2)\">"
+
+
+@pytest.fixture(scope="module")
+def results(sample_path, backbone, tmp_path_factory):
+    """An `attacks evaluate` folder: a TF-IDF victim and a tiny BERT, cloak, search, FGM and PGD attacks, on
+    real posts with the hostile markup in front of each."""
+    from attacks.cloaking import CloakAttack
+    from attacks.evaluate import evaluate
+    from attacks.fgm import EmbeddingAttack
+    from attacks.search import SearchAttack
+
+    rows = read_jsonl(sample_path)
+    bert = make_victim("bert", {"backbone": backbone, "max_length": 48},
+                       {"epochs": 2, "lr": 1e-3, "batch_size": 16, "patience": 2}).fit(rows[:120], rows[120:160],
+                                                                                         progress=False)
+    victims = {"tfidf-lr": make_victim("tfidf-lr").fit(rows[:200]), "bert": bert}
+    data = [{**r, "text": HOSTILE + r["text"]} for r in rows[200:260]]
+    attacks = [CloakAttack(ops="homophone"), CloakAttack(ops="pinyin", variants=2), SearchAttack(query_budget=40),
+               EmbeddingAttack(eps=0.5), EmbeddingAttack(eps=1.0), EmbeddingAttack(eps=1.0, steps=3)]
+    out = tmp_path_factory.mktemp("eval") / "eval"
+    evaluate(victims, data, attacks, str(out), data={"path": "posts.jsonl"}, progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def report_dir(results, tmp_path_factory):
+    from attacks.report import build_report, load_results, write_report
+
+    out = tmp_path_factory.mktemp("report")
+    write_report(build_report([load_results(str(results))]), str(out))
+    return out
+
+
+def test_the_report_holds_every_number_of_the_summary(results, report_dir):
+    report = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+    summary = json.loads((results / "summary.json").read_text(encoding="utf-8"))
+    assert report["results"][0]["summary"] == summary
+    assert [r["row"] for r in report["matrix"]] == ["tfidf-lr", "bert"]
+    tfidf = report["matrix"][0]
+    assert tfidf["cells"]["fgm@0.5"] == {"skipped": "tfidf-lr is not differentiable: no input embeddings to perturb"}
+    homophone = summary["victims"]["tfidf-lr"]["attacks"]["cloak:homophone"]
+    assert tfidf["cells"]["cloak:homophone"]["drop"] == homophone["drop"]["f1"]
+    # cloak attacks first, the most damaging first; then the search; then FGM / PGD by eps
+    cloaks = [a for a in report["attacks"] if a.startswith("cloak:")]
+    assert report["attacks"][:2] == cloaks and report["attacks"][2] == "search"
+    assert report["attacks"][3:] == ["fgm@0.5", "fgm@1", "pgd@1"]
+    means = [sum(r["cells"][a]["drop"] for r in report["matrix"]) for a in cloaks]
+    assert means == sorted(means, reverse=True)
+    curves = {(c["row"], c["kind"]): c["points"] for c in report["embedding"]}
+    assert set(curves) == {("bert", "fgm"), ("bert", "pgd")}  # the TF-IDF victim has no embeddings
+    assert curves[("bert", "fgm")][0] == [0.0, summary["victims"]["bert"]["clean"]["accuracy"]]
+    search = next(s for s in report["search"] if s["row"] == "tfidf-lr")
+    assert search["success_rate"] == summary["victims"]["tfidf-lr"]["attacks"]["search"]["textattack"]["success_rate"]
+
+
+def test_examples_are_flipped_posts_with_their_edits_marked(report_dir):
+    from cloak import apply_edits
+
+    report = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+    examples = [e for row in report["examples"].values() for e in row]
+    assert examples, "the search flips some posts: there are examples to show"
+    for example in examples:
+        original = "".join(s["text"] for s in example["original"])
+        adversarial = "".join(s["text"] for s in example["adversarial"])
+        assert apply_edits(original, example["edits"]) == adversarial
+        assert {s["op"] for s in example["adversarial"] if s["op"]} == {e["op"] for e in example["edits"]}
+        assert example["clean_p"] > 0.5 > example["attacked_p"]  # right before, wrong after (two classes)
+
+
+class _Page(HTMLParser):
+    """Every tag and attribute of a page, and the rows of the matrix."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags, self.attributes, self.matrix_rows, self._table = [], [], 0, None
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attributes += [(tag, k, v) for k, v in attrs]
+        if tag == "table":
+            self._table = dict(attrs).get("id")
+        if tag == "tr" and self._table == "matrix" and "victim-row" in (dict(attrs).get("class") or ""):
+            self.matrix_rows += 1
+
+
+def test_the_html_runs_nothing_and_fetches_nothing(report_dir):
+    text = (report_dir / "report.html").read_text(encoding="utf-8")
+    page = _Page()
+    page.feed(text)
+    assert "script" not in page.tags and "img" not in page.tags
+    assert not [a for a in page.attributes if a[1].lower().startswith("on")], "no inline event handlers"
+    links = [v for _, k, v in page.attributes if k.lower() in ("src", "href", "xlink:href", "action")]
+    assert all(v.startswith("#") for v in links), links  # only links inside the page (SVG glyph uses)
+    assert "&lt;script&gt;document.body.setAttribute" in text  # the hostile post is shown, as text
+    assert page.matrix_rows == 2
+
+
+def test_the_markdown_has_a_row_per_victim_and_no_live_markup(report_dir):
+    md = (report_dir / "report.md").read_text(encoding="utf-8")
+    assert re.search(r"^\| tfidf-lr \| 0\.\d{3} \|", md, re.M) and re.search(r"^\| bert \| 0\.\d{3} \|", md, re.M)
+    assert "<script>" not in md and "\\<script\\>" in md
+
+
+def test_folders_compare_side_by_side(results, tmp_path):
+    from attacks.report import build_report, load_results
+
+    twice = build_report([load_results(str(results), "before"), load_results(str(results), "after")])
+    assert [r["row"] for r in twice["matrix"]] == ["before / tfidf-lr", "before / bert", "after / tfidf-lr",
+                                                   "after / bert"]
+    with pytest.raises(ValueError, match="share the label"):
+        build_report([load_results(str(results)), load_results(str(results))])
+
+
+def test_the_report_command(results, tmp_path, sample_path):
+    from click.testing import CliRunner
+
+    from attacks.cli import main
+
+    runner = CliRunner()
+    result = runner.invoke(main, ["report", str(results), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[-1] == f"report: {tmp_path / 'r' / 'report.html'} (and report.md, report.json)"
+    assert re.match(r"clean macro-F1 +0\.\d{3} +0\.\d{3}$", lines[2]) and any(
+        line.startswith("search ") for line in lines)
+    for args, message in (([str(tmp_path)], "no summary.json"),
+                          ([str(results), "--label", "a", "--label", "b"], "--label: 2 given for 1"),
+                          ([str(results), "--curve", str(tmp_path)], "no curve.json")):
+        result = runner.invoke(main, ["report", *args, "--out", str(tmp_path / "bad")])
+        assert result.exit_code == 1 and message in result.output, result.output
+
+
+def _chromium() -> str | None:
+    found = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if found is None and os.environ.get("CI"):
+        pytest.fail("CI needs chromium for the report's browser test (.ci/run installs it)")
+    return found
+
+
+def test_the_report_renders_in_a_browser_and_the_hostile_post_stays_text(report_dir, tmp_path):
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("no chromium on this machine")
+    page = (report_dir / "report.html").as_uri()
+    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr",
+             "--v=0", f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*flags, "--dump-dom", page], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert not [line for line in dom.stderr.splitlines() if ":CONSOLE" in line], dom.stderr  # no console errors
+    assert "data-pwned" not in dom.stdout.split("<body", 1)[1].split(">", 1)[0]  # the script did not run
+    assert "&lt;script&gt;document.body.setAttribute('data-pwned','1')&lt;/script&gt;" in dom.stdout
+    rendered = _Page()
+    rendered.feed(dom.stdout)
+    assert rendered.matrix_rows == 2 and "img" not in rendered.tags
+    shot = tmp_path / "report.png"
+    run = subprocess.run([*flags, "--window-size=1200,1600", f"--screenshot={shot}", page], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0 and shot.stat().st_size > 20_000, run.stderr[-2000:]
+    from PIL import Image
+
+    with Image.open(shot) as image:
+        assert len(image.convert("L").getcolors(maxcolors=1 << 16) or range(1 << 16)) > 16  # not a blank page
