@@ -28,6 +28,8 @@ Examples:
   attacks evaluate --victim victims/bert --data test.jsonl --attacks search --ops similar,homophone \\
       --query-budget 100 --shard 0/4 --out eval-0/
   attacks merge eval-0/ eval-1/ eval-2/ eval-3/ --out eval/
+  attacks report eval/ --out report/
+  attacks report eval-clean/ eval-augmented/ --label clean --label augmented --curve curve/ --out report/
 """
 
 
@@ -59,7 +61,10 @@ def _errors_reported(func):
 
 
 def _quiet_libraries() -> None:
-    from transformers.utils import logging as hf_logging
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # conventional victims only: no transformers to quiet
+        return
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
@@ -331,6 +336,31 @@ def merge(shard_dirs, out_dir) -> None:
     from .evaluate import merge as merge_shards
 
     _print_summary(merge_shards(shard_dirs, out_dir), out_dir)
+
+
+@main.command()
+@click.argument("results_dirs", nargs=-1, required=True, metavar="RESULTS_DIR...")
+@click.option("--out", "out_dir", required=True, metavar="DIR", help="report.json, report.md and report.html.")
+@click.option("--label", "labels", multiple=True, metavar="NAME",
+              help="A name per RESULTS_DIR, in order, for its rows [default: the folder's name].")
+@click.option("--curve", "curves", multiple=True, metavar="DIR", help="An `attacks curve` folder to plot.")
+@click.option("--routing", "routing", multiple=True, metavar="DIR",
+              help="An `mmbert routing` folder to plot (for an MMBERT victim).")
+@click.option("--examples", type=click.IntRange(0), default=3, show_default=True,
+              help="Adversarial examples shown per victim.")
+@_errors_reported
+def report(results_dirs, out_dir, labels, curves, routing, examples) -> None:
+    """The robustness report of `attacks evaluate` folders: report.json, report.md and an offline report.html."""
+    from .report import build_report, load_results, terminal_matrix, write_report
+
+    if labels and len(labels) != len(results_dirs):
+        raise ValueError(f"--label: {len(labels)} given for {len(results_dirs)} results folders; give one each")
+    results = [load_results(d, label) for d, label in zip(results_dirs, labels or [None] * len(results_dirs))]
+    built = build_report(results, curves=curves, routing=routing, examples=examples)
+    paths = write_report(built, out_dir)
+    click.echo("Macro-F1, clean and its change under each attack:")
+    click.echo(terminal_matrix(built), nl=False)
+    click.echo(f"report: {paths['html']} (and report.md, report.json)")
 
 
 def _print_summary(summary: dict, out_dir: str) -> None:
