@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 DEMO_INSTALLED := $(VENV)/.installed-demo
 BENCH_INSTALLED := $(VENV)/.installed-bench
-DEMO_OPS ?= homophone,similar,emoji,split,abbrev,pinyin,english
+DEMO_OPS ?= homophone,similar,emoji,split,abbrev,pinyin,english,traditional,variant,shuffle,noise,zerowidth
 
 .PHONY: demo test bench bench-mmbert bench-attacks clean
 
@@ -15,9 +15,9 @@ TORCH ?= torch==2.13.0
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# The demo needs the base package only: no torch, no models.
+# The demo needs no torch and no models: the base package, scikit-learn, skops, jinja2 and matplotlib.
 $(DEMO_INSTALLED): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet --disable-pip-version-check -e .
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[report]'
 	touch $@
 
 $(INSTALLED): pyproject.toml | $(BIN)/python
@@ -29,12 +29,22 @@ $(BENCH_INSTALLED): $(INSTALLED)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[bench]'
 	touch $@
 
-## demo: cloak the bundled COLD sample and show source vs cloak with the edits marked
+## demo: the toolkit's question on the bundled COLD sample: how much does a detector lose when posters
+## cloak, and does training on cloaked posts help? Cloak 2,000 training posts, train tfidf-lr on the clean
+## posts and on clean + cloaked, attack both with every op and the search attack on 300 test posts, and
+## write demo_out/report.html
+DEMO := demo_out
 demo: $(DEMO_INSTALLED)
-	mkdir -p demo_out
-	$(BIN)/cloak perturb --in samples/cold/cold_test_300.jsonl --out demo_out/cloaked.jsonl \
-		--ops $(DEMO_OPS) --variants 2 --seed 0
-	$(BIN)/cloak show demo_out/cloaked.jsonl --limit 12
+	rm -rf $(DEMO) && mkdir -p $(DEMO)  # a fresh run: evaluate would resume outcomes of older victims
+	$(BIN)/cloak perturb --in samples/cold/cold_train_2000.jsonl --out $(DEMO)/train_cloaked.jsonl \
+		--ops $(DEMO_OPS) --seed 0
+	$(BIN)/cloak show $(DEMO)/train_cloaked.jsonl --limit 4
+	cat samples/cold/cold_train_2000.jsonl $(DEMO)/train_cloaked.jsonl > $(DEMO)/train_augmented.jsonl
+	$(BIN)/attacks train --model tfidf-lr --train samples/cold/cold_train_2000.jsonl --out $(DEMO)/tfidf-lr -q
+	$(BIN)/attacks train --model tfidf-lr --train $(DEMO)/train_augmented.jsonl --out $(DEMO)/tfidf-lr+cloaks -q
+	$(BIN)/attacks evaluate --victim $(DEMO)/tfidf-lr --victim $(DEMO)/tfidf-lr+cloaks \
+		--data samples/cold/cold_test_300.jsonl --attacks cloak,search --variants 2 --out $(DEMO)/eval -q
+	$(BIN)/attacks report $(DEMO)/eval --out $(DEMO)
 
 ## test: the test suite (fast, no network, no model downloads)
 test: $(INSTALLED)
