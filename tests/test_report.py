@@ -178,3 +178,23 @@ def test_the_report_renders_in_a_browser_and_the_hostile_post_stays_text(report_
 
     with Image.open(shot) as image:
         assert len(image.convert("L").getcolors(maxcolors=1 << 16) or range(1 << 16)) > 16  # not a blank page
+
+
+def test_curves_and_routing_are_drawn_when_given(results, tmp_path):
+    from attacks.report import build_report, html, load_results
+
+    curve = {"victim": "tfidf-lr", "test_records": 60, "seed": 0, "repeats": 2, "sizes": [50, 100], "runs": [],
+             "by_size": [{"size": 50, "mean_macro_f1": 0.6, "min_macro_f1": 0.55, "max_macro_f1": 0.65},
+                         {"size": 100, "mean_macro_f1": 0.7, "min_macro_f1": 0.68, "max_macro_f1": 0.72}]}
+    routing = {"experts": ["text", "speech", "vision"], "layers": 2,
+               "groups": {"clean": {"n": 3, "weights": [[0.4, 0.3, 0.3], [0.5, 0.25, 0.25]]},
+                          "homophone": {"n": 2, "weights": [[0.3, 0.4, 0.3], [0.4, 0.35, 0.25]]}}}
+    (tmp_path / "curve").mkdir()
+    (tmp_path / "curve" / "curve.json").write_text(json.dumps(curve))
+    (tmp_path / "routing").mkdir()
+    (tmp_path / "routing" / "routing.json").write_text(json.dumps(routing))
+    report = build_report([load_results(str(results))], curves=[str(tmp_path / "curve")],
+                          routing=[str(tmp_path / "routing")])
+    page = html(report)
+    assert "Training-size curve: tfidf-lr" in page and "MMBERT routing" in page
+    assert page.count("<svg") == 4  # per-op bars, accuracy against eps, the curve and the routing, all inline
