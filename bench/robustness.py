@@ -8,8 +8,10 @@ evaluations are ``attacks evaluate`` runs into ``bench/work/robustness/``, which
   COLD train with ``attacks train`` and their default settings), and ``bert`` / ``chinesebert`` from
   ``bench/work/victims/`` when ``bench/victims.py --neural`` has trained them.
 - Cloak attacks: every op in keyword mode (the lexicon's terms), 2 variants, all 5,323 COLD test posts.
-- The search attack with every op, a budget of 200 queries a post, the first ``--search-limit`` test posts.
+- The search attack with every op, a budget of 200 queries a post, the first ``--search-limit`` test posts
+  (``--neural-search-limit`` for the torch victims, which answer ~100 posts/s on one core).
 - FGM and PGD (10 steps) at eps 0.1 to 2 on the torch victims, the first ``--embedding-limit`` test posts.
+- The report of all three: ``attacks report`` into ``bench/results/robustness_report/``.
 """
 from __future__ import annotations
 
@@ -46,8 +48,11 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "robustness.json")
     ap.add_argument("--conventional", default="tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt")
-    ap.add_argument("--embedding-limit", type=int, default=1000)
+    ap.add_argument("--neural", default="bert,chinesebert", help="torch victims from bench/victims.py --neural, "
+                    "where trained")
+    ap.add_argument("--embedding-limit", type=int, default=300)
     ap.add_argument("--search-limit", type=int, default=1000)
+    ap.add_argument("--neural-search-limit", type=int, default=300)
     args = ap.parse_args()
     started = time.perf_counter()
     work, victims_dir = args.work / "robustness", args.work / "victims"
@@ -64,7 +69,8 @@ def main() -> None:
             extra = ["--vectors", args.work / "word2vec_cold_swsr.txt"] if name.startswith("emb") else []
             run([BIN / "attacks", "train", "--model", name, "--train", data["train"], "--out", folder, *extra])
         victims.append(folder)
-    neural = [victims_dir / n for n in ("bert", "chinesebert") if (victims_dir / n / "victim.json").exists()]
+    conventional = list(victims)
+    neural = [victims_dir / n for n in args.neural.split(",") if n and (victims_dir / n / "victim.json").exists()]
     victims += neural
 
     def victim_flags(folders):
@@ -72,14 +78,23 @@ def main() -> None:
 
     timings = {"cloak": run([BIN / "attacks", "evaluate", *victim_flags(victims), "--data", data["test"],
                              "--attacks", "cloak", "--variants", "2", "--out", work / "cloak", "-q"])}
-    timings["search"] = run([BIN / "attacks", "evaluate", *victim_flags(victims), "--data", data["test"],
+    timings["search"] = run([BIN / "attacks", "evaluate", *victim_flags(conventional), "--data", data["test"],
                              "--attacks", "search", "--query-budget", "200", "--limit", str(args.search_limit),
                              "--out", work / "search", "-q"])
-    if neural:
+    if neural:  # a torch victim answers ~100 posts/s on one core: its search and FGM / PGD get fewer posts
+        timings["search-neural"] = run([BIN / "attacks", "evaluate", *victim_flags(neural), "--data", data["test"],
+                                        "--attacks", "search", "--query-budget", "200", "--limit",
+                                        str(args.neural_search_limit), "--out", work / "search-neural", "-q"])
         timings["embedding"] = run([BIN / "attacks", "evaluate", *victim_flags(neural), "--data", data["test"],
                                     "--attacks", "fgm,pgd", "--eps", EPS, "--limit", str(args.embedding_limit),
                                     "--out", work / "embedding", "-q"])
-    summaries = {k: json.loads((work / k / "summary.json").read_text(encoding="utf-8")) for k in timings}
+    report_dir = args.out.parent / "robustness_report"
+    curve = args.out.parent / "curve_tfidf_lr"
+    timings["report"] = run([BIN / "attacks", "report", *(work / k for k in timings),
+                             *(x for k in timings for x in ("--label", k)),
+                             *(("--curve", curve) if (curve / "curve.json").exists() else ()), "--out", report_dir])
+    summaries = {k: json.loads((work / k / "summary.json").read_text(encoding="utf-8")) for k in timings
+                 if k != "report"}
     table = {}
     for summary in summaries.values():
         for victim, entry in summary["victims"].items():
@@ -89,8 +104,13 @@ def main() -> None:
                     row["attacks"][attack] = {"macro_f1": figures["all"]["f1"], "clean_macro_f1": entry["clean"]["f1"],
                                               "success_rate": figures["textattack"]["success_rate"],
                                               "posts": summary["data"]["records"]}
+    # each run's timings are kept: a rerun that adds a victim resumes the others, and times only the new one
+    history = json.loads(args.out.read_text(encoding="utf-8")).get("timings", {}) if args.out.exists() else {}
+    runs = {k: (v if isinstance(v, list) else [v]) for k, v in history.items()}
+    for k, v in timings.items():
+        runs.setdefault(k, []).append(v)
     result = {"benchmark": "bench/robustness.py", "machine": machine_info(("scikit-learn", "torch")),
-              "timings": timings, "victims": table, "seconds": round(time.perf_counter() - started, 1)}
+              "timings": runs, "victims": table, "seconds": round(time.perf_counter() - started, 1)}
     write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
     rows = []
     for victim, row in table.items():
