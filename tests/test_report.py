@@ -15,6 +15,7 @@ from attacks import make_victim
 from .conftest import read_jsonl
 
 # A post carrying markup: the report must show it as text and never run it.
+SEARCH = "search:homophone+similar+pinyin+english"  # named ops: a test elsewhere registers one that lists none
 HOSTILE = "<script>document.body.setAttribute('data-pwned','1')</script>\"><img src=x onerror=\"alert(2)\">"
 
 
@@ -33,7 +34,8 @@ def results(sample_path, backbone, tmp_path_factory):
                                                                                          progress=False)
     victims = {"tfidf-lr": make_victim("tfidf-lr").fit(rows[:200]), "bert": bert}
     data = [{**r, "text": HOSTILE + r["text"]} for r in rows[200:260]]
-    attacks = [CloakAttack(ops="homophone"), CloakAttack(ops="pinyin", variants=2), SearchAttack(query_budget=40),
+    attacks = [CloakAttack(ops="homophone"), CloakAttack(ops="pinyin", variants=2),
+               SearchAttack(ops="homophone,similar,pinyin,english", query_budget=40),
                EmbeddingAttack(eps=0.5), EmbeddingAttack(eps=1.0), EmbeddingAttack(eps=1.0, steps=3)]
     out = tmp_path_factory.mktemp("eval") / "eval"
     evaluate(victims, data, attacks, str(out), data={"path": "posts.jsonl"}, progress=False)
@@ -60,7 +62,7 @@ def test_the_report_holds_every_number_of_the_summary(results, report_dir):
     assert tfidf["cells"]["cloak:homophone"]["drop"] == homophone["drop"]["f1"]
     # cloak attacks first, the most damaging first; then the search; then FGM / PGD by eps
     cloaks = [a for a in report["attacks"] if a.startswith("cloak:")]
-    assert report["attacks"][:2] == cloaks and report["attacks"][2] == "search"
+    assert report["attacks"][:2] == cloaks and report["attacks"][2] == SEARCH
     assert report["attacks"][3:] == ["fgm@0.5", "fgm@1", "pgd@1"]
     means = [sum(r["cells"][a]["drop"] for r in report["matrix"]) for a in cloaks]
     assert means == sorted(means, reverse=True)
@@ -68,7 +70,7 @@ def test_the_report_holds_every_number_of_the_summary(results, report_dir):
     assert set(curves) == {("bert", "fgm"), ("bert", "pgd")}  # the TF-IDF victim has no embeddings
     assert curves[("bert", "fgm")][0] == [0.0, summary["victims"]["bert"]["clean"]["accuracy"]]
     search = next(s for s in report["search"] if s["row"] == "tfidf-lr")
-    assert search["success_rate"] == summary["victims"]["tfidf-lr"]["attacks"]["search"]["textattack"]["success_rate"]
+    assert search["success_rate"] == summary["victims"]["tfidf-lr"]["attacks"][SEARCH]["textattack"]["success_rate"]
 
 
 def test_examples_are_flipped_posts_with_their_edits_marked(report_dir):
@@ -140,7 +142,7 @@ def test_the_report_command(results, tmp_path, sample_path):
     lines = result.output.splitlines()
     assert lines[-1] == f"report: {tmp_path / 'r' / 'report.html'} (and report.md, report.json)"
     assert re.match(r"clean macro-F1 +0\.\d{3} +0\.\d{3}$", lines[2]) and any(
-        line.startswith("search ") for line in lines)
+        line.startswith(SEARCH + " ") for line in lines)
     for args, message in (([str(tmp_path)], "no summary.json"),
                           ([str(results), "--label", "a", "--label", "b"], "--label: 2 given for 1"),
                           ([str(results), "--curve", str(tmp_path)], "no curve.json")):
