@@ -45,27 +45,52 @@ def load_tokenizer(source: str):
     return AutoTokenizer.from_pretrained(source)
 
 
-def encode_head_tail(tokenizer, texts: Sequence[str], max_length: int, head_share: float) -> list[list[int]]:
-    """Token ids between [CLS] and [SEP], a long post cut to its head and tail. A huge post is tokenised only
-    near its two ends (each token is at least one character: 4 characters a token leaves room to spare)."""
+Token = tuple[int, "tuple[int, int] | None"]  # a token id and the characters it covers
+
+
+def encode_head_tail(tokenizer, texts: Sequence[str], max_length: int, head_share: float) -> list[list[Token]]:
+    """Each text's tokens, [CLS] and [SEP] included, a long post cut to its head and tail, as (id, character
+    span) pairs: the span is None for [CLS] and [SEP], and for every token of a tokenizer that gives no
+    offsets (a slow one). A huge post is tokenised only near its two ends (each token is at least one
+    character: 4 characters a token leaves room to spare)."""
     budget = max_length - 2  # [CLS] and [SEP]
     reach = 4 * (budget + 100)
+    fast = getattr(tokenizer, "is_fast", False)
 
-    def encode(part: str) -> list[int]:
+    def encode(part: str, shift: int = 0) -> list[Token]:
         # verbose=False: the tokenizer's warning about sequences over its limit does not apply, we cut them
-        return tokenizer.encode(part, add_special_tokens=False, verbose=False)
+        if not fast:
+            return [(i, None) for i in tokenizer.encode(part, add_special_tokens=False, verbose=False)]
+        found = tokenizer(part, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        return [(i, (s + shift, e + shift)) for i, (s, e) in zip(found["input_ids"], found["offset_mapping"])]
 
     out = []
     for text in texts:
         if len(text) <= 2 * reach:
-            ids = head_tail(encode(text), budget, head_share)
+            tokens = head_tail(encode(text), budget, head_share)
         else:
             head = int(round(budget * head_share))
             front = encode(text[:reach])[:head]
-            back = encode(text[-reach:])
-            ids = front + back[max(0, len(back) - (budget - len(front))):]
-        out.append([tokenizer.cls_token_id, *ids, tokenizer.sep_token_id])
+            back = encode(text[-reach:], len(text) - reach)
+            tokens = front + back[max(0, len(back) - (budget - len(front))):]
+        out.append([(tokenizer.cls_token_id, None), *tokens, (tokenizer.sep_token_id, None)])
     return out
+
+
+class HeadTailTokens:
+    """The BERT-family victims' inputs: ``encode_head_tail`` at the victim's ``max_length`` and
+    ``config.head_share``, padded for the model (``batch``) or as character spans (``token_spans``)."""
+
+    def encode(self, texts: Sequence[str]) -> list[list[Token]]:
+        return encode_head_tail(self.tokenizer, texts, self.max_length, self.config.head_share)
+
+    def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        return pad([[i for i, _ in tokens] for tokens in self.encode(texts)], self.tokenizer.pad_token_id)
+
+    def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int] | None]]:
+        if not getattr(self.tokenizer, "is_fast", False):
+            raise NotImplementedError(f"{self.name}: a slow tokenizer gives no character offsets")
+        return [[span for _, span in tokens] for tokens in self.encode(texts)]
 
 
 def pad(sequences: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
@@ -79,7 +104,7 @@ def pad(sequences: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
 
 
 @register_victim
-class BertVictim(TorchVictim):
+class BertVictim(HeadTailTokens, TorchVictim):
     """A BERT checkpoint with a linear head on its pooled [CLS], fine-tuned end to end."""
 
     kind = "bert"
@@ -108,10 +133,6 @@ class BertVictim(TorchVictim):
     @property
     def max_length(self) -> int:
         return min(self.config.max_length, self.model.config.max_position_embeddings)
-
-    def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
-        ids = encode_head_tail(self.tokenizer, texts, self.max_length, self.config.head_share)
-        return pad(ids, self.tokenizer.pad_token_id)
 
     def embed_batch(self, model: torch.nn.Module, batch: dict) -> Embedded:
         embeds = model.bert.embeddings.word_embeddings(batch["input_ids"])

@@ -23,7 +23,7 @@ from torch import nn
 
 from cloak.params import InstanceOf, Interval
 
-from .bert import HEAD_SHARE, encode_head_tail, load_tokenizer, pad
+from .bert import HEAD_SHARE, HeadTailTokens, load_tokenizer
 from .neural import ARCHITECTURE, Embedded, TorchVictim, read_json, write_json
 from .victim import Settings, register_victim
 
@@ -98,7 +98,7 @@ class ChineseBertModel(nn.Module):
 
 
 @register_victim
-class ChineseBertVictim(TorchVictim):
+class ChineseBertVictim(HeadTailTokens, TorchVictim):
     """Character + glyph + pinyin embeddings fused into a BERT (see the module docstring)."""
 
     kind = "chinesebert"
@@ -136,10 +136,9 @@ class ChineseBertVictim(TorchVictim):
         names = sorted({os.path.basename(p) for p in written if os.path.isfile(p)})
         return [write_json(directory, ARCHITECTURE, self.model.bert.config.to_dict()), *names]
 
-    def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
-        max_length = min(self.config.max_length, self.model.bert.config.max_position_embeddings)
-        return pad(encode_head_tail(self.tokenizer, texts, max_length, self.config.head_share),
-                   self.tokenizer.pad_token_id)
+    @property
+    def max_length(self) -> int:
+        return min(self.config.max_length, self.model.bert.config.max_position_embeddings)
 
     def embed_batch(self, model: nn.Module, batch: dict) -> Embedded:
         return Embedded(model.fused_embeddings(batch["input_ids"]), batch["attention_mask"],

@@ -97,6 +97,9 @@ class MMBertVictim(TorchVictim):
         examples = self.featurizer.encode([{"text": t} for t in texts], progress=False)
         return self.featurizer.collate(examples)
 
+    def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int] | None]]:
+        return self.featurizer.token_spans(list(texts))
+
     def embed_batch(self, model, batch: dict) -> Embedded:
         embeds = model.mmbert.embeddings.word_embeddings(batch["input_ids"])
         inputs = {k: v for k, v in batch.items() if k in ("input_ids", "speech_features", "speech_mask")}

@@ -89,6 +89,11 @@ class TorchVictim(Victim):
         """Padded tensors for a list of texts (``input_ids``, ``attention_mask``, ...)."""
         raise NotImplementedError
 
+    def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int] | None]]:
+        """Each text's input positions as ``batch`` gives them: the characters each covers, None for
+        special tokens (NotImplementedError where the tokenizer gives no offsets)."""
+        raise NotImplementedError
+
     def embed_batch(self, model: torch.nn.Module, batch: dict) -> Embedded:
         raise NotImplementedError
 
@@ -113,6 +118,31 @@ class TorchVictim(Victim):
         out = [torch.softmax(self.logits(self.embed(texts[i:i + self.predict_batch_size])).float(), -1).cpu()
                for i in range(0, len(texts), self.predict_batch_size)]
         return torch.cat(out).numpy().astype(np.float64) if out else np.zeros((0, self.num_labels))
+
+    def saliency(self, texts: Sequence[str], labels: Sequence[int]) -> list[np.ndarray]:
+        """How much each character of each text drives the loss of its label (TextAttack's gradient word
+        importance): per input token, the L1 norm of the loss's gradient with respect to the token's
+        embedding, shared out evenly over the characters the token covers. Characters the model does
+        not read (the middle of a long post) get 0. One forward and backward pass a text."""
+        texts, labels = check_texts(texts), np.asarray(labels, dtype=int)
+        self.model.eval()
+        out = []
+        for at in range(0, len(texts), self.predict_batch_size):
+            chunk = texts[at:at + self.predict_batch_size]
+            with torch.no_grad():
+                embedded = self.embed(chunk)
+            embeds = embedded.embeds.detach().requires_grad_(True)
+            gold = torch.as_tensor(labels[at:at + len(chunk)], device=embeds.device)
+            loss = F.cross_entropy(self.logits(dataclasses.replace(embedded, embeds=embeds)), gold, reduction="sum")
+            (grad,) = torch.autograd.grad(loss, embeds)
+            per_token = (grad.abs().sum(-1) * embedded.mask).float().cpu().numpy()
+            for text, spans, scores in zip(chunk, self.token_spans(chunk), per_token):
+                chars = np.zeros(len(text))
+                for span, score in zip(spans, scores):
+                    if span is not None and span[1] > span[0]:
+                        chars[span[0]:span[1]] += score / (span[1] - span[0])
+                out.append(chars)
+        return out
 
     def fit(self, train: Sequence[dict], dev: Sequence[dict] | None = None, *, out_dir: str | None = None,
             resume: bool = False, progress: bool | None = None, on_checkpoint=None) -> TorchVictim:

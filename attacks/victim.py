@@ -18,7 +18,8 @@ scikit-learn models go through ``skops.io`` with an explicit list of trusted typ
 
 Differentiable victims (every torch one) also give ``embed(texts) -> Embedded`` (each example's input
 embeddings, its mask, and whatever else the model reads) and ``logits(embedded)``, so an attack can
-perturb one example's embeddings without touching the shared embedding matrix.
+perturb one example's embeddings without touching the shared embedding matrix, and
+``saliency(texts, labels)`` (the loss gradient's weight on each character), by which the search ranks words.
 """
 from __future__ import annotations
 

@@ -28,6 +28,16 @@ class Featurizer:
         return self.tokenizer([self._enough(t) for t in texts], truncation=True,
                               max_length=self.max_length)["input_ids"]
 
+    def token_spans(self, texts: list[str]) -> list[list[tuple[int, int] | None]]:
+        """The characters each input position covers, aligned with ``input_ids`` (None for the special
+        tokens); needs a fast tokenizer (a slow one gives no offsets)."""
+        if not getattr(self.tokenizer, "is_fast", False):
+            raise NotImplementedError("a slow tokenizer gives no character offsets")
+        found = self.tokenizer([self._enough(t) for t in texts], truncation=True, max_length=self.max_length,
+                               return_offsets_mapping=True, return_special_tokens_mask=True)
+        return [[None if special else tuple(span) for span, special in zip(spans, specials)]
+                for spans, specials in zip(found["offset_mapping"], found["special_tokens_mask"])]
+
     def _enough(self, text: str) -> str:
         """A prefix of ``text`` whose first ``max_length`` tokens are the whole text's, so that a huge
         post is not tokenised whole (1 MB of text took 600 MB to tokenise). A word gives at most

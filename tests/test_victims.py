@@ -139,6 +139,12 @@ def check_differentiable(victim, some_texts):
     torch.nn.functional.cross_entropy(logits, torch.ones(len(some_texts), dtype=torch.long)).backward()
     assert torch.isfinite(embeds.grad).all() and embeds.grad.abs().sum() > 0
     assert embeds.grad[0].abs().sum() > 0 and embeds.grad[1].abs().sum() > 0  # each example its own delta
+    # the search's gradient importance: one span a model position, one value a character
+    spans, saliency = victim.token_spans(some_texts), victim.saliency(some_texts, [1] * len(some_texts))
+    assert [len(s) for s in spans] == embedded.mask.sum(1).tolist()
+    for text, token_spans, chars in zip(some_texts, spans, saliency):
+        covered = {i for span in token_spans if span for i in range(*span)}
+        assert chars.shape == (len(text),) and {int(i) for i in np.flatnonzero(chars)} == covered
 
 
 @pytest.mark.parametrize("name", ["bert", "chinesebert"])
