@@ -79,6 +79,8 @@ def evaluate(victims: dict[str, Victim | Callable[[], Victim]], records: Sequenc
     meta = {"data": {**(data or {}), "records": len(records), "shard": list(shard) if shard else None},
             "attacks": {attack_name(a): attack_settings(a) for a in attacks},
             "versions": versions("torch", "scikit-learn"), "victims": {}}
+    _check_same_run(out_dir, meta)
+    write_atomic(os.path.join(out_dir, META), _dumps(meta))  # from the start: a resumed run is checked too
     for name, victim in victims.items():
         folder = os.path.join(out_dir, name)
         os.makedirs(folder, exist_ok=True)
@@ -106,6 +108,28 @@ def evaluate(victims: dict[str, Victim | Callable[[], Victim]], records: Sequenc
                   progress, tqdm)
     write_atomic(os.path.join(out_dir, META), _dumps(meta))
     return summarize(out_dir)
+
+
+def _check_same_run(out_dir: str, meta: dict) -> None:
+    """Refuse to resume into a folder whose finished outcomes came from other data or from an attack of
+    the same name run with other settings: they would be counted as this run's."""
+    path = os.path.join(out_dir, META)
+    if not os.path.isfile(path):
+        return
+    with open(path, encoding="utf-8") as f:
+        old = json.load(f)
+    advice = f"attack into another --out folder, or delete {out_dir} to start over"
+    for key in ("sha256", "records", "limit", "shard"):
+        if old["data"].get(key) != meta["data"].get(key):
+            raise ValueError(f"{out_dir} holds outcomes of other data ({key} was {old['data'].get(key)!r}, now "
+                             f"{meta['data'].get(key)!r}): {advice}")
+    for name, settings in meta["attacks"].items():
+        before = old["attacks"].get(name)
+        if before is not None and before != settings:
+            changed = sorted(k for k in {*before, *settings} if before.get(k) != settings.get(k))
+            raise ValueError(f"{out_dir} holds outcomes of {name} run with other settings ("
+                             + ", ".join(f"{k} was {before.get(k)!r}, now {settings.get(k)!r}" for k in changed)
+                             + f"): {advice}")
 
 
 def summarize(out_dir: str) -> dict:

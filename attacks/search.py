@@ -1,14 +1,19 @@
 """The search attack: untargeted against the gold label, greedy, query-budgeted (DESIGN §7).
 
 After TextAttack's ``GreedyWordSwapWIR``: the post's words (jieba's, protected spans left alone) that
-some op can change are ranked by importance — how far deleting the word lowers p(gold) — and visited in that order; at each
+some op can change are ranked by importance and visited in that order. ``importance`` says how:
+``deletion`` asks the victim for the post with each word deleted (a query a word) and ranks the words
+by how far that lowers p(gold); ``gradient`` ranks them by the victim's ``saliency`` (the gradient of
+the loss over each word's token embeddings: one pass a post, counted as one query), for victims with
+input embeddings; ``auto`` (the default) takes the gradient where the victim has one. At each
 word the ops' candidates (``Op.candidates``, the most plausible first, the ops taking turns) are
 scored ``chunk`` at a time, the most plausible first, until one flips the label, and the one that
 lowers p(gold) most is kept if it lowers it at all. The search stops when the label flips (a
 success), when the words run out (a failure), or when the next query would pass ``query_budget``
 (a failure).
 
-Queries are counted as TextAttack counts them: every text the victim scores, the deletions included;
+Queries are counted as TextAttack counts them: every text the victim scores, the deletions included
+(TextAttack does not count its gradient pass; we count it as one query);
 the clean prediction, which the evaluator has already made, is not counted again. A post the victim
 already gets wrong is skipped (no queries). Edits are kept in the coordinates of the original post,
 so the adversarial text is always ``apply_edits(original, edits)``.
@@ -23,8 +28,9 @@ import numpy as np
 
 from cloak import Perturber, apply_edits, available_ops, parse_ops
 from cloak.edits import Edit
-from cloak.params import Interval, validate_fields
+from cloak.params import Interval, Options, validate_fields
 
+from .fgm import NotDifferentiable
 from .victim import Victim
 
 
@@ -36,8 +42,9 @@ class SearchAttack:
     query_budget: int = 200
     max_candidates: int = 30
     chunk: int = 4
+    importance: str = "auto"
     _parameter_constraints = {"query_budget": Interval(int, 1), "max_candidates": Interval(int, 1),
-                              "chunk": Interval(int, 1)}
+                              "chunk": Interval(int, 1), "importance": Options("auto", "deletion", "gradient")}
 
     def __post_init__(self) -> None:
         validate_fields(self, "search attack")
@@ -52,13 +59,32 @@ class SearchAttack:
 
     def settings(self) -> dict:
         return {"kind": "search", "ops": self.ops or "all", "query_budget": self.query_budget,
-                "max_candidates": self.max_candidates, "chunk": self.chunk}
+                "max_candidates": self.max_candidates, "chunk": self.chunk, "importance": self.importance}
+
+    def importance_for(self, victim: Victim) -> str:
+        """``deletion`` or ``gradient``: what ``importance`` means for this victim."""
+        has_gradient = getattr(victim, "differentiable", False) and hasattr(victim, "saliency")
+        if self.importance == "gradient" and not has_gradient:
+            raise NotDifferentiable(f"{victim.name} has no input embeddings, so no gradient importance for the "
+                                    "search: use importance 'deletion' or 'auto'")
+        if self.importance == "auto" and has_gradient:
+            try:
+                victim.token_spans([""])
+            except NotImplementedError:  # no character offsets (a slow tokenizer): deletion it is
+                return "deletion"
+        return "gradient" if self.importance != "deletion" and has_gradient else "deletion"
 
     def attack(self, victim: Victim, records: Sequence[dict], positions: Sequence[int],
                clean: np.ndarray) -> list[dict]:
         """One outcome per record (``positions`` are not used: the search is deterministic). The posts
         are searched in lockstep: what every post asks at a step goes to the victim in one call."""
-        searches = [self.search(r, p) for r, p in zip(records, clean)]
+        saliency: list = [None] * len(records)
+        if self.importance_for(victim) == "gradient":
+            attacked = [i for i, (r, p) in enumerate(zip(records, clean)) if _attacked(r, p)]
+            found = victim.saliency([records[i]["text"] for i in attacked], [records[i]["label"] for i in attacked])
+            for i, chars in zip(attacked, found):
+                saliency[i] = chars
+        searches = [self.search(r, p, s) for r, p, s in zip(records, clean, saliency)]
         outcomes: list[dict] = [{}] * len(records)
         asked: dict[int, list[str]] = {}
 
@@ -79,23 +105,29 @@ class SearchAttack:
                 at += len(texts)
         return outcomes
 
-    def search(self, record: dict, clean: np.ndarray) -> Generator[list[str], np.ndarray, dict]:
+    def search(self, record: dict, clean: np.ndarray,
+               saliency: np.ndarray | None = None) -> Generator[list[str], np.ndarray, dict]:
         """One post's search: yields the texts it wants scored, receives their probabilities, and
-        returns its outcome."""
+        returns its outcome. With ``saliency`` (one value a character) the words are ranked by it and
+        the gradient pass that made it counts as one query; without, by deletion."""
         text, label = record["text"], int(record["label"])
+        ranked = "deletion" if saliency is None else "gradient"
         outcome = {"text": text, "edits": [], "probs": clean, "changed": False, "queries": 0}
-        if np.isnan(clean).any() or int(clean.argmax()) != label:
+        if not _attacked(record, clean):
             return {**outcome, "status": "skipped"}
         protected = [tuple(s) for s in record.get("protected") or ()]
         words = self.words.target_spans(text, None, protected)  # rate 1: no random draw
         options = {span: c for span in words if (c := self.span_candidates(text, *span))}
         spans = list(options)  # a word no op can change is not worth a deletion query
         budget = self.query_budget
-        if not spans or budget < len(spans):
-            return {**outcome, "status": "failure"}
-        deleted = yield [text[:s] + text[e:] for s, e in spans]
-        queries = len(spans)
-        order = np.argsort(deleted[:, label], kind="stable")  # the biggest drop in p(gold) first
+        queries = len(spans) if saliency is None else 1
+        if not spans or budget < queries:
+            return {**outcome, "status": "failure", "queries": 0 if saliency is None else 1, "importance": ranked}
+        if saliency is None:
+            deleted = yield [text[:s] + text[e:] for s, e in spans]
+            order = np.argsort(deleted[:, label], kind="stable")  # the biggest drop in p(gold) first
+        else:
+            order = np.argsort([-saliency[s:e].sum() for s, e in spans], kind="stable")  # the largest first
         edits: list[Edit] = []
         best, probs = float(clean[label]), clean
         for i in order:
@@ -120,7 +152,7 @@ class SearchAttack:
                     break
         status = "success" if edits and int(probs.argmax()) != label else "failure"
         return {"text": apply_edits(text, edits), "edits": [e.to_dict() for e in edits], "probs": probs,
-                "changed": bool(edits), "queries": queries, "status": status}
+                "changed": bool(edits), "queries": queries, "importance": ranked, "status": status}
 
     def span_candidates(self, text: str, start: int, end: int) -> list[Edit]:
         """The ops' candidates for a span, taking turns (each op's best, then each one's second, ...)."""
@@ -131,3 +163,8 @@ class SearchAttack:
                 seen.add((c.start, c.end, c.dst))
                 merged.append(c)
         return merged[:self.max_candidates]
+
+
+def _attacked(record: dict, clean: np.ndarray) -> bool:
+    """Whether the search attacks a post: the victim gets it right (TextAttack skips the others)."""
+    return not np.isnan(clean).any() and int(clean.argmax()) == int(record["label"])
