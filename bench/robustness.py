@@ -8,7 +8,8 @@ evaluations are ``attacks evaluate`` runs into ``bench/work/robustness/``, which
   COLD train with ``attacks train`` and their default settings), and ``bert`` / ``chinesebert`` from
   ``bench/work/victims/`` when ``bench/victims.py --neural`` has trained them.
 - Cloak attacks: every op in keyword mode (the lexicon's terms), 2 variants, all 5,323 COLD test posts.
-- The search attack with every op, a budget of 200 queries a post, the first ``--search-limit`` test posts
+- The search attack with every op, a budget of 200 queries a post, words ranked by deletion for every
+  victim alike (``bench/search_importance.py`` compares the gradient ranking), the first ``--search-limit`` test posts
   (``--neural-search-limit`` for the torch victims, which answer ~100 posts/s on one core).
 - FGM and PGD (10 steps) at eps 0.1 to 2 on the torch victims, the first ``--embedding-limit`` test posts.
 - The report of all three: ``attacks report`` into ``bench/results/robustness_report/``.
@@ -79,12 +80,14 @@ def main() -> None:
     timings = {"cloak": run([BIN / "attacks", "evaluate", *victim_flags(victims), "--data", data["test"],
                              "--attacks", "cloak", "--variants", "2", "--out", work / "cloak", "-q"])}
     timings["search"] = run([BIN / "attacks", "evaluate", *victim_flags(conventional), "--data", data["test"],
-                             "--attacks", "search", "--query-budget", "200", "--limit", str(args.search_limit),
+                             "--attacks", "search", "--query-budget", "200", "--importance", "deletion",
+                             "--limit", str(args.search_limit),
                              "--out", work / "search", "-q"])
     if neural:  # a torch victim answers ~100 posts/s on one core: its search and FGM / PGD get fewer posts
         timings["search-neural"] = run([BIN / "attacks", "evaluate", *victim_flags(neural), "--data", data["test"],
-                                        "--attacks", "search", "--query-budget", "200", "--limit",
-                                        str(args.neural_search_limit), "--out", work / "search-neural", "-q"])
+                                        "--attacks", "search", "--query-budget", "200", "--importance", "deletion",
+                                        "--limit", str(args.neural_search_limit), "--out", work / "search-neural",
+                                        "-q"])
         timings["embedding"] = run([BIN / "attacks", "evaluate", *victim_flags(neural), "--data", data["test"],
                                     "--attacks", "fgm,pgd", "--eps", EPS, "--limit", str(args.embedding_limit),
                                     "--out", work / "embedding", "-q"])

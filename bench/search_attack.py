@@ -59,7 +59,8 @@ def totals(results: list[dict], seconds: float, extra_query: int = 0) -> dict:
 def ours(victim, records: list[dict], ops: str, budget: int) -> tuple[dict, list[dict]]:
     from attacks.search import SearchAttack
 
-    attack = SearchAttack(ops=ops, query_budget=budget - 1)  # + the original's query, as TextAttack counts
+    # deletion importance, as TextAttack's GreedyWordSwapWIR here; + the original's query, as TextAttack counts
+    attack = SearchAttack(ops=ops, query_budget=budget - 1, importance="deletion")
     clean = victim.predict_proba([r["text"] for r in records])
     started = time.perf_counter()
     outcomes = attack.attack(victim, records, range(len(records)), clean)
@@ -120,7 +121,8 @@ def main() -> None:
         t0 = time.perf_counter()
         subprocess.run([str(Path(sys.executable).parent / "attacks"), "evaluate", "--victim", str(folder), "--data",
                         str(data), "--attacks", "search", "--ops", "similar", "--query-budget", str(args.budget - 1),
-                        "--out", str(evaluate_dir), "-q"], check=True, env=env, stderr=subprocess.DEVNULL)
+                        "--importance", "deletion", "--out", str(evaluate_dir), "-q"],
+                       check=True, env=env, stderr=subprocess.DEVNULL)
         entry["ours_similar"]["command_seconds"] = round(time.perf_counter() - t0, 1)
         mine, peer = entry["ours_similar"], entry["textattack"]
         entry["speedup_similar"] = round(peer["seconds"] / mine["seconds"], 1)
