@@ -100,6 +100,24 @@ class TorchVictim(Victim):
     def model_logits(self, model: torch.nn.Module, embedded: Embedded) -> torch.Tensor:
         raise NotImplementedError
 
+    def training_batch(self, records: Sequence[dict]) -> dict[str, torch.Tensor]:
+        """The model's inputs for training records (``batch`` of their texts; a victim that reads more
+        of a record, such as its source, adds it)."""
+        return self.batch([r["text"] for r in records])
+
+    def training_loss(self, model: torch.nn.Module, inputs: dict, labels: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy of the gold labels (adversarial training adds its term)."""
+        return F.cross_entropy(self.model_logits(model, self.embed_batch(model, inputs)), labels)
+
+    def parameter_groups(self, model: torch.nn.Module) -> list[dict]:
+        """AdamW's parameter groups: every trainable parameter at the training's lr and weight decay."""
+        t = self.training
+        return [{"params": [p for p in model.parameters() if p.requires_grad], "lr": t.lr,
+                 "weight_decay": t.weight_decay, "name": self.kind}]
+
+    def after_step(self, model: torch.nn.Module) -> None:
+        """Called after every optimiser step (a constrained parameter is projected back here)."""
+
     # -- the contract -------------------------------------------------------------------------------
 
     def embed(self, texts: Sequence[str]) -> Embedded:
@@ -160,15 +178,14 @@ class TorchVictim(Victim):
         self.num_labels = int(max(labels.max(), dev_labels.max())) + 1
         torch.manual_seed(t.seed)  # a new head (and any new part) depends on the seed alone
         self.model = self.build(self.num_labels)
-        examples = [{"text": r["text"], "label": int(y)} for r, y in zip(train, labels)]
+        examples = [{**r, "label": int(y)} for r, y in zip(train, labels)]
         dev_texts = texts_of(dev)
 
         def collate(items: list[dict]) -> dict:
-            return {**self.batch([e["text"] for e in items]), "labels": torch.tensor([e["label"] for e in items])}
+            return {**self.training_batch(items), "labels": torch.tensor([e["label"] for e in items])}
 
         def loss(model, batch: dict, epoch: int) -> torch.Tensor:
-            inputs = {k: v for k, v in batch.items() if k != "labels"}
-            return F.cross_entropy(self.model_logits(model, self.embed_batch(model, inputs)), batch["labels"])
+            return self.training_loss(model, {k: v for k, v in batch.items() if k != "labels"}, batch["labels"])
 
         def evaluate(model) -> dict:
             predictions = self.predict_proba(dev_texts).argmax(1)
@@ -182,12 +199,12 @@ class TorchVictim(Victim):
                 self.model = accelerator.unwrap_model(model)
                 self.save(work)
 
-        groups = [{"params": [p for p in self.model.parameters() if p.requires_grad], "lr": t.lr,
-                   "weight_decay": t.weight_decay, "name": self.kind}]
+        groups = self.parameter_groups(self.model)
         settings = LoopSettings(epochs=t.epochs, batch_size=t.batch_size, patience=t.patience, seed=t.seed,
                                 checkpoint_minutes=t.checkpoint_minutes, warmup_ratio=t.warmup_ratio)
         self.log = train_epochs(self.model, loss, examples, collate, groups, evaluate, save, work, settings,
-                                resume=resume, progress=progress, on_checkpoint=on_checkpoint, desc=self.name)
+                                resume=resume, progress=progress, on_checkpoint=on_checkpoint, desc=self.name,
+                                after_step=self.after_step)
         self._load_weights(work)  # the best epoch, not the last
         if out_dir is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -38,7 +38,8 @@ class LoopSettings:
 def train_epochs(model: torch.nn.Module, loss: Loss, train: Sequence, collate: Callable, groups: list[dict],
                  evaluate: Callable[[torch.nn.Module], dict], save: Callable[[torch.nn.Module, object], None],
                  out_dir: str, settings: LoopSettings, *, resume: bool = False, progress: bool | None = None,
-                 on_checkpoint: Callable[[dict], None] | None = None, desc: str = "train") -> dict:
+                 on_checkpoint: Callable[[dict], None] | None = None, desc: str = "train",
+                 after_step: Callable[[torch.nn.Module], None] | None = None) -> dict:
     """Train ``model`` on ``train`` (examples ``collate`` makes batches of); returns the log of every
     epoch and the best one.
 
@@ -48,6 +49,7 @@ def train_epochs(model: torch.nn.Module, loss: Loss, train: Sequence, collate: C
     evaluate: the dev figures of the model after an epoch, with the ``score`` early stopping maximises.
     save: ``save(model, accelerator)`` writes the model when an epoch beats the best so far.
     on_checkpoint: called with the trainer's state after each checkpoint (tests interrupt with it).
+    after_step: called with the model after every optimiser step (to project a constrained parameter).
     """
     from transformers import get_linear_schedule_with_warmup
 
@@ -84,6 +86,8 @@ def train_epochs(model: torch.nn.Module, loss: Loss, train: Sequence, collate: C
                 totals["aux_batches"] += 1
             accelerator.backward(value)
             optimizer.step()
+            if after_step is not None:
+                after_step(model)
             scheduler.step()
             optimizer.zero_grad()
             totals["loss"] += value.item()
