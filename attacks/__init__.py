@@ -1,7 +1,7 @@
 """attacks: every detector behind one contract (victims), and the attacks on them.
 
 ``make_victim(name)`` makes a detector by name (``attacks models`` lists them): the conventional
-pipelines (``tfidf-lr``, ``bow-svm``, ``emb-gbt``, ...), ``bert``, ``chinesebert``, ``mmbert`` and
+pipelines (``tfidf-lr``, ``bow-svm``, ``emb-gbt``, ...), ``bert``, ``chinesebert``, ``habertor``, ``mmbert`` and
 ``llm``; ``load_victim(dir)`` loads a saved one. The torch victims are imported on first use.
 """
 from __future__ import annotations

@@ -21,6 +21,9 @@ Examples:
   attacks models
   attacks train --model tfidf-lr --train train.jsonl --dev dev.jsonl --out victims/tfidf-lr
   attacks train --model bert --backbone backbone/ --train train.jsonl --dev dev.jsonl --out victims/bert
+  attacks pretrain-habertor --corpus corpus.jsonl --out habertor-lm/
+  attacks train --model habertor --backbone habertor-lm/ --source-field topic --adv adaptive \
+      --train train.jsonl --dev dev.jsonl --out victims/habertor
   attacks predict --victim victims/tfidf-lr --in posts.jsonl --out scored.jsonl
   attacks curve --model tfidf-lr --train train.jsonl --test test.jsonl --out curve/
   attacks evaluate --victim victims/tfidf-lr --victim victims/bert --data test.jsonl \\
@@ -70,26 +73,31 @@ def _quiet_libraries() -> None:
     hf_logging.disable_progress_bar()
 
 
+def _yaml_sections(config_path: str | None, *names: str) -> dict:
+    """The named sections (mappings) of a YAML settings file; {} without a file."""
+    if not config_path:
+        return {}
+    import yaml
+
+    with open(config_path, encoding="utf-8") as f:
+        try:
+            sections = yaml.safe_load(f) or {}
+        except yaml.YAMLError as e:
+            raise ValueError(f"{config_path}: not valid YAML: {e}") from None
+    try:
+        return validate(sections, dict.fromkeys(names, dict), "")
+    except ParameterError as e:
+        raise ParameterError(f"{config_path}: {e}") from None
+
+
 def _settings(config_path: str | None, **flags) -> tuple[dict, dict]:
     """(config, training) from a YAML file ({config: ..., training: ...}) with the flags laid over it."""
-    sections: dict = {}
-    if config_path:
-        import yaml
-
-        with open(config_path, encoding="utf-8") as f:
-            try:
-                sections = yaml.safe_load(f) or {}
-            except yaml.YAMLError as e:
-                raise ValueError(f"{config_path}: not valid YAML: {e}") from None
-        try:
-            sections = validate(sections, {"config": dict, "training": dict}, "")
-        except ParameterError as e:
-            raise ParameterError(f"{config_path}: {e}") from None
+    sections = _yaml_sections(config_path, "config", "training")
     config, training = dict(sections.get("config") or {}), dict(sections.get("training") or {})
     for key, value in flags.items():
         if value is None or value is False:
             continue
-        (training if key in ("grid", "oversample", "seed") else config)[key] = value
+        (training if key in ("grid", "oversample", "seed", "adv") else config)[key] = value
     return config, training
 
 
@@ -111,6 +119,7 @@ def list_models() -> None:
 
     descriptions = {"bert": "any BERT checkpoint fine-tuned with a classification head (paper 001's recipe)",
                     "chinesebert": "ChineseBERT-style: character + glyph + pinyin embeddings fused into a BERT",
+                    "habertor": "HABERTOR: quaternion-factorised BERT, source ensemble heads, adaptive FGM training",
                     "mmbert": "MMBERT: text + speech + glyph mixture of experts, three stages",
                     "llm": "an LLM behind an OpenAI-compatible endpoint, MMBERT's Appendix B prompt"}
     features = {"bow": "binary bag of jieba words", "tfidf": "character 1-3-gram TF-IDF",
@@ -140,17 +149,23 @@ def list_models() -> None:
 @click.option("--grid", is_flag=True, default=None, help="Conventional: paper 001's 5-fold CV grid on macro-F1.")
 @click.option("--oversample", is_flag=True, default=None, help="Conventional: minority classes to 1/4 of the majority.")
 @click.option("--seed", type=click.IntRange(0), default=None, help="Seed of the training [default: 0].")
+@click.option("--preset", type=click.Choice(["habertor", "vqf", "vaqf", "vafqf", "vafoqf"]), default=None,
+              help="habertor without --backbone: which factorisations [default: vafoqf].")
+@click.option("--adv", type=click.Choice(["adaptive", "fgm", "none"]), default=None,
+              help="habertor: adversarial training [default: adaptive].")
+@click.option("--source-field", default=None, metavar="FIELD",
+              help="habertor: the record field naming a post's source (one net of heads per source).")
 @click.option("--resume", is_flag=True, help="Torch victims: continue from OUT/checkpoint.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
-def train(name, train_path, dev_path, out_dir, backbone, vectors, config_path, grid, oversample, seed, resume,
-          quiet) -> None:
+def train(name, train_path, dev_path, out_dir, backbone, vectors, config_path, grid, oversample, seed, preset, adv,
+          source_field, resume, quiet) -> None:
     """Train a detector and save it as a victim."""
     check_files([train_path, *([dev_path] if dev_path else []), *([config_path] if config_path else [])])
     train_records = _labelled(train_path)
     dev_records = _labelled(dev_path) if dev_path else None
     config, training = _settings(config_path, backbone=backbone, vectors=vectors, grid=grid, oversample=oversample,
-                                 seed=seed)
+                                 seed=seed, preset=preset, adv=adv, source_field=source_field)
     from . import make_victim
 
     victim = make_victim(name, config, training)
@@ -174,6 +189,47 @@ def train(name, train_path, dev_path, out_dir, backbone, vectors, config_path, g
     click.echo(f"{line} (victim in {out_dir})", err=True)
 
 
+@main.command("pretrain-habertor")
+@click.option("--corpus", "corpus_paths", required=True, multiple=True, metavar="FILE",
+              help="Texts: JSONL records (their `text`) or plain lines; repeat for several files.")
+@click.option("--out", "out_dir", required=True, metavar="DIR",
+              help="config.json, weights and tokenizer: a --backbone for `attacks train --model habertor`.")
+@click.option("--preset", type=click.Choice(["habertor", "vqf", "vaqf", "vafqf", "vafoqf"]), default="vafoqf",
+              show_default=True, help="Which of vocabulary, attention, feed-forward, output are factorised.")
+@click.option("--config", "config_path", default=None, metavar="YAML",
+              help="{model: {sizes...}, training: {vocab_size, tau, epochs, lr, batch_size, max_length, ...}}.")
+@click.option("--tau", type=click.IntRange(1), default=None, help="Masking factor: copies of each text an epoch [10].")
+@click.option("--epochs", type=click.IntRange(1), default=None, help="Epochs [5].")
+@click.option("--vocab-size", type=click.IntRange(8), default=None, help="SentencePiece vocabulary [40000].")
+@click.option("--seed", type=click.IntRange(0), default=None, help="Seed [0].")
+@click.option("--resume", is_flag=True, help="Continue from OUT/checkpoint.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@_errors_reported
+def pretrain_habertor_command(corpus_paths, out_dir, preset, config_path, tau, epochs, vocab_size, seed, resume,
+                              quiet) -> None:
+    """Pre-train HABERTOR by masked LM on a domain corpus, with a SentencePiece vocabulary trained on it."""
+    check_files([*corpus_paths, *([config_path] if config_path else [])])
+    sections = _yaml_sections(config_path, "model", "training")
+    from mmbert.pretrain import read_corpus
+
+    texts = [t for path in corpus_paths for t in read_corpus(path)]
+    from .habertor import HabertorPretraining, pretrain_habertor
+    from .habertor_model import HabertorConfig
+
+    _quiet_libraries()
+    model = HabertorConfig.preset(preset, **(sections.get("model") or {}))
+    flags = {"tau": tau, "epochs": epochs, "vocab_size": vocab_size, "seed": seed}
+    settings = HabertorPretraining.from_dict({**(sections.get("training") or {}),
+                                              **{k: v for k, v in flags.items() if v is not None}}, "training")
+    started = time.perf_counter()
+    result = pretrain_habertor(texts, out_dir, model, settings, resume=resume, progress=False if quiet else None)
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    write_atomic(f"{out_dir}/pretrain_log.json", (json.dumps(result, indent=1) + "\n").encode())
+    click.echo(f"habertor: pre-trained on {len(texts)} texts in {result['seconds']:.1f} s, vocabulary "
+               f"{result['vocab_size']}; best epoch {result['best_epoch']}, held-out masked-LM loss "
+               f"{result['best_mlm_loss']:.4f} (in {out_dir})", err=True)
+
+
 @main.command()
 @click.option("--victim", "victim_dir", required=True, metavar="DIR", help="A saved victim (or an MMBERT folder).")
 @click.option("--in", "in_path", required=True, metavar="FILE", help="Records to score (JSONL).")
@@ -191,10 +247,13 @@ def predict(victim_dir, in_path, out_path, batch_size) -> None:
 
     _quiet_libraries()
     victim = load_victim(victim_dir)
+    source_field = getattr(victim.config, "source_field", None)  # HABERTOR: each post read by its source's net
     n = 0
     with AtomicWriter(out_path) as out:
         for block in batched((r for _, r in read_records(in_path, unique_ids=True)), batch_size):
-            probs = victim.predict_proba([r["text"] for r in block])
+            texts = [r["text"] for r in block]
+            probs = victim.predict_proba(texts, [r.get(source_field) for r in block]) if source_field else \
+                victim.predict_proba(texts)
             for record, p in zip(block, probs):
                 answered = not np.isnan(p).any()  # an LLM answer that names no label has no probabilities
                 entry = {"name": victim.name, "probs": [round(float(x), 6) for x in p] if answered else None,

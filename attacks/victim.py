@@ -154,8 +154,8 @@ class Victim:
 
 _KINDS: dict[str, type[Victim]] = {}
 # Kinds whose modules import torch: imported (and so registered) when first needed.
-LAZY_KINDS = {"bert": "attacks.bert", "chinesebert": "attacks.chinesebert", "mmbert": "attacks.multimodal",
-              "llm": "attacks.llm"}
+LAZY_KINDS = {"bert": "attacks.bert", "chinesebert": "attacks.chinesebert", "habertor": "attacks.habertor",
+              "mmbert": "attacks.multimodal", "llm": "attacks.llm"}
 
 
 def register_victim(cls: type[Victim]) -> type[Victim]:
