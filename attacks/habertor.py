@@ -338,15 +338,19 @@ class HabertorVictim(HeadTailTokens, TorchVictim):
 
     # -- inputs ---------------------------------------------------------------------------------------
 
-    def batch(self, texts: Sequence[str], sources: Sequence[str | None] | None = None) -> dict[str, torch.Tensor]:
-        out = super().batch(texts)
+    def source_ids(self, sources: Sequence[str | None]) -> torch.Tensor:
+        """Each source's net (-1: unknown, read by the mean of the nets)."""
         index = {s: i for i, s in enumerate(self.sources)}
-        ids = [index.get(str(s), -1) if s is not None else -1 for s in (sources or [None] * len(texts))]
-        return {**out, "source": torch.tensor(ids, dtype=torch.long)}
+        return torch.tensor([index.get(str(s), -1) if s is not None else -1 for s in sources], dtype=torch.long)
+
+    def batch(self, texts: Sequence[str], sources: Sequence[str | None] | None = None) -> dict[str, torch.Tensor]:
+        return {**super().batch(texts), "source": self.source_ids(sources or [None] * len(texts))}
 
     def training_batch(self, records: Sequence[dict]) -> dict[str, torch.Tensor]:
-        field = self.config.source_field
-        return self.batch([r["text"] for r in records], [r.get(field) for r in records] if field else None)
+        out, field = super().training_batch(records), self.config.source_field
+        if field:
+            out["source"] = self.source_ids([r.get(field) for r in records])
+        return out
 
     def embed_batch(self, model: nn.Module, batch: dict) -> Embedded:
         embeds = model.habertor.embeddings.tokens(batch["input_ids"])
@@ -354,6 +358,9 @@ class HabertorVictim(HeadTailTokens, TorchVictim):
 
     def model_logits(self, model: nn.Module, embedded: Embedded) -> torch.Tensor:
         return model(embedded.mask, embedded.inputs["source"], inputs_embeds=embedded.embeds)
+
+    def model_attentions(self, model: nn.Module, embedded: Embedded) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        return model(embedded.mask, embedded.inputs["source"], inputs_embeds=embedded.embeds, output_attentions=True)
 
     @torch.no_grad()
     def predict_proba(self, texts: Sequence[str], sources: Sequence[str | None] | None = None) -> np.ndarray:
@@ -377,7 +384,7 @@ class HabertorVictim(HeadTailTokens, TorchVictim):
     def training_loss(self, model: nn.Module, inputs: dict, labels: torch.Tensor) -> torch.Tensor:
         t = self.training
         embedded = self.embed_batch(model, inputs)
-        loss = F.cross_entropy(self.model_logits(model, embedded), labels)
+        loss = self.task_loss(model, embedded, inputs, labels)
         if t.adv == "none" or t.lambda_adv == 0:
             return loss
         (grad,) = torch.autograd.grad(loss, embedded.embeds, retain_graph=True)

@@ -147,14 +147,23 @@ class HabertorAttention(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
         self.norm = nn.LayerNorm(config.hidden_size)
 
-    def forward(self, hidden: torch.Tensor, attend: torch.Tensor) -> torch.Tensor:
+    def forward(self, hidden: torch.Tensor, attend: torch.Tensor,
+                weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The new hidden states, and the attention weights (b, heads, n, n) if ``weights`` (computed
+        eagerly then; the fused kernel otherwise)."""
         b, n, _ = hidden.shape
         q, k, v = (part(hidden).view(b, n, self.heads, -1).transpose(1, 2)
                    for part in (self.query, self.key, self.value))
-        context = F.scaled_dot_product_attention(q, k, v, attn_mask=attend,
-                                                 dropout_p=self.dropout_p if self.training else 0.0)
+        dropout = self.dropout_p if self.training else 0.0
+        probs = None
+        if weights:
+            scores = (q @ k.transpose(-1, -2)) / q.shape[-1] ** 0.5
+            probs = torch.softmax(scores.masked_fill(~attend, torch.finfo(scores.dtype).min), -1)
+            context = F.dropout(probs, dropout, self.training) @ v
+        else:
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=dropout)
         context = context.transpose(1, 2).reshape(b, n, -1)
-        return self.norm(hidden + self.dropout(self.output(context)))
+        return self.norm(hidden + self.dropout(self.output(context))), probs
 
 
 class HabertorLayer(nn.Module):
@@ -170,9 +179,10 @@ class HabertorLayer(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
         self.norm = nn.LayerNorm(h)
 
-    def forward(self, hidden: torch.Tensor, attend: torch.Tensor) -> torch.Tensor:
-        hidden = self.attention(hidden, attend)
-        return self.norm(hidden + self.dropout(self.output(F.gelu(self.intermediate(hidden)))))
+    def forward(self, hidden: torch.Tensor, attend: torch.Tensor,
+                weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        hidden, probs = self.attention(hidden, attend, weights)
+        return self.norm(hidden + self.dropout(self.output(F.gelu(self.intermediate(hidden))))), probs
 
 
 class HabertorModel(nn.Module):
@@ -185,14 +195,18 @@ class HabertorModel(nn.Module):
         self.layers = nn.ModuleList(HabertorLayer(config) for _ in range(config.num_layers))
 
     def forward(self, attention_mask: torch.Tensor, input_ids: torch.Tensor | None = None,
-                inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+                inputs_embeds: torch.Tensor | None = None,
+                output_attentions: bool = False) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
+        """Hidden states (b, n, H); with ``output_attentions`` also every layer's attention weights."""
         if inputs_embeds is None:
             inputs_embeds = self.embeddings.tokens(input_ids)
         hidden = self.embeddings(inputs_embeds)
         attend = attention_mask.bool()[:, None, None, :]  # (b, 1, 1, n): every query sees the real keys
+        attentions = []
         for layer in self.layers:
-            hidden = layer(hidden, attend)
-        return hidden
+            hidden, probs = layer(hidden, attend, output_attentions)
+            attentions.append(probs)
+        return (hidden, attentions) if output_attentions else hidden
 
 
 class HabertorForMaskedLM(nn.Module):
@@ -266,9 +280,14 @@ class HabertorForClassification(nn.Module):
         self.heads = EnsembleHeads(config.hidden_size, num_labels, sources, heads, pooling, config.dropout)
 
     def forward(self, attention_mask: torch.Tensor, source: torch.Tensor, input_ids: torch.Tensor | None = None,
-                inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
-        hidden = self.habertor(attention_mask, input_ids=input_ids, inputs_embeds=inputs_embeds)
-        return self.heads(hidden[:, 0], source)
+                inputs_embeds: torch.Tensor | None = None,
+                output_attentions: bool = False) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
+        """Log-probabilities (b, labels); with ``output_attentions`` also every layer's attention weights."""
+        out = self.habertor(attention_mask, input_ids=input_ids, inputs_embeds=inputs_embeds,
+                            output_attentions=output_attentions)
+        hidden, attentions = out if output_attentions else (out, None)
+        logits = self.heads(hidden[:, 0], source)
+        return (logits, attentions) if output_attentions else logits
 
 
 def parameter_formula(config: HabertorConfig, paper: bool = False) -> int:

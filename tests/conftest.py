@@ -101,3 +101,24 @@ def backbone(tmp_path_factory):
                                intermediate_size=64, max_position_embeddings=64)).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return str(folder)
+
+
+HABERTOR_TINY = {"embedding_size": 16, "hidden_size": 32, "num_layers": 2, "num_heads": 2, "attention_size": 16,
+                 "intermediate_size": 8, "feedforward_size": 64, "max_position": 64}
+
+
+@pytest.fixture(scope="session")
+def habertor_backbone(sample_path, tmp_path_factory):
+    """A tiny HABERTOR pre-trained by the command on the sample posts."""
+    from click.testing import CliRunner
+
+    from attacks.cli import main
+
+    out = tmp_path_factory.mktemp("habertor-lm")
+    config = out / "pretrain.yaml"
+    config.write_text(json.dumps({"model": HABERTOR_TINY, "training": {"max_length": 48, "batch_size": 16}}))
+    result = CliRunner().invoke(main, [
+        "pretrain-habertor", "--corpus", str(sample_path), "--out", str(out), "--config", str(config),
+        "--vocab-size", "300", "--tau", "2", "--epochs", "2", "-q"])
+    assert result.exit_code == 0, result.output
+    return out

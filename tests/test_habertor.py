@@ -17,11 +17,8 @@ from attacks.habertor_model import (PRESETS, EnsembleHeads, HabertorConfig, Habe
                                     weight_count)
 from attacks.quaternion import QuaternionLinear
 
-from .conftest import read_jsonl
+from .conftest import HABERTOR_TINY as TINY, read_jsonl
 from .test_victims import check_differentiable
-
-TINY = {"embedding_size": 16, "hidden_size": 32, "num_layers": 2, "num_heads": 2, "attention_size": 16,
-        "intermediate_size": 8, "feedforward_size": 64, "max_position": 64}
 
 
 def test_a_quaternion_layer_is_the_hamilton_product_and_trains_all_four_blocks():
@@ -50,7 +47,8 @@ def test_parameter_counts_follow_the_papers_formula(preset):
     assert weight_count(model) == parameter_formula(config)
     v, e, h, c, i, n = 40000, 128, 384, 192, 128, 6
     if preset == "vafoqf":
-        assert parameter_formula(config, paper=True) == v * e + e * h // 4 + n * (3 * c * h // 4 + h * h + 5 * h * i // 2)
+        paper = v * e + e * h // 4 + n * (3 * c * h // 4 + h * h + 5 * h * i // 2)
+        assert parameter_formula(config, paper=True) == paper
         assert round(parameter_formula(config, paper=True) / 1e6, 1) == 7.1  # the paper's 7.1M
         # as built, the attention's output map takes the C-wide attention back to H: C x H, not H x H
         assert parameter_formula(config) == parameter_formula(config, paper=True) - n * (h * h - c * h)
@@ -91,29 +89,17 @@ def test_each_source_has_its_own_net_of_pooled_heads_and_an_unknown_source_the_m
     torch.testing.assert_close(probs[:, 1], torch.tensor(expected), atol=1e-6, rtol=0)
 
 
-@pytest.fixture(scope="module")
-def pretrained(sample_path, tmp_path_factory):
-    """A tiny HABERTOR pre-trained by the command on the sample posts."""
-    out = tmp_path_factory.mktemp("habertor-lm")
-    config = out / "pretrain.yaml"
-    config.write_text(json.dumps({"model": TINY, "training": {"max_length": 48, "batch_size": 16}}))
-    result = CliRunner().invoke(main, [
-        "pretrain-habertor", "--corpus", str(sample_path), "--out", str(out), "--config", str(config),
-        "--vocab-size", "300", "--tau", "2", "--epochs", "2", "-q"])
-    assert result.exit_code == 0, result.output
-    return out
-
-
-def test_pretraining_writes_a_backbone_with_a_vocabulary_of_the_corpus_and_the_cloaks(pretrained, sample_path):
-    log = json.loads((pretrained / "pretrain_log.json").read_text())
+def test_pretraining_writes_a_backbone_with_a_vocabulary_of_the_corpus_and_the_cloaks(habertor_backbone,
+                                                                                   sample_path):
+    log = json.loads((habertor_backbone / "pretrain_log.json").read_text())
     assert [e["epoch"] for e in log["log"]] == [1, 2] and log["best_epoch"] in (1, 2)
     held_out = max(1, 300 // 50)
     assert log["sequences_per_epoch"] == 2 * (300 - held_out)  # tau copies of every training text
     from attacks.habertor import load_tokenizer
 
-    tokenizer = load_tokenizer(str(pretrained))
+    tokenizer = load_tokenizer(str(habertor_backbone))
     assert tokenizer.unk_token_id not in tokenizer("白人txl🐴🍚", add_special_tokens=False)["input_ids"]
-    assert HabertorConfig.from_pretrained(str(pretrained)).vocab_size == len(tokenizer)
+    assert HabertorConfig.from_pretrained(str(habertor_backbone)).vocab_size == len(tokenizer)
 
 
 def test_an_interrupted_pretraining_resumes_to_the_same_model(sample_path, tmp_path):
@@ -143,10 +129,10 @@ def habertor(backbone, adv: str = "adaptive", **training) -> HabertorVictim:
                           {"epochs": 2, "lr": 1e-3, "batch_size": 16, "adv": adv, **training})
 
 
-def test_habertor_fine_tunes_saves_reloads_and_differentiates(pretrained, sample_path, tmp_path):
+def test_habertor_fine_tunes_saves_reloads_and_differentiates(habertor_backbone, sample_path, tmp_path):
     rows = read_jsonl(sample_path)
     train, test = rows[:240], rows[240:]
-    victim = habertor(pretrained)
+    victim = habertor(habertor_backbone)
     victim.fit(train, progress=False, out_dir=str(tmp_path))
     assert victim.sources == sorted({r["topic"] for r in train})
     eps = victim.model.noise.eps.detach()
@@ -167,9 +153,9 @@ def test_habertor_fine_tunes_saves_reloads_and_differentiates(pretrained, sample
     np.testing.assert_allclose(probs, by_source, atol=1e-6)  # the command reads each post's source
 
 
-def test_the_adversarial_loss_is_eq_3(pretrained, sample_path):
+def test_the_adversarial_loss_is_eq_3(habertor_backbone, sample_path):
     rows = read_jsonl(sample_path)[:32]
-    plain = habertor(pretrained, "none", epochs=1)
+    plain = habertor(habertor_backbone, "none", epochs=1)
     plain.fit(rows[:24], rows[24:], progress=False)
     model, labels = plain.model.eval(), torch.tensor([r["label"] for r in rows])
     inputs = plain.training_batch(rows)
