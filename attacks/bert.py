@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
-from cloak.params import InstanceOf, Interval
+from cloak.params import InstanceOf, Interval, Options
 
 from .neural import ARCHITECTURE, Embedded, TorchVictim, head_tail, read_json, write_json
 from .victim import Settings, register_victim
@@ -24,13 +24,18 @@ HEAD_SHARE = 128 / 510
 @dataclasses.dataclass
 class BertVictimConfig(Settings):
     """backbone: hub name or folder; max_length: tokens read, [CLS] and [SEP] included (at most the
-    backbone's position table); head_share: the share of a long post's tokens kept from its head."""
+    backbone's position table); head_share: the share of a long post's tokens kept from its head;
+    head: ``linear`` on the pooled [CLS], or ``gattention`` (paper 002) over the last layer with
+    ``gattention_heads`` heads."""
 
     backbone: str = "bert-base-chinese"
     max_length: int = 512
     head_share: float = HEAD_SHARE
+    head: str = "linear"
+    gattention_heads: int = 1
     _parameter_constraints = {"backbone": InstanceOf(str), "max_length": Interval(int, 8),
-                              "head_share": Interval(float, 0, 1)}
+                              "head_share": Interval(float, 0, 1), "head": Options("linear", "gattention"),
+                              "gattention_heads": Interval(int, 1)}
 
 
 def load_tokenizer(source: str):
@@ -93,6 +98,12 @@ class HeadTailTokens:
         return [[span for _, span in tokens] for tokens in self.encode(texts)]
 
 
+def attention_kernel(victim) -> str:
+    """transformers' attention implementation for a victim: ``eager`` when an attention regulariser
+    needs the weights (the fused kernel does not return them), else ``sdpa``."""
+    return "eager" if victim.training.regularizer != "none" else "sdpa"
+
+
 def pad(sequences: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
     width = max((len(s) for s in sequences), default=1)
     ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
@@ -105,25 +116,45 @@ def pad(sequences: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
 
 @register_victim
 class BertVictim(HeadTailTokens, TorchVictim):
-    """A BERT checkpoint with a linear head on its pooled [CLS], fine-tuned end to end."""
+    """A BERT checkpoint with a linear head on its pooled [CLS] (or a GAttention head over its last
+    layer), fine-tuned end to end."""
 
     kind = "bert"
     Config = BertVictimConfig
 
+    @property
+    def name(self) -> str:
+        return "bert-gattention" if self.config.head == "gattention" else "bert"
+
     def build(self, num_labels: int) -> torch.nn.Module:
-        from transformers import BertForSequenceClassification
+        from transformers import BertForSequenceClassification, BertModel
 
         self.tokenizer = load_tokenizer(self.config.backbone)
-        model = BertForSequenceClassification.from_pretrained(self.config.backbone, num_labels=num_labels)
+        if self.config.head == "gattention":
+            from .gattention import BertWithGAttention
+
+            bert = BertModel.from_pretrained(self.config.backbone, add_pooling_layer=False,
+                                             attn_implementation=attention_kernel(self))
+            model = BertWithGAttention(bert, num_labels, self.config.gattention_heads)
+        else:
+            model = BertForSequenceClassification.from_pretrained(self.config.backbone, num_labels=num_labels,
+                                                                  attn_implementation=attention_kernel(self))
         if len(self.tokenizer) > model.config.vocab_size:
-            model.resize_token_embeddings(len(self.tokenizer))
+            model.bert.resize_token_embeddings(len(self.tokenizer))
         return model
 
     def architecture(self, directory: str) -> torch.nn.Module:
-        from transformers import BertConfig, BertForSequenceClassification
+        from transformers import BertConfig, BertForSequenceClassification, BertModel
 
         self.tokenizer = load_tokenizer(directory)
-        return BertForSequenceClassification(BertConfig.from_dict(read_json(directory, ARCHITECTURE)))
+        config = BertConfig.from_dict(read_json(directory, ARCHITECTURE))
+        config._attn_implementation = attention_kernel(self)
+        if self.config.head == "gattention":
+            from .gattention import BertWithGAttention
+
+            return BertWithGAttention(BertModel(config, add_pooling_layer=False), self.num_labels,
+                                      self.config.gattention_heads)
+        return BertForSequenceClassification(config)
 
     def save_architecture(self, directory: str) -> list[str]:
         written = self.tokenizer.save_pretrained(directory)
@@ -139,4 +170,27 @@ class BertVictim(HeadTailTokens, TorchVictim):
         return Embedded(embeds, batch["attention_mask"], {"input_ids": batch["input_ids"]})
 
     def model_logits(self, model: torch.nn.Module, embedded: Embedded) -> torch.Tensor:
-        return model(inputs_embeds=embedded.embeds, attention_mask=embedded.mask).logits
+        return model(inputs_embeds=embedded.embeds, attention_mask=embedded.mask)["logits"]
+
+    def model_attentions(self, model: torch.nn.Module, embedded: Embedded) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        out = model(inputs_embeds=embedded.embeds, attention_mask=embedded.mask, output_attentions=True)
+        return out["logits"], list(out["attentions"])
+
+    @torch.no_grad()
+    def gates(self, texts: Sequence[str]) -> list[list[dict]]:
+        """GAttention's gate z for each token a text's prediction read: ``{"token", "start", "end", "z"}``
+        with one z a head (near 1: read through self-attention, near 0: through the contextual path);
+        [CLS] and [SEP] included, without a span."""
+        if self.config.head != "gattention":
+            raise ValueError(f"{self.name} has no GAttention head: no gates (train it with --head gattention)")
+        self.model.eval()
+        out = []
+        for at in range(0, len(texts), self.predict_batch_size):
+            chunk = texts[at:at + self.predict_batch_size]
+            embedded = self.embed(chunk)
+            gates = self.model(inputs_embeds=embedded.embeds, attention_mask=embedded.mask)["gates"]
+            for row, tokens in enumerate(self.encode(chunk)):
+                out.append([{"token": self.tokenizer.convert_ids_to_tokens(i), "start": span and span[0],
+                             "end": span and span[1], "z": [round(float(z), 4) for z in gates[row, :, column]]}
+                            for column, (i, span) in enumerate(tokens)])
+        return out

@@ -23,7 +23,7 @@ from torch import nn
 
 from cloak.params import InstanceOf, Interval
 
-from .bert import HEAD_SHARE, HeadTailTokens, load_tokenizer
+from .bert import HEAD_SHARE, HeadTailTokens, attention_kernel, load_tokenizer
 from .neural import ARCHITECTURE, Embedded, TorchVictim, read_json, write_json
 from .victim import Settings, register_victim
 
@@ -92,9 +92,11 @@ class ChineseBertModel(nn.Module):
         pinyin = self.pinyin_cnn(letters).max(-1).values[inverse]
         return self.fusion(torch.cat([chars, glyph, pinyin], -1))
 
-    def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        pooled = self.bert(inputs_embeds=inputs_embeds, attention_mask=attention_mask).pooler_output
-        return self.classifier(self.dropout(pooled))
+    def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor,
+                output_attentions: bool = False) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
+        out = self.bert(inputs_embeds=inputs_embeds, attention_mask=attention_mask, output_attentions=output_attentions)
+        logits = self.classifier(self.dropout(out.pooler_output))
+        return (logits, list(out.attentions)) if output_attentions else logits
 
 
 @register_victim
@@ -115,7 +117,8 @@ class ChineseBertVictim(HeadTailTokens, TorchVictim):
         from mmbert.vision import glyph_images
 
         self.tokenizer = load_tokenizer(self.config.backbone)
-        bert = BertModel.from_pretrained(self.config.backbone, add_pooling_layer=True)
+        bert = BertModel.from_pretrained(self.config.backbone, add_pooling_layer=True,
+                                         attn_implementation=attention_kernel(self))
         if len(self.tokenizer) > bert.config.vocab_size:
             bert.resize_token_embeddings(len(self.tokenizer))
         model = self._model(bert.config, num_labels)
@@ -129,7 +132,9 @@ class ChineseBertVictim(HeadTailTokens, TorchVictim):
         from transformers import BertConfig
 
         self.tokenizer = load_tokenizer(directory)
-        return self._model(BertConfig.from_dict(read_json(directory, ARCHITECTURE)), self.num_labels)
+        config = BertConfig.from_dict(read_json(directory, ARCHITECTURE))
+        config._attn_implementation = attention_kernel(self)
+        return self._model(config, self.num_labels)
 
     def save_architecture(self, directory: str) -> list[str]:
         written = self.tokenizer.save_pretrained(directory)
@@ -146,3 +151,6 @@ class ChineseBertVictim(HeadTailTokens, TorchVictim):
 
     def model_logits(self, model: nn.Module, embedded: Embedded) -> torch.Tensor:
         return model(embedded.embeds, embedded.mask)
+
+    def model_attentions(self, model: nn.Module, embedded: Embedded) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        return model(embedded.embeds, embedded.mask, output_attentions=True)

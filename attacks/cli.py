@@ -73,6 +73,10 @@ def _quiet_libraries() -> None:
     hf_logging.disable_progress_bar()
 
 
+# flags that say how a victim is trained (the others say what it is)
+TRAINING_FLAGS = ("grid", "oversample", "seed", "adv", "regularizer", "regularizer_alpha", "klar_share", "relevant")
+
+
 def _yaml_sections(config_path: str | None, *names: str) -> dict:
     """The named sections (mappings) of a YAML settings file; {} without a file."""
     if not config_path:
@@ -97,7 +101,7 @@ def _settings(config_path: str | None, **flags) -> tuple[dict, dict]:
     for key, value in flags.items():
         if value is None or value is False:
             continue
-        (training if key in ("grid", "oversample", "seed", "adv") else config)[key] = value
+        (training if key in TRAINING_FLAGS else config)[key] = value
     return config, training
 
 
@@ -155,17 +159,32 @@ def list_models() -> None:
               help="habertor: adversarial training [default: adaptive].")
 @click.option("--source-field", default=None, metavar="FIELD",
               help="habertor: the record field naming a post's source (one net of heads per source).")
+@click.option("--head", type=click.Choice(["linear", "gattention"]), default=None,
+              help="bert: a linear head on [CLS], or GAttention over the last layer [default: linear].")
+@click.option("--gattention-heads", type=click.IntRange(1), default=None, help="bert --head gattention: heads [1].")
+@click.option("--regularizer", type=click.Choice(["none", "ear", "klar"]), default=None,
+              help="bert, chinesebert, habertor: attention regularisation (EAR entropy, KLAR toward lexicon terms).")
+@click.option("--alpha", "regularizer_alpha", type=click.FloatRange(0), default=None,
+              help="The regulariser's weight [EAR 0.01, KLAR 0.1].")
+@click.option("--klar-share", type=click.FloatRange(0, 1), default=None,
+              help="KLAR: the attention share of the relevant tokens [0.4].")
+@click.option("--relevant", default=None, metavar="FILE",
+              help="KLAR: the lexicon whose terms are the relevant tokens (term per line) [the default lexicon].")
 @click.option("--resume", is_flag=True, help="Torch victims: continue from OUT/checkpoint.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def train(name, train_path, dev_path, out_dir, backbone, vectors, config_path, grid, oversample, seed, preset, adv,
-          source_field, resume, quiet) -> None:
+          source_field, head, gattention_heads, regularizer, regularizer_alpha, klar_share, relevant, resume,
+          quiet) -> None:
     """Train a detector and save it as a victim."""
-    check_files([train_path, *([dev_path] if dev_path else []), *([config_path] if config_path else [])])
+    check_files([train_path, *([dev_path] if dev_path else []), *([config_path] if config_path else []),
+                 *([relevant] if relevant else [])])
     train_records = _labelled(train_path)
     dev_records = _labelled(dev_path) if dev_path else None
     config, training = _settings(config_path, backbone=backbone, vectors=vectors, grid=grid, oversample=oversample,
-                                 seed=seed, preset=preset, adv=adv, source_field=source_field)
+                                 seed=seed, preset=preset, adv=adv, source_field=source_field, head=head,
+                                 gattention_heads=gattention_heads, regularizer=regularizer,
+                                 regularizer_alpha=regularizer_alpha, klar_share=klar_share, relevant=relevant)
     from . import make_victim
 
     victim = make_victim(name, config, training)
@@ -236,8 +255,9 @@ def pretrain_habertor_command(corpus_paths, out_dir, preset, config_path, tau, e
 @click.option("--out", "out_path", required=True, metavar="FILE",
               help="Each record plus victim: {name, probs, label}.")
 @click.option("--batch-size", type=click.IntRange(1), default=256, show_default=True)
+@click.option("--gates", is_flag=True, help="GAttention victims: each token's gate z per head, in `victim.gates`.")
 @_errors_reported
-def predict(victim_dir, in_path, out_path, batch_size) -> None:
+def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
     """Score records with a saved victim."""
     check_files([in_path], [out_path])
     check_records(in_path, unique_ids=True)  # the whole file, before the victim loads
@@ -247,6 +267,10 @@ def predict(victim_dir, in_path, out_path, batch_size) -> None:
 
     _quiet_libraries()
     victim = load_victim(victim_dir)
+    if gates and getattr(victim.config, "head", None) != "gattention":
+        raise ValueError(f"{victim_dir}: --gates needs a victim with a GAttention head (attacks train --head "
+                         f"gattention); this is {victim.name}")
+    click.echo(f"predict: {victim.name} ({victim.description()})", err=True)
     source_field = getattr(victim.config, "source_field", None)  # HABERTOR: each post read by its source's net
     n = 0
     with AtomicWriter(out_path) as out:
@@ -254,10 +278,13 @@ def predict(victim_dir, in_path, out_path, batch_size) -> None:
             texts = [r["text"] for r in block]
             probs = victim.predict_proba(texts, [r.get(source_field) for r in block]) if source_field else \
                 victim.predict_proba(texts)
-            for record, p in zip(block, probs):
+            token_gates = victim.gates(texts) if gates else [None] * len(block)
+            for record, p, token_gate in zip(block, probs, token_gates):
                 answered = not np.isnan(p).any()  # an LLM answer that names no label has no probabilities
                 entry = {"name": victim.name, "probs": [round(float(x), 6) for x in p] if answered else None,
                          "label": int(p.argmax()) if answered else -1}
+                if token_gate is not None:
+                    entry["gates"] = token_gate
                 out.write(dump_record({**record, "victim": entry}))
                 n += 1
     click.echo(f"predict: {n} records scored by {victim.name} into {out_path}", err=True)

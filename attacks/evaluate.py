@@ -79,7 +79,7 @@ def evaluate(victims: dict[str, Victim | Callable[[], Victim]], records: Sequenc
     meta = {"data": {**(data or {}), "records": len(records), "shard": list(shard) if shard else None},
             "attacks": {attack_name(a): attack_settings(a) for a in attacks},
             "versions": versions("torch", "scikit-learn"), "victims": {}}
-    _check_same_run(out_dir, meta)
+    previous = _check_same_run(out_dir, meta)
     write_atomic(os.path.join(out_dir, META), _dumps(meta))  # from the start: a resumed run is checked too
     for name, victim in victims.items():
         folder = os.path.join(out_dir, name)
@@ -93,7 +93,9 @@ def evaluate(victims: dict[str, Victim | Callable[[], Victim]], records: Sequenc
         _fill(clean_path, block_records, batch_size, lambda block, _: [
             {"probs": p} for p in victim.predict_proba([r["text"] for r in block])], f"{name}: clean", progress, tqdm)
         clean = _probs(_read(clean_path))
-        meta["victims"][name] = {"skipped": {}}
+        described = victim.description() if victim is not None else \
+            previous.get("victims", {}).get(name, {}).get("description")  # every pair done: as recorded
+        meta["victims"][name] = {"skipped": {}, **({"description": described} if described else {})}
         for aname, attack in pairs:
             reason = skip_reason(attack, victim) if victim is not None else None  # None: every pair is done
             if reason:
@@ -110,12 +112,13 @@ def evaluate(victims: dict[str, Victim | Callable[[], Victim]], records: Sequenc
     return summarize(out_dir)
 
 
-def _check_same_run(out_dir: str, meta: dict) -> None:
+def _check_same_run(out_dir: str, meta: dict) -> dict:
     """Refuse to resume into a folder whose finished outcomes came from other data or from an attack of
-    the same name run with other settings: they would be counted as this run's."""
+    the same name run with other settings: they would be counted as this run's. Returns the folder's
+    ``run.json`` ({} for a new folder)."""
     path = os.path.join(out_dir, META)
     if not os.path.isfile(path):
-        return
+        return {}
     with open(path, encoding="utf-8") as f:
         old = json.load(f)
     advice = f"attack into another --out folder, or delete {out_dir} to start over"
@@ -130,6 +133,7 @@ def _check_same_run(out_dir: str, meta: dict) -> None:
             raise ValueError(f"{out_dir} holds outcomes of {name} run with other settings ("
                              + ", ".join(f"{k} was {before.get(k)!r}, now {settings.get(k)!r}" for k in changed)
                              + f"): {advice}")
+    return old
 
 
 def summarize(out_dir: str) -> dict:

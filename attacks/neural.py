@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from cloak.params import Interval
+from cloak.params import InstanceOf, Interval, Options
 
 from .victim import Settings, Victim, check_texts, labels_of, texts_of
 
@@ -31,7 +31,10 @@ ARCHITECTURE = "architecture.json"
 class NeuralTraining(Settings):
     """Paper 001's fine-tuning recipe by default: AdamW, linear decay, no warm-up, no weight decay, lr
     2e-5, 3 epochs, batches of 16; the best epoch by dev macro-F1 (``dev_share`` of the training
-    records are held out when no dev set is given)."""
+    records are held out when no dev set is given). ``regularizer``: ``ear`` or ``klar`` adds an
+    attention regulariser (``attacks.regularizers``) weighted by ``regularizer_alpha`` (None: 0.01 for
+    EAR, 0.1 for KLAR); KLAR gives ``klar_share`` of the attention to the tokens of the ``relevant``
+    lexicon's terms (None: the default lexicon)."""
 
     epochs: int = 3
     lr: float = 2e-5
@@ -42,11 +45,18 @@ class NeuralTraining(Settings):
     warmup_ratio: float = 0.0
     checkpoint_minutes: float = 10
     dev_share: float = 0.1
+    regularizer: str = "none"
+    regularizer_alpha: float | None = None
+    klar_share: float = 0.4
+    relevant: str | None = None
     _parameter_constraints = {"epochs": Interval(int, 1), "lr": Interval(float, 0, closed="neither"),
                               "batch_size": Interval(int, 1), "patience": Interval(int, 1), "seed": Interval(int, 0),
                               "weight_decay": Interval(float, 0), "warmup_ratio": Interval(float, 0, 1, closed="left"),
                               "checkpoint_minutes": Interval(float, 0),
-                              "dev_share": Interval(float, 0, 1, closed="neither")}
+                              "dev_share": Interval(float, 0, 1, closed="neither"),
+                              "regularizer": Options("none", "ear", "klar"),
+                              "regularizer_alpha": [Interval(float, 0), None], "klar_share": Interval(float, 0, 1),
+                              "relevant": [InstanceOf(str), None]}
 
 
 @dataclasses.dataclass
@@ -100,14 +110,38 @@ class TorchVictim(Victim):
     def model_logits(self, model: torch.nn.Module, embedded: Embedded) -> torch.Tensor:
         raise NotImplementedError
 
+    def model_attentions(self, model: torch.nn.Module, embedded: Embedded) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """The logits and every layer's attention weights (b, heads, n, n), for the attention regularisers."""
+        raise NotImplementedError(f"{self.name} gives no attention weights: no attention regularizer for it")
+
     def training_batch(self, records: Sequence[dict]) -> dict[str, torch.Tensor]:
-        """The model's inputs for training records (``batch`` of their texts; a victim that reads more
-        of a record, such as its source, adds it)."""
-        return self.batch([r["text"] for r in records])
+        """The model's inputs for training records (``batch`` of their texts, and for KLAR which tokens
+        are relevant; a victim that reads more of a record, such as its source, adds it)."""
+        texts = [r["text"] for r in records]
+        out = self.batch(texts)
+        if self.training.regularizer == "klar":
+            from .regularizers import load_relevant, relevant_positions
+
+            if getattr(self, "_relevant", None) is None:
+                self._relevant = load_relevant(self.training.relevant)
+            out["relevant"] = relevant_positions(texts, self.token_spans(texts), self._relevant,
+                                                 out["input_ids"].shape[1])
+        return out
 
     def training_loss(self, model: torch.nn.Module, inputs: dict, labels: torch.Tensor) -> torch.Tensor:
-        """Cross-entropy of the gold labels (adversarial training adds its term)."""
-        return F.cross_entropy(self.model_logits(model, self.embed_batch(model, inputs)), labels)
+        """The task loss of a batch (adversarial training adds its term)."""
+        return self.task_loss(model, self.embed_batch(model, inputs), inputs, labels)
+
+    def task_loss(self, model: torch.nn.Module, embedded: Embedded, inputs: dict, labels: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy of the gold labels, plus the attention regulariser's term if there is one."""
+        t = self.training
+        if t.regularizer == "none":
+            return F.cross_entropy(self.model_logits(model, embedded), labels)
+        from .regularizers import regularization
+
+        logits, attentions = self.model_attentions(model, embedded)
+        return F.cross_entropy(logits, labels) + regularization(
+            t.regularizer, t.regularizer_alpha, attentions, embedded.mask, inputs.get("relevant"), t.klar_share)
 
     def parameter_groups(self, model: torch.nn.Module) -> list[dict]:
         """AdamW's parameter groups: every trainable parameter at the training's lr and weight decay."""
@@ -170,6 +204,9 @@ class TorchVictim(Victim):
         from mmbert.metrics import classification_metrics
 
         t = self.training
+        if t.regularizer != "none" and type(self).model_attentions is TorchVictim.model_attentions:
+            raise ValueError(f"{self.name} gives no attention weights: no attention regularizer for it "
+                             "(bert, chinesebert and habertor take one)")
         if dev is None:  # hold out a seeded share of the training records
             order = np.random.default_rng(t.seed).permutation(len(train))
             cut = max(1, int(round(t.dev_share * len(train))))

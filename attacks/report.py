@@ -270,6 +270,8 @@ def build_report(results: Sequence[Results], *, curves: Sequence[str] = (), rout
                      "data": r.summary["data"], "attacks": r.summary["attacks"], "attack_groups": attack_groups(r),
                      "versions": {k: v for k, v in r.summary["versions"].items() if v},
                      "skipped": {v: e["skipped"] for v, e in r.run.get("victims", {}).items() if e.get("skipped")},
+                     "victims": {v: e["description"] for v, e in r.run.get("victims", {}).items()
+                                 if e.get("description", "as trained") != "as trained"},
                      "summary": r.summary} for r in results],
         "attacks": attacks,
         "headlines": headlines(rows, attacks),
@@ -328,6 +330,8 @@ def markdown(report: dict) -> str:
     out = ["# Robustness report", ""]
     out += [f"- `{r['label']}`: {r['data'].get('records')} records of {_md(str(r['data'].get('path')))} "
             f"(sha256 {str(r['data'].get('sha256'))[:12]}), written {r['written']}" for r in report["results"]]
+    out += [f"- `{_md(victim)}`: {_md(described)}" for r in report["results"]
+            for victim, described in r["victims"].items()]
     out += [""] + [f"- {_md(line)}" for line in report["headlines"]]
     out += ["", "## Macro-F1 under each attack", "",
             "Clean macro-F1, then its change under each attack (attacked - clean); `-` where the attack does "

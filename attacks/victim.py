@@ -107,6 +107,22 @@ class Victim:
         """What the victim is called in reports (``tfidf-lr``, ``bert``, ...)."""
         return self.kind
 
+    def description(self) -> str:
+        """What a person reading its figures wants to know of how it was built: its head, attention
+        regulariser and adversarial training where it has them ("as trained" otherwise)."""
+        config, training = self.config.to_dict(), self.training.to_dict()
+        parts = []
+        if "head" in config:
+            parts.append(f"head {config['head']}" + (f" x{config['gattention_heads']}"
+                                                     if config["head"] == "gattention" else ""))
+        if training.get("regularizer", "none") != "none":
+            alpha = training.get("regularizer_alpha")
+            parts.append(f"regularizer {training['regularizer']}" + (f" alpha {alpha}" if alpha is not None else "")
+                         + (f" share {training['klar_share']}" if training["regularizer"] == "klar" else ""))
+        if training.get("adv", "none") != "none":
+            parts.append(f"adversarial training {training['adv']}")
+        return ", ".join(parts) or "as trained"
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(config={self.config.to_dict()}, training={self.training.to_dict()})"
 

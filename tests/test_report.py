@@ -30,8 +30,8 @@ def results(sample_path, backbone, tmp_path_factory):
 
     rows = read_jsonl(sample_path)
     bert = make_victim("bert", {"backbone": backbone, "max_length": 48},
-                       {"epochs": 2, "lr": 1e-3, "batch_size": 16, "patience": 2}).fit(rows[:120], rows[120:160],
-                                                                                         progress=False)
+                       {"epochs": 2, "lr": 1e-3, "batch_size": 16, "patience": 2, "regularizer": "ear"}).fit(
+        rows[:120], rows[120:160], progress=False)
     victims = {"tfidf-lr": make_victim("tfidf-lr").fit(rows[:200]), "bert": bert}
     data = [{**r, "text": HOSTILE + r["text"]} for r in rows[200:260]]
     attacks = [CloakAttack(ops="homophone"), CloakAttack(ops="pinyin", variants=2),
@@ -113,6 +113,12 @@ def test_the_html_runs_nothing_and_fetches_nothing(report_dir):
     assert all(v.startswith("#") for v in links), links  # only links inside the page (SVG glyph uses)
     assert "&lt;script&gt;document.body.setAttribute" in text  # the hostile post is shown, as text
     assert page.matrix_rows == 2
+
+
+def test_the_header_says_how_each_victim_was_built(report_dir):
+    html, md = (report_dir / "report.html").read_text(), (report_dir / "report.md").read_text()
+    assert "- `bert`: head linear, regularizer ear" in md
+    assert "<dt>bert</dt><dd>head linear, regularizer ear</dd>" in html and "<dt>tfidf-lr</dt>" not in html
 
 
 def test_the_markdown_has_a_row_per_victim_and_no_live_markup(report_dir):
