@@ -15,6 +15,7 @@ import torch
 
 from cloak.params import InstanceOf, Interval, Options
 
+from .gattention import BertWithGAttention, GAttentionGates
 from .neural import ARCHITECTURE, Embedded, TorchVictim, head_tail, read_json, write_json
 from .victim import Settings, register_victim
 
@@ -115,24 +116,18 @@ def pad(sequences: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
 
 
 @register_victim
-class BertVictim(HeadTailTokens, TorchVictim):
+class BertVictim(GAttentionGates, HeadTailTokens, TorchVictim):
     """A BERT checkpoint with a linear head on its pooled [CLS] (or a GAttention head over its last
     layer), fine-tuned end to end."""
 
     kind = "bert"
     Config = BertVictimConfig
 
-    @property
-    def name(self) -> str:
-        return "bert-gattention" if self.config.head == "gattention" else "bert"
-
     def build(self, num_labels: int) -> torch.nn.Module:
         from transformers import BertForSequenceClassification, BertModel
 
         self.tokenizer = load_tokenizer(self.config.backbone)
         if self.config.head == "gattention":
-            from .gattention import BertWithGAttention
-
             bert = BertModel.from_pretrained(self.config.backbone, add_pooling_layer=False,
                                              attn_implementation=attention_kernel(self))
             model = BertWithGAttention(bert, num_labels, self.config.gattention_heads)
@@ -150,8 +145,6 @@ class BertVictim(HeadTailTokens, TorchVictim):
         config = BertConfig.from_dict(read_json(directory, ARCHITECTURE))
         config._attn_implementation = attention_kernel(self)
         if self.config.head == "gattention":
-            from .gattention import BertWithGAttention
-
             return BertWithGAttention(BertModel(config, add_pooling_layer=False), self.num_labels,
                                       self.config.gattention_heads)
         return BertForSequenceClassification(config)
@@ -175,22 +168,3 @@ class BertVictim(HeadTailTokens, TorchVictim):
     def model_attentions(self, model: torch.nn.Module, embedded: Embedded) -> tuple[torch.Tensor, list[torch.Tensor]]:
         out = model(inputs_embeds=embedded.embeds, attention_mask=embedded.mask, output_attentions=True)
         return out["logits"], list(out["attentions"])
-
-    @torch.no_grad()
-    def gates(self, texts: Sequence[str]) -> list[list[dict]]:
-        """GAttention's gate z for each token a text's prediction read: ``{"token", "start", "end", "z"}``
-        with one z a head (near 1: read through self-attention, near 0: through the contextual path);
-        [CLS] and [SEP] included, without a span."""
-        if self.config.head != "gattention":
-            raise ValueError(f"{self.name} has no GAttention head: no gates (train it with --head gattention)")
-        self.model.eval()
-        out = []
-        for at in range(0, len(texts), self.predict_batch_size):
-            chunk = texts[at:at + self.predict_batch_size]
-            embedded = self.embed(chunk)
-            gates = self.model(inputs_embeds=embedded.embeds, attention_mask=embedded.mask)["gates"]
-            for row, tokens in enumerate(self.encode(chunk)):
-                out.append([{"token": self.tokenizer.convert_ids_to_tokens(i), "start": span and span[0],
-                             "end": span and span[1], "z": [round(float(z), 4) for z in gates[row, :, column]]}
-                            for column, (i, span) in enumerate(tokens)])
-        return out

@@ -21,11 +21,12 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from cloak.params import InstanceOf, Interval
+from cloak.params import Interval
 
-from .bert import HEAD_SHARE, HeadTailTokens, attention_kernel, load_tokenizer
+from .bert import BertVictimConfig, HeadTailTokens, attention_kernel, load_tokenizer
+from .gattention import GAttentionGates, GAttentionHead
 from .neural import ARCHITECTURE, Embedded, TorchVictim, read_json, write_json
-from .victim import Settings, register_victim
+from .victim import register_victim
 
 PINYIN_LETTERS = 8  # longest TONE3 syllable: "zhuang1"
 PINYIN_ALPHABET = " abcdefghijklmnopqrstuvwxyz012345"  # index 0 pads
@@ -47,30 +48,27 @@ def pinyin_table(tokens: Sequence[str]) -> torch.Tensor:
 
 
 @dataclasses.dataclass
-class ChineseBertConfig(Settings):
-    """backbone, max_length, head_share: as for ``bert``; glyph_size: pixels of each glyph image;
-    glyph_dim, pinyin_dim: widths of the glyph and pinyin embeddings."""
+class ChineseBertConfig(BertVictimConfig):
+    """backbone, max_length, head_share, head, gattention_heads: as for ``bert``; glyph_size: pixels of
+    each glyph image; glyph_dim, pinyin_dim: widths of the glyph and pinyin embeddings."""
 
-    backbone: str = "bert-base-chinese"
-    max_length: int = 512
-    head_share: float = HEAD_SHARE
     glyph_size: int = 24
     glyph_dim: int = 128
     pinyin_dim: int = 64
-    _parameter_constraints = {"backbone": InstanceOf(str), "max_length": Interval(int, 8),
-                              "head_share": Interval(float, 0, 1), "glyph_size": Interval(int, 8),
+    _parameter_constraints = {**BertVictimConfig._parameter_constraints, "glyph_size": Interval(int, 8),
                               "glyph_dim": Interval(int, 1), "pinyin_dim": Interval(int, 1)}
 
 
 class ChineseBertModel(nn.Module):
     """A BertModel whose input embeddings fuse character, glyph and pinyin; a linear head on the
-    pooled [CLS]."""
+    pooled [CLS], or a GAttention head over the last layer (``gattention_heads`` > 0)."""
 
-    def __init__(self, bert_config, num_labels: int, glyph_size: int, glyph_dim: int, pinyin_dim: int) -> None:
+    def __init__(self, bert_config, num_labels: int, glyph_size: int, glyph_dim: int, pinyin_dim: int,
+                 gattention_heads: int = 0) -> None:
         super().__init__()
         from transformers import BertModel
 
-        self.bert = BertModel(bert_config)
+        self.bert = BertModel(bert_config, add_pooling_layer=not gattention_heads)
         vocab, hidden = bert_config.vocab_size, bert_config.hidden_size
         self.register_buffer("glyphs", torch.zeros(vocab, glyph_size, glyph_size, dtype=torch.uint8))
         self.register_buffer("pinyin", torch.zeros(vocab, PINYIN_LETTERS, dtype=torch.long))
@@ -81,8 +79,11 @@ class ChineseBertModel(nn.Module):
         self.pinyin_embeddings = nn.Embedding(len(PINYIN_ALPHABET), pinyin_dim, padding_idx=0)
         self.pinyin_cnn = nn.Conv1d(pinyin_dim, pinyin_dim, kernel_size=2, padding=1)
         self.fusion = nn.Linear(hidden + glyph_dim + pinyin_dim, hidden)
-        self.dropout = nn.Dropout(bert_config.hidden_dropout_prob)
-        self.classifier = nn.Linear(hidden, num_labels)
+        if gattention_heads:
+            self.head = GAttentionHead(hidden, num_labels, gattention_heads, dropout=bert_config.hidden_dropout_prob)
+        else:
+            self.dropout = nn.Dropout(bert_config.hidden_dropout_prob)
+            self.classifier = nn.Linear(hidden, num_labels)
 
     def fused_embeddings(self, input_ids: torch.Tensor) -> torch.Tensor:
         chars = self.bert.embeddings.word_embeddings(input_ids)
@@ -93,14 +94,18 @@ class ChineseBertModel(nn.Module):
         return self.fusion(torch.cat([chars, glyph, pinyin], -1))
 
     def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor,
-                output_attentions: bool = False) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
+                output_attentions: bool = False) -> dict:
+        """``logits``, the encoder's ``attentions`` if asked, and GAttention's ``gates`` where it has them."""
         out = self.bert(inputs_embeds=inputs_embeds, attention_mask=attention_mask, output_attentions=output_attentions)
-        logits = self.classifier(self.dropout(out.pooler_output))
-        return (logits, list(out.attentions)) if output_attentions else logits
+        attentions = list(out.attentions or ())
+        if hasattr(self, "head"):
+            logits, gates = self.head(out.last_hidden_state, attention_mask)
+            return {"logits": logits, "gates": gates, "attentions": attentions}
+        return {"logits": self.classifier(self.dropout(out.pooler_output)), "attentions": attentions}
 
 
 @register_victim
-class ChineseBertVictim(HeadTailTokens, TorchVictim):
+class ChineseBertVictim(GAttentionGates, HeadTailTokens, TorchVictim):
     """Character + glyph + pinyin embeddings fused into a BERT (see the module docstring)."""
 
     kind = "chinesebert"
@@ -108,7 +113,8 @@ class ChineseBertVictim(HeadTailTokens, TorchVictim):
 
     def _model(self, bert_config, num_labels: int) -> ChineseBertModel:
         c = self.config
-        return ChineseBertModel(bert_config, num_labels, c.glyph_size, c.glyph_dim, c.pinyin_dim)
+        return ChineseBertModel(bert_config, num_labels, c.glyph_size, c.glyph_dim, c.pinyin_dim,
+                                c.gattention_heads if c.head == "gattention" else 0)
 
     def build(self, num_labels: int) -> nn.Module:
         from transformers import BertModel
@@ -117,7 +123,7 @@ class ChineseBertVictim(HeadTailTokens, TorchVictim):
         from mmbert.vision import glyph_images
 
         self.tokenizer = load_tokenizer(self.config.backbone)
-        bert = BertModel.from_pretrained(self.config.backbone, add_pooling_layer=True,
+        bert = BertModel.from_pretrained(self.config.backbone, add_pooling_layer=self.config.head == "linear",
                                          attn_implementation=attention_kernel(self))
         if len(self.tokenizer) > bert.config.vocab_size:
             bert.resize_token_embeddings(len(self.tokenizer))
@@ -150,7 +156,8 @@ class ChineseBertVictim(HeadTailTokens, TorchVictim):
                         {"input_ids": batch["input_ids"]})
 
     def model_logits(self, model: nn.Module, embedded: Embedded) -> torch.Tensor:
-        return model(embedded.embeds, embedded.mask)
+        return model(embedded.embeds, embedded.mask)["logits"]
 
     def model_attentions(self, model: nn.Module, embedded: Embedded) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        return model(embedded.embeds, embedded.mask, output_attentions=True)
+        out = model(embedded.embeds, embedded.mask, output_attentions=True)
+        return out["logits"], out["attentions"]

@@ -160,8 +160,9 @@ def list_models() -> None:
 @click.option("--source-field", default=None, metavar="FIELD",
               help="habertor: the record field naming a post's source (one net of heads per source).")
 @click.option("--head", type=click.Choice(["linear", "gattention"]), default=None,
-              help="bert: a linear head on [CLS], or GAttention over the last layer [default: linear].")
-@click.option("--gattention-heads", type=click.IntRange(1), default=None, help="bert --head gattention: heads [1].")
+              help="bert, chinesebert: a linear head on [CLS], or GAttention over the last layer "
+              "[default: linear].")
+@click.option("--gattention-heads", type=click.IntRange(1), default=None, help="--head gattention: heads [1].")
 @click.option("--regularizer", type=click.Choice(["none", "ear", "klar"]), default=None,
               help="bert, chinesebert, habertor: attention regularisation (EAR entropy, KLAR toward lexicon terms).")
 @click.option("--alpha", "regularizer_alpha", type=click.FloatRange(0), default=None,

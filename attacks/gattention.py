@@ -18,6 +18,8 @@ the mean is over real tokens.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -109,3 +111,32 @@ class BertWithGAttention(nn.Module):
                         output_attentions=output_attentions)
         logits, gates = self.head(out.last_hidden_state, attention_mask, gate)
         return {"logits": logits, "gates": gates, "attentions": list(out.attentions or ())}
+
+
+class GAttentionGates:
+    """For a BERT victim whose config has ``head`` (``linear`` | ``gattention``): its name says the head,
+    and ``gates`` reads GAttention's z. The model takes ``inputs_embeds`` and ``attention_mask`` and
+    returns a dict with ``gates``."""
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}-gattention" if self.config.head == "gattention" else self.kind
+
+    @torch.no_grad()
+    def gates(self, texts: Sequence[str]) -> list[list[dict]]:
+        """GAttention's gate z for each token a text's prediction read: ``{"token", "start", "end", "z"}``
+        with one z a head (near 1: read through self-attention, near 0: through the contextual path);
+        [CLS] and [SEP] included, without a span."""
+        if self.config.head != "gattention":
+            raise ValueError(f"{self.name} has no GAttention head: no gates (train it with --head gattention)")
+        self.model.eval()
+        out = []
+        for at in range(0, len(texts), self.predict_batch_size):
+            chunk = texts[at:at + self.predict_batch_size]
+            embedded = self.embed(chunk)
+            gates = self.model(inputs_embeds=embedded.embeds, attention_mask=embedded.mask)["gates"]
+            for row, tokens in enumerate(self.encode(chunk)):
+                out.append([{"token": self.tokenizer.convert_ids_to_tokens(i), "start": span and span[0],
+                             "end": span and span[1], "z": [round(float(z), 4) for z in gates[row, :, column]]}
+                            for column, (i, span) in enumerate(tokens)])
+        return out

@@ -141,16 +141,17 @@ def test_padding_does_not_change_a_gattention_prediction():
     torch.testing.assert_close(head(padded, torch.tensor([[1, 1, 1, 1, 0, 0, 0]]))[0], alone)
 
 
-def test_bert_with_a_gattention_head_trains_saves_exports_gates_and_differentiates(backbone, rows_of_sample,
-                                                                                   tmp_path):
+@pytest.mark.parametrize("name", ["bert", "chinesebert"])
+def test_a_gattention_head_trains_saves_exports_gates_and_differentiates(name, backbone, rows_of_sample, tmp_path):
     from .test_victims import check_differentiable
 
     train, dev = rows_of_sample
-    victim = make_victim("bert", {"backbone": backbone, "max_length": 48, "head": "gattention",
-                                  "gattention_heads": 2},
+    extra = {"glyph_size": 16, "glyph_dim": 16, "pinyin_dim": 8} if name == "chinesebert" else {}
+    victim = make_victim(name, {"backbone": backbone, "max_length": 48, "head": "gattention",
+                                "gattention_heads": 2, **extra},
                          {"epochs": 1, "lr": 1e-3, "batch_size": 16, "regularizer": "ear"})
     victim.fit(train, dev, out_dir=str(tmp_path), progress=False)
-    assert victim.name == "bert-gattention"
+    assert victim.name == f"{name}-gattention" and "head gattention x2" in victim.description()
     texts = [r["text"] for r in dev]
     again = load_victim(str(tmp_path))
     np.testing.assert_array_equal(again.predict_proba(texts), victim.predict_proba(texts))
