@@ -67,8 +67,9 @@ bench-mmbert: $(BENCH_INSTALLED)
 	$(BIN)/python bench/mmbert_cold.py --cold $(COLD) --weights $(WEIGHTS)
 
 ## bench-attacks: the detectors on COLD (every conventional one, the training-size curve, the shared
-## small backbone pre-trained here, bert and chinesebert on it), the cloak attacks at scale and the
-## robustness table; about 4 hours on 2 CPU cores, most of it the backbone and the RBF SVMs
+## small backbone pre-trained here, bert and chinesebert on it), the cloak attacks at scale, the
+## robustness table, HABERTOR and the attention regularisers; about 6 hours on 2 CPU cores, most of it
+## the backbone, the RBF SVMs and HABERTOR's pre-training
 SWSR ?= ../shared/data/swsr
 bench-attacks: $(BENCH_INSTALLED)
 	$(BIN)/python bench/backbone.py --cold $(COLD) --swsr $(SWSR) --epochs 3
@@ -77,6 +78,9 @@ bench-attacks: $(BENCH_INSTALLED)
 	$(BIN)/python bench/attacks_scale.py --cold $(COLD)
 	$(BIN)/python bench/robustness.py --cold $(COLD)
 	$(BIN)/python bench/search_attack.py --cold $(COLD)   # needs TextAttack's venv: see the README
+	$(BIN)/python bench/habertor_speed.py
+	$(BIN)/python bench/habertor_cold.py --cold $(COLD) --swsr $(SWSR)
+	$(BIN)/python bench/regularizers.py --cold $(COLD)
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache .hypothesis *.egg-info
