@@ -1,0 +1,132 @@
+"""Where a detector looks: the small ``bert`` with no attention regulariser, with EAR, with KLAR and with
+the GAttention head, on COLD.
+
+Run from the repository root after ``bench/backbone.py``: ``.venv/bin/python bench/regularizers.py``;
+writes ``bench/results/regularizers.json``. Every step is the command a user runs, timed as a whole,
+and is skipped when its output is there, so a rerun continues.
+
+- Training: ``attacks train --model bert`` from the bench's ``small`` backbone (4 layers, 256 wide), the
+  small ``bert`` victim's recipe (lr 1e-4, batch 32, 128 tokens), on ``--train-size`` COLD train posts
+  (a seeded sample; 10,000 by default, one epoch: four models in a session's budget) with the first
+  1,000 COLD dev posts picking the epoch. Variants: ``none``; ``--regularizer ear`` (alpha 0.01);
+  ``--regularizer klar`` (alpha 0.1, share 0.4 on the default lexicon's terms); ``--head gattention``
+  (one head). All four see the same posts in the same order.
+- Clean: macro-F1 on all 5,323 COLD test posts, and the false-positive rate on the non-offensive test
+  posts that contain an identity term of the default lexicon (categories race, region, gender, lgbt),
+  the unintended bias EAR was made to reduce.
+- Attacks: ``attacks evaluate --attacks cloak --ops homophone`` (keyword mode, 2 variants) on all test
+  posts, and ``--attacks search`` (every op, 200 queries, words ranked by deletion) on the first
+  ``--search-limit`` test posts; each model's macro-F1 drop.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.backbone import SHARED  # noqa: E402
+from bench.habertor_cold import run, write_jsonl  # noqa: E402
+from bench.long_posts import BIN  # noqa: E402
+from bench.machine import machine_info  # noqa: E402
+from cloak.convert import read_dataset  # noqa: E402
+from cloak.io import write_atomic  # noqa: E402
+
+VARIANTS = {"none": [], "ear": ["--regularizer", "ear"], "klar": ["--regularizer", "klar"],
+            "gattention": ["--head", "gattention"]}
+IDENTITY = ("race", "region", "gender", "lgbt")
+
+
+def identity_fpr(clean: Path, test: list[dict]) -> dict:
+    """False-positive rate on the non-offensive posts that name an identity group of the default lexicon."""
+    from cloak.targets import default_lexicon
+
+    lexicon = default_lexicon()
+    chosen = {r["id"] for r in test if r["label"] == 0
+              and any(lexicon.categories[r["text"][s:e]] in IDENTITY for s, e in lexicon.find(r["text"]))}
+    flagged = 0
+    for line in clean.read_text(encoding="utf-8").splitlines():
+        outcome = json.loads(line)
+        if outcome["id"] in chosen:
+            flagged += outcome["probs"][1] > outcome["probs"][0]
+    return {"posts": len(chosen), "false_positives": flagged, "fpr": flagged / max(1, len(chosen))}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cold", type=Path, default=SHARED / "cold")
+    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
+    ap.add_argument("--backbone", type=Path, default=REPO / "bench" / "work" / "backbone")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "regularizers.json")
+    ap.add_argument("--train-size", type=int, default=10000)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--test-size", type=int, default=None, help="the first N COLD test posts (all by default)")
+    ap.add_argument("--search-limit", type=int, default=200)
+    args = ap.parse_args()
+    if not (args.backbone / "config.json").exists():
+        raise SystemExit(f"no backbone in {args.backbone}: run bench/backbone.py first")
+    started = time.perf_counter()
+    work = args.work / "regularizers"
+    work.mkdir(parents=True, exist_ok=True)
+    previous = json.loads(args.out.read_text()) if args.out.exists() else {}
+    steps: dict = previous.get("steps", {})
+
+    rows = {s: list(read_dataset("cold", str(args.cold / f"{s}.csv"))) for s in ("train", "dev", "test")}
+    rows["train"] = random.Random(0).sample(rows["train"], min(args.train_size, len(rows["train"])))
+    rows["dev"], rows["test"] = rows["dev"][:1000], rows["test"][:args.test_size]
+    data = {s: work / f"cold_{s}.jsonl" for s in rows}
+    for split, path in data.items():
+        if not path.exists():
+            write_jsonl(path, rows[split])
+    (work / "train.yaml").write_text(json.dumps({"config": {"max_length": 128}, "training": {
+        "epochs": args.epochs, "lr": 1e-4, "batch_size": 32, "patience": 2}}) + "\n")
+
+    victims = []
+    for name, flags in VARIANTS.items():
+        out = work / "victims" / f"bert-{name}"
+        victims.append(out)
+        if not (out / "victim.json").exists():
+            run(f"train {name}", [BIN / "attacks", "train", "--model", "bert", "--backbone", args.backbone, *flags,
+                                  "--train", data["train"], "--dev", data["dev"], "--config", work / "train.yaml",
+                                  "--out", out, "-q"], steps)
+    victim_flags = [x for v in victims for x in ("--victim", v)]
+    evaluations = {"homophone": ["--attacks", "cloak", "--ops", "homophone", "--variants", "2"],
+                   "search": ["--attacks", "search", "--query-budget", "200", "--importance", "deletion",
+                              "--limit", str(args.search_limit)]}
+    for key, flags in evaluations.items():
+        if not (work / key / "summary.json").exists():
+            run(f"evaluate {key}", [BIN / "attacks", "evaluate", *victim_flags, "--data", data["test"], *flags,
+                                    "--out", work / key, "-q"], steps)
+    summaries = {k: json.loads((work / k / "summary.json").read_text()) for k in evaluations}
+
+    table = {}
+    for folder in victims:
+        name = folder.name
+        clean = summaries["homophone"]["victims"][name]["clean"]
+        row = {"f1": clean["f1"], "auc": clean["auc"], "fpr_at_5_fnr": clean["fpr_at_5_fnr"],
+               "identity_non_offensive": identity_fpr(work / "homophone" / name / "clean.jsonl", rows["test"])}
+        for key, summary in summaries.items():
+            entry = summary["victims"][name]
+            figures = next(iter(entry["attacks"].values()))
+            row[key] = {"posts": summary["data"]["records"], "clean_f1": entry["clean"]["f1"],
+                        "attacked_f1": figures["all"]["f1"], "f1_drop": figures["drop"]["f1"],
+                        "success_rate": figures["textattack"]["success_rate"]}
+        training = json.loads((folder / "training.json").read_text())
+        row["train_seconds"], row["dev_f1"] = training["seconds"], training["dev_figures"]["f1"]
+        table[name] = row
+    result = {"benchmark": "bench/regularizers.py", "machine": machine_info(("torch", "transformers")),
+              "train_posts": len(rows["train"]), "epochs": args.epochs, "steps": steps, "victims": table,
+              "seconds": round(time.perf_counter() - started, 1)}
+    write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+    for name, row in table.items():
+        print(name, f"F1 {row['f1']:.4f}", f"identity FPR {row['identity_non_offensive']['fpr']:.4f}",
+              f"homophone drop {row['homophone']['f1_drop']:.4f}", f"search drop {row['search']['f1_drop']:.4f}")
+
+
+if __name__ == "__main__":
+    main()
