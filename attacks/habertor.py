@@ -362,7 +362,6 @@ class HabertorVictim(HeadTailTokens, TorchVictim):
     def model_attentions(self, model: nn.Module, embedded: Embedded) -> tuple[torch.Tensor, list[torch.Tensor]]:
         return model(embedded.mask, embedded.inputs["source"], inputs_embeds=embedded.embeds, output_attentions=True)
 
-    @torch.no_grad()
     def predict_proba(self, texts: Sequence[str], sources: Sequence[str | None] | None = None) -> np.ndarray:
         """Probabilities (n, n_classes); with ``sources`` each post is read by its source's net (an unknown
         source, or none, by the mean of all nets)."""
@@ -371,13 +370,9 @@ class HabertorVictim(HeadTailTokens, TorchVictim):
             return super().predict_proba(texts)
         if len(sources) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(sources)} sources")
-        self.model.eval()
-        device, size = next(self.model.parameters()).device, self.predict_batch_size
-        out = []
-        for at in range(0, len(texts), size):
-            batch = {k: v.to(device) for k, v in self.batch(texts[at:at + size], sources[at:at + size]).items()}
-            out.append(torch.softmax(self.logits(self.embed_batch(self.model, batch)).float(), -1).cpu())
-        return torch.cat(out).numpy().astype(np.float64) if out else np.zeros((0, self.num_labels))
+        size = self.predict_batch_size
+        return self.batch_probabilities(self.batch(texts[at:at + size], sources[at:at + size])
+                                        for at in range(0, len(texts), size))
 
     # -- adversarial training (§4.5) --------------------------------------------------------------
 

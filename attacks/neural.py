@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -163,12 +163,17 @@ class TorchVictim(Victim):
     def logits(self, embedded: Embedded) -> torch.Tensor:
         return self.model_logits(self.model, embedded)
 
-    @torch.no_grad()
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        texts = check_texts(texts)
+        texts, size = check_texts(texts), self.predict_batch_size
+        return self.batch_probabilities(self.batch(texts[i:i + size]) for i in range(0, len(texts), size))
+
+    @torch.no_grad()
+    def batch_probabilities(self, batches: Iterable[dict]) -> np.ndarray:
+        """Class probabilities (n, n_classes) of the posts of ``batch`` outputs, in order."""
         self.model.eval()
-        out = [torch.softmax(self.logits(self.embed(texts[i:i + self.predict_batch_size])).float(), -1).cpu()
-               for i in range(0, len(texts), self.predict_batch_size)]
+        device = next(self.model.parameters()).device
+        out = [torch.softmax(self.logits(self.embed_batch(self.model, {k: v.to(device) for k, v in b.items()}))
+                             .float(), -1).cpu() for b in batches]
         return torch.cat(out).numpy().astype(np.float64) if out else np.zeros((0, self.num_labels))
 
     def saliency(self, texts: Sequence[str], labels: Sequence[int]) -> list[np.ndarray]:
