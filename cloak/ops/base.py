@@ -32,6 +32,9 @@ class Op:
 
     name: ClassVar[str] = ""
     _parameter_constraints: ClassVar[dict] = {}
+    # (parameters, word) pairs that show the op's styles: ``cloak ops`` prints what each makes of its
+    # word, and the property tests run every one of them.
+    examples: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def __post_init__(self) -> None:
         validate_fields(self, f"op {self.name}")
