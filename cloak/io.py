@@ -330,13 +330,17 @@ def read_records(path: str, *, on_error: str = "fail", skipped: SkipLog | None =
         yield number, record
 
 
+# json.dumps(record, ensure_ascii=False) builds an encoder per call: a tenth of ``cloak perturb``'s time.
+_UNICODE_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
 def dump_record(record: dict) -> bytes:
     """One record as a UTF-8 JSONL line.
 
     Text with lone surrogates (valid JSON escapes, not valid UTF-8) is written with ASCII escapes, so
     the line stays valid UTF-8 and reads back as the same string.
     """
-    line = json.dumps(record, ensure_ascii=False)
+    line = _UNICODE_JSON.encode(record)
     try:
         return line.encode("utf-8") + b"\n"
     except UnicodeEncodeError:

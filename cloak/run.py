@@ -21,10 +21,12 @@ from tqdm import tqdm
 
 from .io import (AtomicWriter, RecordError, SkipLog, batched, count_lines, dump_record, empty_input,
                  has_records, input_name, parse_record, read_lines)
+from .edits import Edit
 from .perturber import Perturber
 from .workers import ordered_map
 
 CHUNK = 256
+EDIT_FIELDS = Edit._fields
 CHECKPOINT_SECONDS = 2.0
 
 
@@ -85,7 +87,7 @@ def cloak_record(perturber: Perturber, number: int, record: dict, variants: int,
         out = perturber(source, key=number, variant=k, protected=[tuple(p) for p in protected])
         cloaked = {**record, text_field: out.text, "source_text": source,
                    "cloak": {"ops": out.ops, "seed": perturber.seed, "variant": k,
-                             "edits": [e.to_dict() for e in out.edits]}}
+                             "edits": [dict(zip(EDIT_FIELDS, e)) for e in out.edits]}}  # Edit.to_dict
         lines.append(dump_record(cloaked))
         changed += out.changed
         edits.update(e.op for e in out.edits)

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Sequence
 from importlib import resources
 
+from .cache import disk_cached
 from .hanzi import is_han, word_frequencies
 
 Span = tuple[int, int]
@@ -108,12 +109,18 @@ class LexiconTargets:
         return f"lexicon:{self.lexicon.name}"
 
 
+@disk_cached
+def segment_words() -> list[str]:
+    """The dictionary words ``--targets all`` segments into (cached: reading jieba's 349k-line
+    dictionary takes longer than building the matcher)."""
+    return [w for w, f in word_frequencies().items() if len(w) >= 2 and f >= _MIN_SEGMENT_FREQ]
+
+
 @functools.cache
 def _dictionary_matcher():
     import ahocorasick_rs
 
-    words = [w for w, f in word_frequencies().items() if len(w) >= 2 and f >= _MIN_SEGMENT_FREQ]
-    return ahocorasick_rs.AhoCorasick(words, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
+    return ahocorasick_rs.AhoCorasick(segment_words(), matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
 
 
 class WordTargets:
