@@ -3,6 +3,9 @@ import pytest
 from cloak import Lexicon, Perturber, apply_edits, invert_edits
 from cloak.targets import WordTargets
 
+# pinyin as the plain style only (the default mixes spaced, capitalised, toned and look-alike spellings)
+PLAIN_PINYIN = "pinyin:mode=word:spacing=joined:case=lower:tones=none:lookalike=0"
+
 
 def test_same_seed_same_output_other_seed_other_output(sample_texts):
     a = [Perturber(ops="homophone,emoji", seed=1)(t).text for t in sample_texts]
@@ -29,7 +32,7 @@ def test_lexicon_targets_only_touch_terms():
 def test_lexicon_file(tmp_path):
     path = tmp_path / "terms.txt"
     path.write_text("天气\n朋友\n", encoding="utf-8")
-    out = Perturber(ops="pinyin:mode=word", targets=f"lexicon:{path}")("今天天气很好，朋友")
+    out = Perturber(ops=PLAIN_PINYIN, targets=f"lexicon:{path}")("今天天气很好，朋友")
     assert out.text == "今天tianqi很好，pengyou"
     tsv = tmp_path / "terms.tsv"
     tsv.write_text("term\tcategory\n天气\tweather\n", encoding="utf-8")
@@ -58,11 +61,11 @@ def test_all_words_at_a_rate(sample_texts):
 
 
 def test_protected_spans_are_never_touched():
-    p = Perturber(ops="pinyin:mode=word", targets=Lexicon(["黑人", "垃圾"]))
+    p = Perturber(ops=PLAIN_PINYIN, targets=Lexicon(["黑人", "垃圾"]))
     out = p("黑人@黑人 http://x.cn/黑人 #黑人# [垃圾] 黑人")
     assert out.text == "heiren@黑人 http://x.cn/黑人 #黑人# [垃圾] heiren"
     assert p("黑人黑人", protected=[(0, 2)]).text == "黑人heiren"
-    assert Perturber(ops="pinyin:mode=word", targets=Lexicon(["黑人"]), protect=None)("@黑人").text == "@heiren"
+    assert Perturber(ops=PLAIN_PINYIN, targets=Lexicon(["黑人"]), protect=None)("@黑人").text == "@heiren"
 
 
 def test_every_op_falls_back_when_it_has_nothing():
