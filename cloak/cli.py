@@ -7,15 +7,19 @@ import importlib.util
 import inspect
 import os
 import sys
+from collections import Counter
 
 import click
 
 from .convert import FORMATS, convert_file
+from .edits import apply_edits
 from .io import ON_ERROR, RecordError, read_records
-from .ops import available_ops
+from .ops import available_ops, cloakable, make_op
+from .rng import Rng
 from .perturber import Perturber
 from .run import perturb_file
 from .show import show_records
+from .targets import default_lexicon
 
 EXAMPLES = """
 \b
@@ -161,14 +165,30 @@ def show(path, limit, show_all) -> None:
         click.echo("no cloaked records to show", err=True)
 
 
+EXAMPLE_SEEDS = 100
+
+
 @main.command("ops")
-def list_ops() -> None:
-    """List the perturbation ops and their parameters."""
+@click.option("--coverage/--no-coverage", default=True, show_default=True,
+              help="Count the default lexicon's terms each op can cloak (builds every op's tables once).")
+def list_ops(coverage: bool) -> None:
+    """List the perturbation ops: what each does, its parameters, an example of each style, and how
+    many of the default lexicon's terms it can cloak."""
+    terms = default_lexicon().terms if coverage else []
     for name, cls in sorted(available_ops().items()):
         params = ", ".join(f"{f.name}={f.default!r}" for f in dataclasses.fields(cls)) or "no parameters"
         summary = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ")
         click.echo(f"{name:12} {summary}")
         click.echo(f"{'':12} parameters: {params}")
+        if terms:
+            click.echo(f"{'':12} lexicon: cloaks {len(cloakable(make_op(name), terms))} of {len(terms)} terms")
+        for params, word in cls.examples:
+            spec = f"{name}:{params}" if params else name
+            op = make_op(spec)
+            # the three commonest outputs over some seeds: a default mix shows what it mostly makes
+            outputs = Counter(apply_edits(word, op.edit_span(word, 0, len(word), Rng(seed)))
+                              for seed in range(EXAMPLE_SEEDS))
+            click.echo(f"{'':12} {spec:36} {word} -> {', '.join(o for o, _ in outputs.most_common(3))}")
 
 
 def _add_plugin_commands() -> None:

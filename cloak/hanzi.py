@@ -15,6 +15,9 @@ from collections import Counter
 COMMON_SIZE = 3500
 
 
+CJK_RANGES = ((0x4E00, 0xA000), (0x3400, 0x4DC0))  # the basic block and extension A, [start, stop)
+
+
 def is_han(ch: str) -> bool:
     """True for a CJK unified ideograph (the basic block and extension A)."""
     return "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf"

@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 
 from cloak import Edit, Lexicon, Op, Perturber, Rng, make_op, parse_ops, register_op
-from cloak.hanzi import common_chars, is_han
+from cloak.hanzi import common_chars, gb2312_chars, is_han
 from cloak.pinyin import char_readings, syllable_key, word_reading
 
 
@@ -33,6 +33,41 @@ def test_homophone_sounds_the_same_and_uses_common_characters(word):
                 assert b in common_chars()
 
 
+def test_homophone_rarer_characters_on_request():
+    """common_share=0: every substitute sounds the same and is one no common-character filter knows."""
+    gb2312 = set(gb2312_chars())
+    for rare, pool in (("gb2312", gb2312), ("cjk", None)):
+        made = set()
+        for seed in range(30):
+            new, edits = cloak_word(f"homophone:common_share=0:rare={rare}", "白人", seed)
+            for e in edits:
+                assert len(e.src) == len(e.dst) == 1 and e.dst not in common_chars()
+                assert word_reading("白人")[e.start - 1].rstrip("012345") in toneless(e.dst)
+                assert pool is None or e.dst in pool
+                made.add(e.dst)
+        assert len(made) > 3
+        if pool is None:
+            assert made - gb2312, "rare=cjk reaches past GB2312"
+    mixed = {cloak_word("homophone:common_share=0.5", "白人", s)[0] for s in range(40)}
+    assert "白刃" in mixed and any(ch not in common_chars() for w in mixed for ch in w)
+    # the default draws nothing more than before the parameter existed
+    assert all(cloak_word("homophone", "黑人", s) == cloak_word("homophone:common_share=1", "黑人", s)
+               for s in range(20))
+
+
+def test_word_readings_are_pypinyins_in_context():
+    """The fast phrase path reads polyphone words exactly as pypinyin's lazy_pinyin does."""
+    from pypinyin import Style, lazy_pinyin
+
+    from cloak.hanzi import word_frequencies
+
+    words = [w for w in list(word_frequencies())[::40] if 2 <= len(w) <= 6
+             and all(char_readings(c) for c in w) and any(len(char_readings(c)) > 1 for c in w)]
+    assert len(words) > 5000
+    for w in words:
+        assert word_reading(w) == tuple(lazy_pinyin(w, style=Style.TONE3, neutral_tone_with_five=False)), w
+
+
 def test_homophone_prefers_a_dictionary_word():
     assert {cloak_word("homophone", "白人", s)[0] for s in range(10)} == {"白刃"}
 
@@ -57,12 +92,13 @@ def test_split_gives_recognisable_components():
 
 
 def test_abbrev_and_pinyin():
-    assert cloak_word("abbrev", "同性恋")[0] == "txl"
-    assert cloak_word("abbrev:case=upper", "智障")[0] == "ZZ"
+    plain_abbrev, plain_pinyin = "spacing=joined:lookalike=0", "spacing=joined:case=lower:tones=none:lookalike=0"
+    assert cloak_word(f"abbrev:case=lower:{plain_abbrev}", "同性恋")[0] == "txl"
+    assert cloak_word(f"abbrev:case=upper:{plain_abbrev}", "智障")[0] == "ZZ"
     assert cloak_word("abbrev", "狗")[1] == []
-    assert cloak_word("pinyin:mode=word", "黑人")[0] == "heiren"
-    assert cloak_word("pinyin:mode=word", "银行")[0] == "yinhang"  # polyphone read in context
-    new = cloak_word("pinyin:mode=char", "黑人")[0]
+    assert cloak_word(f"pinyin:mode=word:{plain_pinyin}", "黑人")[0] == "heiren"
+    assert cloak_word(f"pinyin:mode=word:{plain_pinyin}", "银行")[0] == "yinhang"  # polyphone read in context
+    new = cloak_word(f"pinyin:mode=char:{plain_pinyin}", "黑人")[0]
     assert new in ("hei人", "黑ren")
 
 
@@ -100,7 +136,8 @@ def test_op_specs():
     assert [o.name for o in parse_ops("homophone, emoji,split")] == ["homophone", "emoji", "split"]
     with pytest.raises(ValueError, match="unknown op 'homofone'"):
         make_op("homofone")
-    with pytest.raises(ValueError, match="op homophone: unknown parameter 'colour'; known: share, tone, word"):
+    with pytest.raises(ValueError, match="op homophone: unknown parameter 'colour'; known: common_share, rare, "
+                                         "share, tone, word"):
         make_op("homophone:colour=red")
     with pytest.raises(ValueError, match="'share' must be a number, got 'lots'"):
         make_op("homophone:share=lots")
@@ -114,8 +151,22 @@ def test_op_specs():
     ("split:shar=0.3", "op split: unknown parameter 'shar'; did you mean 'share'?"),
     ("similar:top=0", "op similar: 'top' must be an integer >= 1, got 0"),
     ("noise:symbols=", "op noise: 'symbols' must be a non-empty string, got ''"),
-    ("abbrev:case=Upper", "op abbrev: 'case' must be one of 'lower', 'upper', got 'Upper'"),
+    ("abbrev:case=Upper", "op abbrev: 'case' must be one of 'lower', 'upper', 'mix', got 'Upper'"),
     ("traditional:share=1", "op traditional: takes no parameters, got 'share'"),
+    ("radical:reach=far", "op radical: 'reach' must be one of 'common', 'gb2312', 'cjk', got 'far'"),
+    ("radical:sound=loud", "op radical: 'sound' must be one of 'toneless', 'exact', 'any', got 'loud'"),
+    ("radical:share=2", "op radical: 'share' must be a number in [0, 1], got 2.0"),
+    ("radical:raech=gb2312", "op radical: unknown parameter 'raech'; did you mean 'reach'?"),
+    ("pinyin:case=sideways", "op pinyin: 'case' must be one of 'lower', 'capital', 'upper', 'mix', got 'sideways'"),
+    ("pinyin:spacing=wide", "op pinyin: 'spacing' must be one of 'joined', 'spaced', 'mix', got 'wide'"),
+    ("pinyin:tones=loud", "op pinyin: 'tones' must be one of 'none', 'marks', 'numbers', 'mix', got 'loud'"),
+    ("pinyin:lookalike=2", "op pinyin: 'lookalike' must be a number in [0, 1], got 2.0"),
+    ("pinyin:lookalike=lots", "op pinyin: 'lookalike' must be a number, got 'lots'"),
+    ("abbrev:case=capital", "op abbrev: 'case' must be one of 'lower', 'upper', 'mix', got 'capital'"),
+    ("abbrev:spacing=wide", "op abbrev: 'spacing' must be one of 'joined', 'spaced', 'mix', got 'wide'"),
+    ("abbrev:lookalike=-0.1", "op abbrev: 'lookalike' must be a number in [0, 1], got -0.1"),
+    ("homophone:common_share=1.5", "op homophone: 'common_share' must be a number in [0, 1], got 1.5"),
+    ("homophone:rare=everything", "op homophone: 'rare' must be one of 'gb2312', 'cjk', got 'everything'"),
 ])
 def test_op_parameters_out_of_range_are_refused(spec, message):
     with pytest.raises(ValueError) as info:

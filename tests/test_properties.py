@@ -12,8 +12,10 @@ from cloak.io import RecordError, dump_record, is_blank, parse_record
 from .conftest import SAMPLE, read_jsonl
 
 ALL_OPS = ",".join(sorted(available_ops()))
+# every op at its defaults, and every style its examples show (pinyin:tones=marks, split:depth=2, ...)
+STYLES = sorted({f"{name}:{params}" for name, cls in available_ops().items() for params, _ in cls.examples if params})
 PERTURBERS = [Perturber(ops=op, targets="all", rate=0.7, seed=s)
-              for s, op in enumerate([ALL_OPS, *sorted(available_ops())])]
+              for s, op in enumerate([ALL_OPS, *sorted(available_ops()), *STYLES])]
 
 # Any code point, surrogates included, weighted towards what posts contain.
 chinese = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
@@ -64,7 +66,7 @@ def test_a_100k_character_post():
     assert len(out.edits) > 1000
 
 
-OPS = [make_op(spec) for spec in [*sorted(available_ops()), "pinyin:mode=word", "pinyin:mode=char",
+OPS = [make_op(spec) for spec in [*sorted(available_ops()), *STYLES, "pinyin:mode=word", "pinyin:mode=char",
                                   "homophone:word=false", "emoji:sound=false", "similar:top=1"]]
 
 

@@ -1,8 +1,9 @@
 """Perturbation operations. Importing this package registers the built-in ops."""
-from .base import Op, available_ops, make_op, parse_ops, register_op
+from .base import Op, available_ops, cloakable, make_op, parse_ops, register_op
 from .emoji import Emoji
 from .english import English
 from .homophone import Homophone
+from .radical import Radical
 from .romanize import Abbrev, Pinyin
 from .script import Traditional, Variant
 from .similar import Similar
@@ -10,7 +11,7 @@ from .split import Split
 from .typography import FullWidth, Noise, Shuffle, ZeroWidth
 
 __all__ = [
-    "Op", "available_ops", "make_op", "parse_ops", "register_op",
-    "Abbrev", "Emoji", "English", "FullWidth", "Homophone", "Noise", "Pinyin", "Shuffle", "Similar", "Split",
-    "Traditional", "Variant", "ZeroWidth",
+    "Op", "available_ops", "cloakable", "make_op", "parse_ops", "register_op",
+    "Abbrev", "Emoji", "English", "FullWidth", "Homophone", "Noise", "Pinyin", "Radical", "Shuffle", "Similar",
+    "Split", "Traditional", "Variant", "ZeroWidth",
 ]

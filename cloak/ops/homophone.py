@@ -14,7 +14,7 @@ from itertools import accumulate
 
 from ..cache import disk_cached
 from ..edits import Edit
-from ..hanzi import char_frequencies, common_chars, is_han, word_frequencies
+from ..hanzi import CJK_RANGES, char_frequencies, common_chars, gb2312_chars, is_han, word_frequencies
 from ..params import Options
 from ..pinyin import TONES, char_readings, reading_key, syllable_key, word_reading
 from ..rng import Rng
@@ -57,6 +57,21 @@ def char_index(tone: str) -> dict[str, Candidates]:
     return _candidates(groups)
 
 
+@disk_cached
+def rare_char_index(tone: str, reach: str) -> dict[str, Candidates]:
+    """Sound key -> same-sounding characters outside the common ones: the rest of GB2312 (``reach``
+    ``gb2312``) or every CJK ideograph pypinyin reads (``cjk``), weighted by frequency like the common
+    ones, characters with no frequency at all weighing one occurrence: an IME lists them last."""
+    common, freqs = common_chars(), char_frequencies()
+    pool = gb2312_chars() if reach == "gb2312" else [chr(c) for r in CJK_RANGES for c in range(*r)]
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for ch in sorted(pool, key=lambda ch: (-freqs.get(ch, 1), ch)):
+        readings = char_readings(ch)
+        if ch not in common and readings:
+            groups.setdefault(syllable_key(readings[0], tone), []).append((ch, freqs.get(ch, 1)))
+    return _candidates(groups)
+
+
 def _without(candidates: Candidates | None, avoid: str) -> Candidates | None:
     """The candidates other than ``avoid`` (the word or character being replaced), or None."""
     if candidates is None or avoid not in candidates[0]:
@@ -74,23 +89,34 @@ class Homophone(Op):
     """Swap a word for a same-sounding dictionary word, or characters for same-sounding characters.
 
     tone: ``exact`` | ``toneless`` | ``fuzzy`` (see ``cloak.pinyin``); word: try whole words first;
-    share: the share of a word's characters swapped at character level (at least one).
+    share: the share of a word's characters swapped at character level (at least one);
+    common_share: the share of cloaked words whose substitutes are common characters (1: always); the
+    others get same-sounding characters no filter knows, from ``rare``: the rest of ``gb2312`` or ``cjk``.
     """
 
     name = "homophone"
     tone: str = "toneless"
     word: bool = True
     share: float = 0.5
-    _parameter_constraints = {"tone": Options(*TONES), "share": SHARE}
+    common_share: float = 1.0
+    rare: str = "gb2312"
+    _parameter_constraints = {"tone": Options(*TONES), "share": SHARE, "common_share": SHARE,
+                              "rare": Options("gb2312", "cjk")}
+    examples = (("", "白人"), ("", "河南人"), ("word=false", "白人"), ("tone=fuzzy", "死"),
+                ("common_share=0", "白人"), ("common_share=0:rare=cjk", "黑鬼"))
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self._memo: dict[str, tuple] = {}
+        self._char_memo: dict[tuple[str, str], Candidates | None] = {}  # bounded: syllables x characters
+        self._rare_memo: dict[str, tuple[tuple[int, Candidates], ...]] = {}
 
     def prepare(self) -> None:
         char_index(self.tone)
         if self.word:
             word_index(self.tone)
+        if self.common_share < 1:
+            rare_char_index(self.tone, self.rare)
 
     def options(self, word: str) -> tuple[Candidates | None, tuple[tuple[int, Candidates], ...]]:
         """(other same-sounding words, [(offset, other same-sounding characters)]) of a word."""
@@ -101,10 +127,16 @@ class Homophone(Op):
         words = None
         if self.word and 2 <= len(word) <= MAX_WORD_LEN and None not in reading:
             words = _without(word_index(self.tone).get(reading_key(reading, self.tone)), word)
-        index = char_index(self.tone)
-        chars = ((k, _without(index.get(syllable_key(s, self.tone)), ch) if s else None)
-                 for k, (s, ch) in enumerate(zip(reading, word)))
+        chars = ((k, self._char_options(s, ch)) for k, (s, ch) in enumerate(zip(reading, word)) if s)
         return words, tuple((k, c) for k, c in chars if c is not None)
+
+    def _char_options(self, syllable: str, ch: str) -> Candidates | None:
+        """The other common characters read ``syllable``; each (syllable, character) worked out once."""
+        found = self._char_memo.get((syllable, ch), False)
+        if found is False:
+            found = self._char_memo[syllable, ch] = _without(
+                char_index(self.tone).get(syllable_key(syllable, self.tone)), ch)
+        return found
 
     def _options(self, word: str) -> tuple[Candidates | None, tuple[tuple[int, Candidates], ...]]:
         found = self._memo.get(word)
@@ -114,16 +146,35 @@ class Homophone(Op):
             found = self._memo[word] = self.options(word)
         return found
 
+    def rare_options(self, word: str) -> tuple[tuple[int, Candidates], ...]:
+        """[(offset, same-sounding characters outside the common ones)] of a word."""
+        found = self._rare_memo.get(word)
+        if found is None:
+            if len(self._rare_memo) > 100_000:
+                self._rare_memo.clear()
+            index = rare_char_index(self.tone, self.rare)
+            reading = word_reading(word) if all(is_han(ch) for ch in word) else tuple(
+                (char_readings(ch) or (None,))[0] if is_han(ch) else None for ch in word)
+            found = self._rare_memo[word] = tuple(
+                (k, c) for k, (s, ch) in enumerate(zip(reading, word))
+                if s and (c := _without(index.get(syllable_key(s, self.tone)), ch)) is not None)
+        return found
+
     def candidates(self, text: str, start: int, end: int) -> list[Edit]:
         word = text[start:end]
         words, chars = self._options(word)
         whole = [Edit(self.name, start, end, word, w) for w in ranked_items(words) if w != word] if words else []
-        return whole + self.char_candidates(text, [(start + k, c) for k, c in chars])
+        found = whole + self.char_candidates(text, [(start + k, c) for k, c in chars])
+        if self.common_share < 1:
+            found += self.char_candidates(text, [(start + k, c) for k, c in self.rare_options(word)])
+        return found
 
     def edit_span(self, text: str, start: int, end: int, rng: Rng) -> list[Edit]:
         word = text[start:end]
-        words, chars = self._options(word)
-        new = pick(words, word, rng)
-        if new is not None:
+        # No draw at the default common_share of 1: the output stays what it was before the parameter.
+        if self.common_share < 1 and rng.random() >= self.common_share and (rare := self.rare_options(word)):
+            return self.swap_some(text, [(start + k, c) for k, c in rare], rng, self.share)
+        words, chars = self._memo.get(word) or self._options(word)
+        if words is not None and (new := pick(words, word, rng)) is not None:
             return [Edit(self.name, start, end, word, new)]
         return self.swap_some(text, [(start + k, c) for k, c in chars], rng, self.share)
