@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -54,7 +55,34 @@ def import_plugin(name: str) -> None:
         raise ImportError(f"cannot import plugin {name!r}: {e}") from None
 
 
-@click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """cloak's own commands, and those of the packages built on it (``render``, ``speech``), which
+    register under the entry-point group ``mmcloak.cloak_commands``: cloak never imports them itself,
+    and loads one only when it is asked for (``cloak perturb`` does not pay for numpy and Pillow)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_plugin_entries()})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        entry = _plugin_entries().get(name)
+        if command is None and entry is not None:
+            try:
+                command = entry.load()
+            except ImportError as e:  # an optional extra that is not installed
+                command = _missing(name, e)
+            self.add_command(command, name)
+        return command
+
+
+@functools.cache
+def _plugin_entries() -> dict:
+    from importlib.metadata import entry_points
+
+    return {entry.name: entry for entry in entry_points(group="mmcloak.cloak_commands")}
+
+
+@click.group(cls=_Commands, epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="mmcloak")
 def main() -> None:
     """Synthesise cloaked Chinese text the way posters write it (homophones, split characters,
@@ -191,19 +219,6 @@ def list_ops(coverage: bool) -> None:
             click.echo(f"{'':12} {spec:36} {word} -> {', '.join(o for o, _ in outputs.most_common(3))}")
 
 
-def _add_plugin_commands() -> None:
-    """Commands of the packages built on cloak (``render``, ``speech``) register themselves under
-    the entry-point group ``mmcloak.cloak_commands``: cloak itself never imports them."""
-    from importlib.metadata import entry_points
-
-    for entry in entry_points(group="mmcloak.cloak_commands"):
-        if entry.name not in main.commands:
-            try:
-                main.add_command(entry.load(), entry.name)
-            except ImportError as e:  # an optional extra that is not installed
-                main.add_command(_missing(entry.name, e), entry.name)
-
-
 def _missing(name: str, error: ImportError) -> click.Command:
     @click.command(name, help=f"(unavailable: {error})", context_settings={"ignore_unknown_options": True})
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
@@ -211,8 +226,6 @@ def _missing(name: str, error: ImportError) -> click.Command:
         _fail(f"`cloak {name}` needs an optional dependency: {error}. Install mmcloak[all].")
     return command
 
-
-_add_plugin_commands()
 
 if __name__ == "__main__":
     main()
