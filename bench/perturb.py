@@ -13,8 +13,8 @@ What it measures (all on COLD, read with ``cloak.convert.read_dataset``):
    figures) and then ``--rounds`` timed samples of about a second or more each (the pass repeated),
    interleaved round by round so that noise on this shared machine hits every runner alike; best and
    median rates are reported, ratios from both and within each round.
-2. Realism on COLD test: for homophone edits, the share of substituted Han characters whose new
-   character can be read with the replaced character's toneless syllable (in context, from
+2. Realism on COLD test: for homophone (and radical) edits, the share of substituted Han characters
+   whose new character can be read with the replaced character's toneless syllable (in context, from
    ``lazy_pinyin`` of the source text); for every op, the share of introduced Han characters that are
    among ``common_chars()``; per op, texts changed and edits per changed text. JioNLP and nlpcda get
    the same character-level measures on their outputs, aligned to their inputs.
@@ -22,6 +22,13 @@ What it measures (all on COLD, read with ``cloak.convert.read_dataset``):
    resident memory of the child (``ru_maxrss`` of a fresh wrapper process's children, and VmHWM polled
    from /proc), wall time and records/s.
 4. ``--workers 2`` against ``--workers 1`` on a 100,000-record file: throughput and byte-identity.
+5. The whole command against the engine: ``cloak perturb --ops homophone --targets all --rate 0.3`` on
+   50,000 COLD train posts (cycled) as a child process, start to exit, beside the same perturber in this
+   process on the same posts (its first pass, memos empty as the command has them, and a warm pass),
+   three rounds back to back: the figure a user sees next to the engine's.
+6. Realism of every style the ops' ``examples`` show (``pinyin:mode=word:tones=marks``, ``radical``,
+   ``homophone:common_share=0`` ...) on COLD test, lexicon targets: texts changed, same-sound share
+   (``homophone`` and ``radical`` edits), common-character share.
 
 The homophone tables are built into a fresh temporary cache (``MMCLOAK_CACHE``) so that the figures are
 for the code as it is, never for tables a previous version left in ``~/.cache/mmcloak``.
@@ -49,6 +56,8 @@ from bench.machine import machine_info  # noqa: E402
 from cloak.io import count_lines, file_sha256  # noqa: E402
 
 MIX = "homophone,emoji,split,abbrev,pinyin,english"
+SAME_SOUND_OPS = ("homophone", "radical")  # ops whose substitutes should read like what they replace
+COMMAND = ["--ops", "homophone", "--targets", "all", "--rate", "0.3"]  # the issue's whole-command figure
 SPEED_TARGET_TEXTS_PER_S = 5000
 SPEED_TARGET_VS_JIONLP = 100
 REALISM_TARGET = 0.95
@@ -269,7 +278,7 @@ def realism_cloak(outs, reader: Reader) -> dict:
     for o in outs:
         for e in o.edits:
             common.add_dst(e.src, e.dst)
-            if e.op == "homophone":
+            if e.op in SAME_SOUND_OPS:
                 if len(e.src) != len(e.dst):
                     sound.unaligned_edits += 1
                     continue
@@ -479,9 +488,9 @@ def write_jsonl(path: str, records: list[dict], n: int) -> int:
     return os.path.getsize(path)
 
 
-def run_cli(in_path: str, out_path: str, workers: int, env: dict) -> dict:
+def run_cli(in_path: str, out_path: str, workers: int, env: dict, options: list[str] | None = None) -> dict:
     cloak = str(Path(sys.executable).with_name("cloak"))
-    cmd = [cloak, "perturb", "--in", in_path, "--out", out_path, "--ops", MIX, "--quiet"]
+    cmd = [cloak, "perturb", "--in", in_path, "--out", out_path, *(options or ["--ops", MIX]), "--quiet"]
     if not os.path.exists(cloak):
         cmd = [sys.executable, "-m", "cloak.cli", *cmd[1:]]
     if workers != 1:
@@ -559,6 +568,61 @@ def bench_cli(train: list[dict], n_memory: int, n_workers: int, worker_rounds: i
     return memory, workers
 
 
+def bench_command_vs_engine(train: list[dict], n: int, rounds: int, env: dict) -> dict:
+    """``cloak perturb`` + COMMAND on ``n`` COLD train posts (cycled) as a child process, wall time from
+    start to exit, beside the same perturber in this process on the same posts: its first pass (memos
+    empty, as the command has them) and a warm pass, timed back to back in each round."""
+    from cloak import Perturber
+
+    with tempfile.TemporaryDirectory(prefix="mmcloak-bench-") as tmp:
+        path = os.path.join(tmp, "posts.jsonl")
+        write_jsonl(path, train, n)
+        with open(path, encoding="utf-8") as f:
+            texts = [json.loads(line)["text"] for line in f]
+        command, cold, warm, digests = [], [], [], set()
+        for r in range(rounds):
+            out = os.path.join(tmp, "out.jsonl")
+            info = run_cli(path, out, 1, env, COMMAND)
+            digests.add(file_sha256(out))
+            command.append(info["wall_s"])
+            p = Perturber(ops="homophone", targets="all", rate=0.3).prepare()
+            t = time.perf_counter()
+            for i, text in enumerate(texts):  # the key the command gives a record: its line number
+                p(text, key=i + 1)
+            cold.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            for i, text in enumerate(texts):
+                p(text, key=i + 1)
+            warm.append(time.perf_counter() - t)
+            log(f"command vs engine, round {r + 1}/{rounds}: command {n / command[-1]:,.0f} records/s, "
+                f"engine first pass {n / cold[-1]:,.0f}/s, warm {n / warm[-1]:,.0f}/s")
+
+    def rates(walls: list[float]) -> dict:
+        return {"records_per_s_best": round(n / min(walls), 1),
+                "records_per_s_median": round(n / statistics.median(walls), 1),
+                "seconds_all": [round(w, 2) for w in walls]}
+    return {"records": n, "rounds": rounds, "command": info["command"], "output_sha256": sorted(digests),
+            "whole_command": rates(command), "engine_first_pass": rates(cold), "engine_warm": rates(warm),
+            "command_vs_warm_engine_median": round(statistics.median(w / c for w, c in zip(warm, command)), 3),
+            "note": "whole_command: wall time of the child process from start to exit (imports, table "
+                    "loading, reading, JSON, writing included); engine: Perturber.__call__ alone, no "
+                    "garbage-collector freeze, tables already loaded"}
+
+
+def realism_styles(texts: list[str], reader: Reader) -> dict:
+    """Realism of every style the ops' examples show (lexicon targets, one pass, seed 0)."""
+    from cloak import Perturber, available_ops
+
+    found = {}
+    for name, cls in sorted(available_ops().items()):
+        for params, _ in cls.examples:
+            spec = f"{name}:{params}" if params else name
+            if spec not in found:
+                p = Perturber(ops=spec, targets="lexicon", seed=0)
+                found[spec] = realism_cloak([p(text, key=i) for i, text in enumerate(texts)], reader)
+    return found
+
+
 # ------------------------------------------------------------------------------------------------
 
 
@@ -577,6 +641,7 @@ def main() -> None:
     n_texts = 1000 if args.quick else None
     n_memory = 100_000 if args.quick else 1_000_000
     n_workers = 20_000 if args.quick else 100_000
+    n_command = 10_000 if args.quick else 50_000
     rounds = args.rounds or (3 if args.quick else 7)
     worker_rounds = 1 if args.quick else 2
 
@@ -597,6 +662,8 @@ def main() -> None:
         log(f"COLD: {len(test):,} test texts ({len(texts):,} used), {len(train):,} train texts")
 
         speed, realism = bench_in_process(texts, rounds)
+        styles = realism_styles(texts, Reader())
+        command = bench_command_vs_engine(train, n_command, 3 if not args.quick else 1, env)
         memory, workers = bench_cli(train, n_memory, n_workers, worker_rounds, env)
 
     per_round = speed.pop("_per_round_ratio_median")
@@ -636,6 +703,8 @@ def main() -> None:
         "homophone_all_sound_95pct": (sound(hom_all) or 0) >= REALISM_TARGET,
         "homophone_lexicon_common_95pct": (common(hom) or 0) >= REALISM_TARGET,
         "homophone_all_common_95pct": (common(hom_all) or 0) >= REALISM_TARGET,
+        "homophone_all_command_5000_records_per_s": command["whole_command"]["records_per_s_best"]
+        >= SPEED_TARGET_TEXTS_PER_S,
         "memory_under_500mb": memory["meets_target"],
         "workers_byte_identical": workers["byte_identical"],
     }
@@ -665,6 +734,8 @@ def main() -> None:
         "speed": speed,
         "ratios": ratios,
         "realism": realism,
+        "realism_styles": styles,
+        "command_vs_engine": command,
         "memory": memory,
         "workers": workers,
         "targets": targets,
@@ -697,6 +768,16 @@ def main() -> None:
               f"{per_round[f'homophone_vs_{peer}']}x), all {ratios[f'homophone_all_vs_{peer}']}x "
               f"(median {ratios['median_based'][f'homophone_all_vs_{peer}']}x, per round "
               f"{per_round[f'homophone[all]_vs_{peer}']}x)")
+    print(f"\nstyles (lexicon targets): {'style':44}{'changed':>9}{'sound':>8}{'common':>8}")
+    for spec, r in styles.items():
+        print(f"{'':26}{spec:44}{pct(r['texts_changed_share']):>9}"
+              f"{pct((r.get('homophone_sound') or {}).get('share')):>8}{pct(r['common_chars']['share']):>8}")
+    c = command
+    print(f"\n{c['command']} on {c['records']:,} COLD posts: whole command "
+          f"{c['whole_command']['records_per_s_best']:,.0f} records/s (median "
+          f"{c['whole_command']['records_per_s_median']:,.0f}); the engine in process: "
+          f"first pass {c['engine_first_pass']['records_per_s_best']:,.0f}/s, warm "
+          f"{c['engine_warm']['records_per_s_best']:,.0f}/s")
     print(f"memory: {memory['records']:,} records, peak RSS {memory['peak_rss_mb']} MB, "
           f"{memory['wall_s']} s, {memory['records_per_s']:,.0f} records/s")
     print(f"workers: {workers['records']:,} records, 1 -> {workers['workers_1']['records_per_s_best']:,.0f}/s, "
