@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from importlib import resources
 
 from .cache import disk_cached
-from .hanzi import is_han, word_frequencies
+from .hanzi import CJK_RANGES, word_frequencies
 
 Span = tuple[int, int]
 
@@ -120,36 +120,29 @@ def segment_words() -> list[str]:
 def _dictionary_matcher():
     import ahocorasick_rs
 
-    return ahocorasick_rs.AhoCorasick(segment_words(), matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
+    # Every Han character is a pattern too: where no word starts, the character itself matches, as it
+    # did in the gaps between words. Leftmost-longest still prefers a word, so the spans are the same,
+    # found in one pass of the matcher instead of a Python loop over the gaps (a third of the time).
+    singles = [chr(c) for start, stop in CJK_RANGES for c in range(start, stop)]
+    return ahocorasick_rs.AhoCorasick(segment_words() + singles, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
 
 
 class WordTargets:
     """Targets are all words (dictionary words, other Chinese characters, Latin/digit runs)."""
 
     def spans(self, text: str) -> list[Span]:
+        found = _matches(_dictionary_matcher(), text)
+        if not _LATIN_RUN.search(text):
+            return [(start, end) for _, start, end in found]
         spans: list[Span] = []
         pos = 0
-        for _, start, end in _matches(_dictionary_matcher(), text):
-            self._between(text, pos, start, spans)
+        for _, start, end in found:
+            if pos < start:  # a gap holds no Han character: only Latin/digit runs are left to find
+                spans.extend(m.span() for m in _LATIN_RUN.finditer(text, pos, start))
             spans.append((start, end))
             pos = end
-        self._between(text, pos, len(text), spans)
+        spans.extend(m.span() for m in _LATIN_RUN.finditer(text, pos, len(text)))
         return spans
-
-    @staticmethod
-    def _between(text: str, start: int, end: int, spans: list[Span]) -> None:
-        i = start
-        while i < end:
-            if is_han(text[i]):
-                spans.append((i, i + 1))
-                i += 1
-                continue
-            m = _LATIN_RUN.match(text, i, end)
-            if m:
-                spans.append(m.span())
-                i = m.end()
-            else:
-                i += 1
 
     def prepare(self) -> None:
         _dictionary_matcher()

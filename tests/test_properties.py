@@ -1,12 +1,15 @@
 """Property tests: no op crashes on any Unicode; edits always replay and invert exactly; every edit an op
 makes is one of its candidates."""
+import functools
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cloak import Perturber, Rng, apply_edits, available_ops, invert_edits, make_op
+from cloak.hanzi import is_han
 from cloak.io import RecordError, dump_record, is_blank, parse_record
 
 from .conftest import SAMPLE, read_jsonl
@@ -92,3 +95,40 @@ def test_every_edit_an_op_makes_is_one_of_its_candidates(text, which, seed):
         made = op.edit_span(text, start, end, Rng(seed))
         assert {key(e) for e in made} <= {key(c) for c in candidates}
         assert bool(made) == bool(candidates)  # an op with options always makes an edit, and only then
+
+
+@functools.cache
+def _words_only_matcher():
+    import ahocorasick_rs
+
+    from cloak.targets import segment_words
+
+    return ahocorasick_rs.AhoCorasick(segment_words(), matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
+
+
+def reference_word_spans(text: str) -> list[tuple[int, int]]:
+    """What --targets all means: dictionary words leftmost-longest, and in the gaps between them each Han
+    character alone and each run of Latin letters and digits (WordTargets finds these in one pass)."""
+    safe = re.sub("[\ud800-\udfff]", "\ufffd", text)
+    spans, pos = [], 0
+    for _, start, end in [*_words_only_matcher().find_matches_as_indexes(safe), (None, len(text), None)]:
+        i = pos
+        while i < start:
+            if is_han(text[i]):
+                spans.append((i, i + 1))
+                i += 1
+            elif m := re.compile("[A-Za-z0-9]+").match(text, i, start):
+                spans.append(m.span())
+                i = m.end()
+            else:
+                i += 1
+        if end is not None:
+            spans.append((start, end))
+            pos = end
+    return spans
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(texts, st.sampled_from(SAMPLE_POSTS)))
+def test_all_words_targets_are_words_then_characters_and_latin_runs(text):
+    assert WORDS.targets.spans(text) == reference_word_spans(text)
