@@ -55,6 +55,26 @@ def import_plugin(name: str) -> None:
         raise ImportError(f"cannot import plugin {name!r}: {e}") from None
 
 
+class _Workers(click.ParamType):
+    """A worker count: ``auto`` (None: the run chooses) or an integer >= 1."""
+
+    name = "N|auto"
+
+    def convert(self, value, param, ctx):
+        if value is None or value == "auto" or isinstance(value, int) and value >= 1:
+            return None if value == "auto" else value
+        try:
+            number = int(value)
+        except ValueError:
+            number = 0
+        if number < 1:
+            self.fail(f"{value!r} is neither auto nor an integer >= 1", param, ctx)
+        return number
+
+
+WORKERS = _Workers()
+
+
 class _Commands(click.Group):
     """cloak's own commands, and those of the packages built on it (``render``, ``speech``), which
     register under the entry-point group ``mmcloak.cloak_commands``: cloak never imports them itself,
@@ -105,8 +125,9 @@ def main() -> None:
               help="Cloaked copies written per record (cloak.variant tells them apart).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed; with the line number and variant it fixes every choice.")
-@click.option("--workers", type=click.IntRange(1), default=1, show_default=True,
-              help="Worker processes; the output is identical for any number.")
+@click.option("--workers", type=WORKERS, default="auto", show_default=True, metavar="N|auto",
+              help="Worker processes; auto: one per CPU (one for short inputs). The output is identical "
+                   "for any number.")
 @click.option("--shard", default=None, metavar="i/n",
               help="Process only the i-th of n contiguous blocks of lines (0-based); shards "
                    "concatenated in order equal the unsharded output.")

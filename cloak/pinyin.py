@@ -81,6 +81,9 @@ def _phrase_reading(word: str) -> tuple[str, ...]:
     from pypinyin.constants import PHRASES_DICT
     from pypinyin.seg.simpleseg import seg
 
+    whole = PHRASES_DICT.get(word)
+    if whole is not None and len(whole) == len(word):  # the segmenter keeps a dictionary phrase whole
+        return tuple(_tone3(s[0]) for s in whole)
     syllables: list[str] = []
     for part in seg(word):
         phrase = PHRASES_DICT.get(part)

@@ -26,6 +26,10 @@ from .perturber import Perturber
 from .workers import ordered_map
 
 CHUNK = 256
+MAX_AUTO_WORKERS = 8
+# Fewer lines than this run in one process even when workers are left to choose: starting a pool
+# costs more than it saves.
+MIN_LINES_PER_AUTO_WORKER = 4 * CHUNK
 EDIT_FIELDS = Edit._fields
 CHECKPOINT_SECONDS = 2.0
 
@@ -40,6 +44,7 @@ class PerturbStats:
     seconds: float = 0.0
     resumed_from_line: int = 0
     resumed_records: int = 0
+    workers: int = 1
 
     def summary(self) -> str:
         share = f" ({100 * self.changed / self.written:.1f}%)" if self.written else ""
@@ -49,7 +54,8 @@ class PerturbStats:
         resumed = f"; resumed after line {self.resumed_from_line}" if self.resumed_from_line else ""
         return (f"read {self.read} records, skipped {self.skipped.count}, wrote {self.written}, "
                 f"{self.changed} of them changed{share}; edits: {ops}; "
-                f"{self.seconds:.1f} s, {rate:.0f} records/s{resumed}")
+                f"{self.seconds:.1f} s, {rate:.0f} records/s"
+                f"{f' in {self.workers} workers' if self.workers > 1 else ''}{resumed}")
 
     def state(self, line: int) -> dict:
         return {"line": line, "read": self.read, "written": self.written, "changed": self.changed,
@@ -62,6 +68,18 @@ class PerturbStats:
         self.skipped = SkipLog(state["skipped"], list(state["skip_examples"]), state["skip_last_line"])
         self.resumed_from_line = state["line"]
         self.resumed_records = state["read"]
+
+
+def auto_workers(lines: int | None) -> int:
+    """The worker count ``--workers auto`` means: a process per CPU this process may use (at most
+    MAX_AUTO_WORKERS), fewer when the input is too short to share (standard input counts as long)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cpus = os.cpu_count() or 1
+    if lines is not None:
+        cpus = min(cpus, lines // MIN_LINES_PER_AUTO_WORKER)
+    return max(1, min(cpus, MAX_AUTO_WORKERS))
 
 
 def parse_shard(shard: str | tuple[int, int] | None) -> tuple[int, int] | None:
@@ -155,15 +173,18 @@ def _interrupts_between_records():
 
 
 def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants: int = 1,
-                 workers: int = 1, shard: str | tuple[int, int] | None = None,
+                 workers: int | None = 1, shard: str | tuple[int, int] | None = None,
                  on_error: str = "fail", resume: bool = False, text_field: str = "text",
                  progress: bool | None = None) -> PerturbStats:
-    """Cloak every record of ``in_path`` into ``out_path`` (``-`` for stdin / stdout)."""
+    """Cloak every record of ``in_path`` into ``out_path`` (``-`` for stdin / stdout).
+
+    ``workers``: processes to cloak in; None chooses (``auto_workers``). The output is the same for any.
+    """
     if variants < 1:
         raise ValueError("variants must be at least 1")
     if on_error not in ("fail", "skip"):
         raise ValueError(f"on_error must be fail or skip, not {on_error!r}")
-    if workers < 1:
+    if workers is not None and workers < 1:
         raise ValueError("workers must be at least 1")
     shard = parse_shard(shard)
     if in_path == "-" and shard is not None:
@@ -175,8 +196,10 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
     if shard is not None and total is not None:
         i, n = shard
         lo, hi = i * total // n, (i + 1) * total // n
+    if workers is None:
+        workers = auto_workers(None if hi is None else hi - lo)
 
-    stats = PerturbStats()
+    stats = PerturbStats(workers=workers)
     fingerprint = ""
     if in_path != "-":
         st = os.stat(in_path)

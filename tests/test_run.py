@@ -49,6 +49,23 @@ def test_workers_do_not_change_the_output(tmp_path, sample_path, perturber, refe
     assert out.read_bytes() == reference[0]
 
 
+def test_auto_workers_share_long_inputs_only(tmp_path, sample_path, perturber, monkeypatch):
+    from cloak import run
+
+    monkeypatch.setattr(run.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert run.auto_workers(300) == 1  # a pool costs more than 300 lines take
+    assert run.auto_workers(2 * run.MIN_LINES_PER_AUTO_WORKER) == 2
+    assert run.auto_workers(10**6) == 4 and run.auto_workers(None) == 4
+    long = tmp_path / "long.jsonl"
+    long.write_bytes(sample_path.read_bytes() * 8)  # 2,400 lines: two workers when two CPUs are there
+    monkeypatch.setattr(run.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    one, auto = tmp_path / "one.jsonl", tmp_path / "auto.jsonl"
+    perturb_file(str(long), str(one), perturber, workers=1, progress=False)
+    stats = perturb_file(str(long), str(auto), perturber, workers=None, progress=False)
+    assert stats.workers == 2 and "in 2 workers" in stats.summary()
+    assert auto.read_bytes() == one.read_bytes()
+
+
 def test_shards_concatenate_to_the_whole(tmp_path, sample_path, perturber, reference):
     parts = []
     for i in range(3):
