@@ -331,7 +331,7 @@ def read_records(path: str, *, on_error: str = "fail", skipped: SkipLog | None =
 
 
 # json.dumps(record, ensure_ascii=False) builds an encoder per call: a tenth of ``cloak perturb``'s time.
-_UNICODE_JSON = json.JSONEncoder(ensure_ascii=False)
+UNICODE_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def dump_record(record: dict) -> bytes:
@@ -340,7 +340,7 @@ def dump_record(record: dict) -> bytes:
     Text with lone surrogates (valid JSON escapes, not valid UTF-8) is written with ASCII escapes, so
     the line stays valid UTF-8 and reads back as the same string.
     """
-    line = _UNICODE_JSON.encode(record)
+    line = UNICODE_JSON.encode(record)
     try:
         return line.encode("utf-8") + b"\n"
     except UnicodeEncodeError:

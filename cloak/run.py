@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from .io import (AtomicWriter, RecordError, SkipLog, batched, count_lines, dump_record, empty_input,
-                 has_records, input_name, parse_record, read_lines)
+from .io import (UNICODE_JSON, AtomicWriter, RecordError, SkipLog, batched, count_lines, dump_record,
+                 empty_input, has_records, input_name, parse_record, read_lines)
 from .edits import Edit
 from .perturber import Perturber
 from .workers import ordered_map
@@ -31,6 +31,7 @@ MAX_AUTO_WORKERS = 8
 # costs more than it saves.
 MIN_LINES_PER_AUTO_WORKER = 4 * CHUNK
 EDIT_FIELDS = Edit._fields
+_json_string = json.encoder.encode_basestring  # how a JSONEncoder(ensure_ascii=False) writes a str
 CHECKPOINT_SECONDS = 2.0
 
 
@@ -96,25 +97,44 @@ def parse_shard(shard: str | tuple[int, int] | None) -> tuple[int, int] | None:
 
 
 def cloak_record(perturber: Perturber, number: int, record: dict, variants: int,
-                 text_field: str = "text") -> tuple[list[bytes], int, Counter]:
-    """The output lines of one input record, with (records changed, edits by op)."""
-    lines, changed, edits = [], 0, Counter()
+                 text_field: str = "text") -> tuple[list[bytes], int, list[str]]:
+    """The output lines of one input record, with (records changed, the op of every edit)."""
+    lines, changed, ops = [], 0, []
     source = record[text_field]
     protected = record.get("protected") or ()
     for k in range(variants):
         out = perturber(source, key=number, variant=k, protected=[tuple(p) for p in protected])
-        cloaked = {**record, text_field: out.text, "source_text": source,
-                   "cloak": {"ops": out.ops, "seed": perturber.seed, "variant": k,
-                             "edits": [dict(zip(EDIT_FIELDS, e)) for e in out.edits]}}  # Edit.to_dict
-        lines.append(dump_record(cloaked))
+        lines.append(_dump_cloaked(record, text_field, out, perturber.seed, k))
         changed += out.changed
-        edits.update(e.op for e in out.edits)
-    return lines, changed, edits
+        ops.extend(e.op for e in out.edits)
+    return lines, changed, ops
 
 
-# What a worker returns for one input line: (line number, output lines, records changed, edits by op),
+def _edit_json(e: Edit) -> str:
+    return (f'{{"op": {_json_string(e.op)}, "start": {e.start}, "end": {e.end}, '
+            f'"src": {_json_string(e.src)}, "dst": {_json_string(e.dst)}}}')
+
+
+def _dump_cloaked(record: dict, text_field: str, out, seed: int, variant: int) -> bytes:
+    """``dump_record`` of the cloaked record, byte for byte, with the edits (most of the line) written
+    straight from the Edit tuples instead of through a dict each: a twentieth of the command's time."""
+    cloak = {"ops": out.ops, "seed": seed, "variant": variant, "edits": []}
+    cloaked = {**record, text_field: out.text, "source_text": record[text_field], "cloak": cloak}
+    if "cloak" in record:  # a re-cloaked record keeps "cloak" where it was, not last: the plain way
+        cloak["edits"] = [dict(zip(EDIT_FIELDS, e)) for e in out.edits]  # Edit.to_dict
+        return dump_record(cloaked)
+    line = UNICODE_JSON.encode(cloaked)  # ends with '"edits": []}}'
+    line = f"{line[:-3]}{', '.join(map(_edit_json, out.edits))}]}}}}"
+    try:
+        return line.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # lone surrogates: dump_record writes ASCII escapes
+        cloak["edits"] = [dict(zip(EDIT_FIELDS, e)) for e in out.edits]
+        return dump_record(cloaked)
+
+
+# What a worker returns for one input line: (line number, output lines, records changed, edits' ops),
 # or (line number, None, 0, the RecordError's arguments) for a bad line.
-LineResult = tuple[int, list[bytes] | None, int, Counter | tuple]
+LineResult = tuple[int, list[bytes] | None, int, list[str] | tuple]
 
 _worker: tuple[Perturber, int, str, str] | None = None
 

@@ -132,3 +132,19 @@ def reference_word_spans(text: str) -> list[tuple[int, int]]:
 @given(text=st.one_of(texts, st.sampled_from(SAMPLE_POSTS)))
 def test_all_words_targets_are_words_then_characters_and_latin_runs(text):
     assert WORDS.targets.spans(text) == reference_word_spans(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=texts, which=st.integers(0, len(PERTURBERS) - 1),
+       extra=st.sampled_from([{}, {"cloak": 1}, {"x": "\ud800"}]))
+def test_cloaked_lines_are_the_records_json(text, which, extra):
+    """cloak perturb writes each line straight from the edits; it must be json.dumps of the record."""
+    from cloak.run import cloak_record
+
+    record = {"id": "x", "text": text, **extra}
+    p = PERTURBERS[which]
+    (line,), _, _ = cloak_record(p, 7, record, 1)
+    out = p(text, key=7)
+    expected = {**record, "source_text": text, "text": out.text,
+                "cloak": {"ops": out.ops, "seed": p.seed, "variant": 0, "edits": [e.to_dict() for e in out.edits]}}
+    assert line == dump_record(expected)
