@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 DEMO_INSTALLED := $(VENV)/.installed-demo
 BENCH_INSTALLED := $(VENV)/.installed-bench
-DEMO_OPS ?= homophone,similar,emoji,split,abbrev,pinyin,english,traditional,variant,shuffle,noise,zerowidth
+DEMO_OPS ?= homophone,similar,emoji,split,abbrev,pinyin,radical,english,traditional,variant,shuffle,noise,zerowidth
 
 .PHONY: demo test bench bench-mmbert bench-attacks clean
 
@@ -56,6 +56,7 @@ bench: $(BENCH_INSTALLED)
 	$(BIN)/python bench/perturb.py --cold $(COLD)
 	$(BIN)/python bench/render.py --cold $(COLD)
 	$(BIN)/python bench/long_posts.py --cold $(COLD)
+	$(BIN)/python bench/cloak_augmentation.py --cold $(COLD) --held-out   # ~35 min
 
 ## bench-mmbert: MMBERT speed, and MMBERT vs text-only under cloaking on COLD with real Kokoro + Whisper
 ## weights (WEIGHTS=folder made by shared/models/offline_weights.py); about 5 hours on 2 CPU cores, most
