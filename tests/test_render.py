@@ -143,7 +143,8 @@ def test_preview_rows_have_ink_where_the_text_is(render, tmp_path):
         y = GAP + r * (size + GAP)
         for t, token in enumerate(render.glyph_tokens(text)):
             cell = image[y:y + size, GAP + t * size:GAP + (t + 1) * size]
-            assert cell.min() < 128, f"row {r} token {token!r} has no ink"
+            # colour emoji can be light: 🗑️ is grey, its darkest pixel 132 in greyscale
+            assert cell.min() < 200, f"row {r} token {token!r} has no ink"
         after = image[y:y + size, GAP + len(render.glyph_tokens(text)) * size:]
         assert after.size == 0 or after.min() > 250  # and none past the text
 
