@@ -32,11 +32,16 @@ def test_help_explains_every_flag(command):
         assert flag in result.stdout
 
 
-def test_ops_lists_every_op():
+def test_ops_lists_every_op_its_lexicon_coverage_and_what_each_style_makes():
     out = cloak("ops").stdout
-    for name in ("homophone", "similar", "split", "abbrev", "pinyin", "english", "emoji", "traditional",
-                 "variant", "shuffle", "noise", "zerowidth", "fullwidth"):
+    for name in ("homophone", "similar", "split", "abbrev", "pinyin", "radical", "english", "emoji",
+                 "traditional", "variant", "shuffle", "noise", "zerowidth", "fullwidth"):
         assert f"\n{name} " in "\n" + out
+    assert "lexicon: cloaks 551 of 553 terms" in out  # homophone
+    lines = out.splitlines()
+    spaced = next(line for line in lines if "pinyin:mode=word:spacing=spaced" in line)
+    assert spaced.split("->")[1].split(",")[0].strip() == "bai ren"  # the commonest spelling first
+    assert any("radical" in line and "妈 -> 马" in line for line in lines)
 
 
 def test_perturb_then_show(tmp_path, sample_path):
