@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
+from .edits import Edit
 from .io import (UNICODE_JSON, AtomicWriter, RecordError, SkipLog, batched, count_lines, dump_record,
                  empty_input, has_records, input_name, parse_record, read_lines)
-from .edits import Edit
 from .perturber import Perturber
 from .workers import ordered_map
 
@@ -30,7 +30,6 @@ MAX_AUTO_WORKERS = 8
 # Fewer lines than this run in one process even when workers are left to choose: starting a pool
 # costs more than it saves.
 MIN_LINES_PER_AUTO_WORKER = 4 * CHUNK
-EDIT_FIELDS = Edit._fields
 _json_string = json.encoder.encode_basestring  # how a JSONEncoder(ensure_ascii=False) writes a str
 CHECKPOINT_SECONDS = 2.0
 
@@ -120,16 +119,14 @@ def _dump_cloaked(record: dict, text_field: str, out, seed: int, variant: int) -
     straight from the Edit tuples instead of through a dict each: a twentieth of the command's time."""
     cloak = {"ops": out.ops, "seed": seed, "variant": variant, "edits": []}
     cloaked = {**record, text_field: out.text, "source_text": record[text_field], "cloak": cloak}
-    if "cloak" in record:  # a re-cloaked record keeps "cloak" where it was, not last: the plain way
-        cloak["edits"] = [dict(zip(EDIT_FIELDS, e)) for e in out.edits]  # Edit.to_dict
-        return dump_record(cloaked)
-    line = UNICODE_JSON.encode(cloaked)  # ends with '"edits": []}}'
-    line = f"{line[:-3]}{', '.join(map(_edit_json, out.edits))}]}}}}"
-    try:
-        return line.encode("utf-8") + b"\n"
-    except UnicodeEncodeError:  # lone surrogates: dump_record writes ASCII escapes
-        cloak["edits"] = [dict(zip(EDIT_FIELDS, e)) for e in out.edits]
-        return dump_record(cloaked)
+    if "cloak" not in record:  # a re-cloaked record keeps "cloak" where it was, not last: the plain way
+        line = UNICODE_JSON.encode(cloaked)  # ends with '"edits": []}}'
+        try:
+            return f"{line[:-3]}{', '.join(map(_edit_json, out.edits))}]}}}}\n".encode()
+        except UnicodeEncodeError:  # lone surrogates: dump_record writes ASCII escapes
+            pass
+    cloak["edits"] = [e.to_dict() for e in out.edits]
+    return dump_record(cloaked)
 
 
 # What a worker returns for one input line: (line number, output lines, records changed, edits' ops),

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import typing
-from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
@@ -119,8 +118,7 @@ def pick(candidates: Candidates | None, avoid: str, rng: Rng) -> str | None:
     if len(items) == 1:
         return None if items[0] == avoid else items[0]
     for _ in range(4):  # rejection sampling: ``avoid`` is one item among several
-        # rng.weighted_choice, inlined: this is the hottest loop of ``--targets all``
-        new = items[bisect_right(cum, rng.random() * cum[-1])] if cum else rng.choice(items)
+        new = rng.weighted_choice(items, cum) if cum else rng.choice(items)
         if new != avoid:
             return new
     others = [w for w in items if w != avoid]

@@ -72,6 +72,25 @@ def rare_char_index(tone: str, reach: str) -> dict[str, Candidates]:
     return _candidates(groups)
 
 
+def _reading(word: str) -> tuple[str | None, ...]:
+    """One syllable per character: the word's reading in context, or (with other characters in it) each
+    Han character's main reading and None elsewhere."""
+    if all(is_han(ch) for ch in word):
+        return word_reading(word)
+    return tuple((char_readings(ch) or (None,))[0] if is_han(ch) else None for ch in word)
+
+
+def _memoised(memo: dict, word: str, compute):
+    """``memo[word]``, computed on first use; targets repeat (lexicon terms above all), each word is looked
+    up once, and the memo is emptied past 100,000 words so that memory stays bounded."""
+    found = memo.get(word)
+    if found is None:
+        if len(memo) > 100_000:
+            memo.clear()
+        found = memo[word] = compute(word)
+    return found
+
+
 def _without(candidates: Candidates | None, avoid: str) -> Candidates | None:
     """The candidates other than ``avoid`` (the word or character being replaced), or None."""
     if candidates is None or avoid not in candidates[0]:
@@ -120,10 +139,7 @@ class Homophone(Op):
 
     def options(self, word: str) -> tuple[Candidates | None, tuple[tuple[int, Candidates], ...]]:
         """(other same-sounding words, [(offset, other same-sounding characters)]) of a word."""
-        if all(is_han(ch) for ch in word):
-            reading: tuple[str | None, ...] = word_reading(word)
-        else:
-            reading = tuple((char_readings(ch) or (None,))[0] if is_han(ch) else None for ch in word)
+        reading = _reading(word)
         words = None
         if self.word and 2 <= len(word) <= MAX_WORD_LEN and None not in reading:
             words = _without(word_index(self.tone).get(reading_key(reading, self.tone)), word)
@@ -139,26 +155,16 @@ class Homophone(Op):
         return found
 
     def _options(self, word: str) -> tuple[Candidates | None, tuple[tuple[int, Candidates], ...]]:
-        found = self._memo.get(word)
-        if found is None:  # targets repeat (lexicon terms above all): look each word up once
-            if len(self._memo) > 100_000:
-                self._memo.clear()
-            found = self._memo[word] = self.options(word)
-        return found
+        return _memoised(self._memo, word, self.options)
 
     def rare_options(self, word: str) -> tuple[tuple[int, Candidates], ...]:
         """[(offset, same-sounding characters outside the common ones)] of a word."""
-        found = self._rare_memo.get(word)
-        if found is None:
-            if len(self._rare_memo) > 100_000:
-                self._rare_memo.clear()
-            index = rare_char_index(self.tone, self.rare)
-            reading = word_reading(word) if all(is_han(ch) for ch in word) else tuple(
-                (char_readings(ch) or (None,))[0] if is_han(ch) else None for ch in word)
-            found = self._rare_memo[word] = tuple(
-                (k, c) for k, (s, ch) in enumerate(zip(reading, word))
-                if s and (c := _without(index.get(syllable_key(s, self.tone)), ch)) is not None)
-        return found
+        return _memoised(self._rare_memo, word, self._rare_options)
+
+    def _rare_options(self, word: str) -> tuple[tuple[int, Candidates], ...]:
+        index = rare_char_index(self.tone, self.rare)
+        return tuple((k, c) for k, (s, ch) in enumerate(zip(_reading(word), word))
+                     if s and (c := _without(index.get(syllable_key(s, self.tone)), ch)) is not None)
 
     def candidates(self, text: str, start: int, end: int) -> list[Edit]:
         word = text[start:end]
