@@ -35,7 +35,7 @@ from bench.habertor_cold import run  # noqa: E402
 from bench.long_posts import BIN  # noqa: E402
 from bench.machine import machine_info  # noqa: E402
 from cloak.io import write_atomic  # noqa: E402
-from cloak.ops import available_ops  # noqa: E402
+from cloak.ops import available_ops, example_specs  # noqa: E402
 
 MODEL = "tfidf-lr"
 
@@ -43,10 +43,8 @@ MODEL = "tfidf-lr"
 def styles() -> dict[str, str]:
     """Style spec -> the op it belongs to: every op at its defaults, and every style its examples show."""
     found = {name: name for name in sorted(available_ops())}
-    for name, cls in sorted(available_ops().items()):
-        for params, _ in cls.examples:
-            if params:
-                found.setdefault(f"{name}:{params}", name)
+    for spec in example_specs():
+        found.setdefault(spec, spec.split(":")[0])
     return found
 
 

@@ -621,15 +621,13 @@ def bench_command_vs_engine(train: list[dict], n: int, rounds: int, env: dict) -
 
 def realism_styles(texts: list[str], reader: Reader) -> dict:
     """Realism of every style the ops' examples show (lexicon targets, one pass, seed 0)."""
-    from cloak import Perturber, available_ops
+    from cloak import Perturber
+    from cloak.ops import example_specs
 
     found = {}
-    for name, cls in sorted(available_ops().items()):
-        for params, _ in cls.examples:
-            spec = f"{name}:{params}" if params else name
-            if spec not in found:
-                p = Perturber(ops=spec, targets="lexicon", seed=0)
-                found[spec] = realism_cloak([p(text, key=i) for i, text in enumerate(texts)], reader)
+    for spec in example_specs():
+        p = Perturber(ops=spec, targets="lexicon", seed=0)
+        found[spec] = realism_cloak([p(text, key=i) for i, text in enumerate(texts)], reader)
     return found
 
 

@@ -15,9 +15,6 @@ from collections import Counter
 COMMON_SIZE = 3500
 
 
-CJK_RANGES = ((0x4E00, 0xA000), (0x3400, 0x4DC0))  # the basic block and extension A, [start, stop)
-
-
 def is_han(ch: str) -> bool:
     """True for a CJK unified ideograph (the basic block and extension A)."""
     return "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf"
@@ -34,6 +31,11 @@ def _in_gb2312(ch: str) -> bool:
 def gb2312_chars() -> tuple[str, ...]:
     """The 6,763 Chinese characters of GB2312, in code point order."""
     return tuple(chr(c) for c in range(0x4E00, 0xA000) if _in_gb2312(chr(c)))
+
+
+def cjk_chars() -> list[str]:
+    """Every character ``is_han`` accepts: the basic block, then extension A."""
+    return [chr(c) for start, stop in ((0x4E00, 0xA000), (0x3400, 0x4DC0)) for c in range(start, stop)]
 
 
 @functools.cache

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from importlib import resources
 
 from .cache import disk_cached
-from .hanzi import CJK_RANGES, word_frequencies
+from .hanzi import cjk_chars, word_frequencies
 
 Span = tuple[int, int]
 
@@ -123,8 +123,7 @@ def _dictionary_matcher():
     # Every Han character is a pattern too: where no word starts, the character itself matches, as it
     # did in the gaps between words. Leftmost-longest still prefers a word, so the spans are the same,
     # found in one pass of the matcher instead of a Python loop over the gaps (a third of the time).
-    singles = [chr(c) for start, stop in CJK_RANGES for c in range(start, stop)]
-    return ahocorasick_rs.AhoCorasick(segment_words() + singles, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
+    return ahocorasick_rs.AhoCorasick(segment_words() + cjk_chars(), matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
 
 
 class WordTargets:

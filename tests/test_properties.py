@@ -11,12 +11,13 @@ from hypothesis import strategies as st
 from cloak import Perturber, Rng, apply_edits, available_ops, invert_edits, make_op
 from cloak.hanzi import is_han
 from cloak.io import RecordError, dump_record, is_blank, parse_record
+from cloak.ops import example_specs
 
 from .conftest import SAMPLE, read_jsonl
 
 ALL_OPS = ",".join(sorted(available_ops()))
 # every op at its defaults, and every style its examples show (pinyin:tones=marks, split:depth=2, ...)
-STYLES = sorted({f"{name}:{params}" for name, cls in available_ops().items() for params, _ in cls.examples if params})
+STYLES = sorted(spec for spec in example_specs() if ":" in spec)
 PERTURBERS = [Perturber(ops=op, targets="all", rate=0.7, seed=s)
               for s, op in enumerate([ALL_OPS, *sorted(available_ops()), *STYLES])]
 

@@ -1,5 +1,5 @@
 """Perturbation operations. Importing this package registers the built-in ops."""
-from .base import Op, available_ops, cloakable, make_op, parse_ops, register_op
+from .base import Op, available_ops, cloakable, example_specs, make_op, parse_ops, register_op
 from .emoji import Emoji
 from .english import English
 from .homophone import Homophone
@@ -11,7 +11,7 @@ from .split import Split
 from .typography import FullWidth, Noise, Shuffle, ZeroWidth
 
 __all__ = [
-    "Op", "available_ops", "cloakable", "make_op", "parse_ops", "register_op",
+    "Op", "available_ops", "cloakable", "example_specs", "make_op", "parse_ops", "register_op",
     "Abbrev", "Emoji", "English", "FullWidth", "Homophone", "Noise", "Pinyin", "Radical", "Shuffle", "Similar",
     "Split", "Traditional", "Variant", "ZeroWidth",
 ]

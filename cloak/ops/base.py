@@ -125,6 +125,13 @@ def pick(candidates: Candidates | None, avoid: str, rng: Rng) -> str | None:
     return rng.choice(others) if others else None
 
 
+def example_specs() -> list[str]:
+    """The spec of every style the registered ops' ``examples`` show (``pinyin:tones=marks``; the bare
+    name where an example is the op's defaults), by op name: what the property tests and benches run."""
+    return list(dict.fromkeys(f"{name}:{params}" if params else name
+                              for name, cls in sorted(_REGISTRY.items()) for params, _ in cls.examples))
+
+
 def cloakable(op: Op, terms: Sequence[str]) -> list[str]:
     """The terms ``op`` can cloak when the term is the whole text (it has a candidate for them)."""
     op.prepare()

@@ -14,7 +14,7 @@ from itertools import accumulate
 
 from ..cache import disk_cached
 from ..edits import Edit
-from ..hanzi import CJK_RANGES, char_frequencies, common_chars, gb2312_chars, is_han, word_frequencies
+from ..hanzi import char_frequencies, cjk_chars, common_chars, gb2312_chars, is_han, word_frequencies
 from ..params import Options
 from ..pinyin import TONES, char_readings, reading_key, syllable_key, word_reading
 from ..rng import Rng
@@ -63,7 +63,7 @@ def rare_char_index(tone: str, reach: str) -> dict[str, Candidates]:
     ``gb2312``) or every CJK ideograph pypinyin reads (``cjk``), weighted by frequency like the common
     ones, characters with no frequency at all weighing one occurrence: an IME lists them last."""
     common, freqs = common_chars(), char_frequencies()
-    pool = gb2312_chars() if reach == "gb2312" else [chr(c) for r in CJK_RANGES for c in range(*r)]
+    pool = gb2312_chars() if reach == "gb2312" else cjk_chars()
     groups: dict[str, list[tuple[str, int]]] = {}
     for ch in sorted(pool, key=lambda ch: (-freqs.get(ch, 1), ch)):
         readings = char_readings(ch)
