@@ -2,8 +2,9 @@
 
 Building the word-level homophone index reads 90k dictionary words through pypinyin (about 3 s); a
 pickle loads in 50 ms. The cache key holds the versions of the packages the tables come from, so an
-upgrade rebuilds them, and a hash of this package's source, so a code change does too. Set
-``MMCLOAK_CACHE`` to move the cache (default ``~/.cache/mmcloak``).
+upgrade rebuilds them, and a hash of this package's source and data files, so a change to the code or
+to a table it reads (``data/emoji_meanings.tsv``) does too. Set ``MMCLOAK_CACHE`` to move the cache
+(default ``~/.cache/mmcloak``).
 """
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def _sources_key() -> str:
 @functools.cache
 def _code_key() -> str:
     digest = hashlib.sha1()
-    for path in sorted(Path(__file__).parent.rglob("*.py")):
+    package = Path(__file__).parent
+    for path in sorted([*package.rglob("*.py"), *(package / "data").glob("*.tsv")]):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 

@@ -24,7 +24,6 @@ table takes its emoji from there, in the table's order, in place of what the nam
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import dataclass
 from importlib import resources
 
@@ -52,33 +51,25 @@ def _is_flag(e: str) -> bool:
     return "\U0001f1e6" <= e[0] <= "\U0001f1ff"
 
 
-def _meanings_text() -> str:
-    return resources.files("cloak").joinpath(MEANINGS).read_text(encoding="utf-8")
-
-
 @functools.cache
 def emoji_meanings() -> dict[str, tuple[str, ...]]:
     """The hand-written table (``data/emoji_meanings.tsv``): word -> emoji, the most usual first."""
     table: dict[str, tuple[str, ...]] = {}
-    lines = [line for line in _meanings_text().splitlines() if line and not line.startswith("#")]
+    text = resources.files("cloak").joinpath(MEANINGS).read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
     for line in lines[1:]:  # after the header
         word, _, emojis = line.partition("\t")
         table[word] = tuple(emojis.split(","))
     return table
 
 
-@functools.cache
+@disk_cached
 def emoji_tables() -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]],
                             dict[str, tuple[str, ...]]]:
     """(word -> emoji by meaning, character -> emoji by meaning, toneless syllable -> emoji by sound).
 
     Every emoji the op makes is among the first table's.
     """
-    return _emoji_tables(hashlib.sha1(_meanings_text().encode("utf-8")).hexdigest()[:12])
-
-
-@disk_cached
-def _emoji_tables(meanings_digest: str):  # the digest makes the cache follow the meanings table
     import emoji
 
     emoji.config.load_language("zh")
