@@ -16,8 +16,8 @@ from .convert import FORMATS, convert_file
 from .edits import apply_edits
 from .io import ON_ERROR, RecordError, read_records
 from .ops import available_ops, cloakable, make_op
-from .rng import Rng
 from .perturber import Perturber
+from .rng import Rng
 from .run import perturb_file
 from .show import show_records
 from .targets import default_lexicon
@@ -61,11 +61,11 @@ class _Workers(click.ParamType):
     name = "N|auto"
 
     def convert(self, value, param, ctx):
-        if value is None or value == "auto" or isinstance(value, int) and value >= 1:
-            return None if value == "auto" else value
+        if value is None or value == "auto":
+            return None
         try:
             number = int(value)
-        except ValueError:
+        except (TypeError, ValueError):
             number = 0
         if number < 1:
             self.fail(f"{value!r} is neither auto nor an integer >= 1", param, ctx)
