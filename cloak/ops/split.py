@@ -34,12 +34,17 @@ MAX_PARTS = 3
 PRIVATE_PARTS = {"\uf7ee": "衣"}  # 衣 without its top (丶一 + this): the bottom of 表, 农, 展, 褁
 
 
+def is_ideograph(ch: str) -> bool:
+    """True for a CJK unified ideograph of any block (the chaizi data reaches past ``is_han``'s two)."""
+    return unicodedata.name(ch, "").startswith("CJK UNIFIED IDEOGRAPH")
+
+
 def is_clean_part(part: str) -> bool:
     """True for a part a reader sees as a component: a CJK ideograph or a side-form radical, and not a
     bare stroke (一, 丿, ㇆ ...), a placeholder (□) or a private-use code point."""
     if part in SIDE_FORMS:
         return True
-    return part not in STROKES and unicodedata.name(part, "").startswith("CJK UNIFIED IDEOGRAPH")
+    return part not in STROKES and is_ideograph(part)
 
 
 def clean_splits(ch: str, splits: list[list[str]], max_parts: int = MAX_PARTS) -> list[list[str]]:
