@@ -203,7 +203,8 @@ def pretrain_habertor(texts: Sequence[str], out_dir: str, model: HabertorConfig 
                         seed=settings.seed, checkpoint_minutes=settings.checkpoint_minutes,
                         warmup_ratio=settings.warmup_ratio)
     result = train_epochs(network, loss, train, collator, groups, held_out_loss, save, out_dir, loop, resume=resume,
-                          progress=progress, on_checkpoint=on_checkpoint, desc="pretrain-habertor")
+                          progress=progress, on_checkpoint=on_checkpoint, desc="pretrain-habertor",
+                          lengths=[len(sequences[index]) for index, _ in train])
     best = -result["best_score"] if result["best_score"] is not None else None
     return {"log": result["log"], "best_epoch": result["best_epoch"], "best_mlm_loss": best,
             "vocab_size": len(tokenizer), "texts": len(texts), "sequences_per_epoch": len(train)}

@@ -13,10 +13,10 @@ command a user runs, timed as a whole:
    (eps 1), on ``--train-size`` COLD train posts (a seeded sample, 10,000 by default: the same posts
    ``bench/regularizers.py`` trains on; dev: the first 1,000 COLD dev posts), ``--finetune-epochs``
    epochs at lr 1e-4 (the small ``bert`` victim's recipe);
-3. ``attacks evaluate --attacks fgm --eps 0.5,1`` on all 5,323 COLD test posts, the three HABERTORs and,
-   where ``bench/regularizers.py`` has trained it, its ``bert-none`` (the small ``bert``: same shape,
-   same pre-training corpus, same posts, one epoch) side by side: macro-F1, AUC, AP and FPR@5%FNR
-   clean, and macro-F1 under FGM.
+3. ``attacks evaluate --attacks fgm --eps 0.5,1`` on all 5,323 COLD test posts, the three HABERTORs and
+   a small ``bert`` side by side (``--compare``; by default, where ``bench/regularizers.py`` has trained
+   it, its ``bert-none``: same shape, same pre-training corpus, same posts, one epoch): macro-F1, AUC,
+   AP and FPR@5%FNR clean, and macro-F1 under FGM.
 """
 from __future__ import annotations
 
@@ -64,6 +64,8 @@ def main() -> None:
     ap.add_argument("--tau", type=int, default=2)
     ap.add_argument("--train-size", type=int, default=10000, help="COLD train posts to fine-tune on (a seeded "
                     "sample, the same as bench/regularizers.py's)")
+    ap.add_argument("--compare", type=Path, help="a bert victim to score beside the HABERTORs (default: "
+                    "bench/regularizers.py's bert-none, trained on the same 10,000 posts)")
     args = ap.parse_args()
     started = time.perf_counter()
     work = args.work / "habertor"
@@ -100,7 +102,7 @@ def main() -> None:
             run(f"train {adv}", [BIN / "attacks", "train", "--model", "habertor", "--backbone", lm, "--source-field",
                                  "topic", "--adv", adv, "--train", data["train"], "--dev", data["dev"], "--config",
                                  work / "finetune.yaml", "--out", out, "-q"], steps)
-    bert = args.work / "regularizers" / "victims" / "bert-none"  # bench/regularizers.py: the same posts
+    bert = args.compare or args.work / "regularizers" / "victims" / "bert-none"
     if (bert / "victim.json").exists():
         victims.append(bert)
     evaluation = work / "evaluate"

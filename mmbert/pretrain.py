@@ -80,7 +80,8 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
                         checkpoint_minutes=settings["checkpoint_minutes"], warmup_ratio=0.06)
     result = train_epochs(model, lambda m, batch, epoch: masked_lm_loss(m, batch), train, collator, groups,
                           held_out_loss, lambda m, accelerator: save_model(out_dir, m, tokenizer, accelerator),
-                          out_dir, loop, resume=resume, progress=progress, desc="pretrain")
+                          out_dir, loop, resume=resume, progress=progress, desc="pretrain",
+                          lengths=[len(e["input_ids"]) for e in train])
     log = result["log"]
     best = -result["best_score"] if result["best_score"] is not None else None
     return {**(log[-1] if log else {}), "best_epoch": result["best_epoch"], "best_mlm_loss": best}

@@ -250,6 +250,22 @@ def test_cli_evaluate_predict_routing(stages, data, tmp_path):
     assert (tmp_path / "routing" / "routing.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_length_grouped_batches_cover_every_example_once_with_little_padding():
+    from mmbert.loop import LengthGroupedBatches
+
+    lengths = np.random.default_rng(0).integers(4, 128, 1000).tolist()
+    sampler = LengthGroupedBatches(lengths, 32, seed=7)
+    batches = list(sampler)
+    assert len(batches) == len(sampler) == 32 and [len(b) for b in batches].count(32) == 31
+    assert sorted(i for b in batches for i in b) == list(range(1000))
+    assert batches == list(sampler)  # a resumed epoch sees the same batches
+    assert batches != list(LengthGroupedBatches(lengths, 32, seed=8))
+    padded = sum(len(b) * max(lengths[i] for i in b) for b in batches)
+    shuffled = np.random.default_rng(1).permutation(1000)
+    padded_at_random = sum(32 * max(lengths[i] for i in shuffled[s:s + 32]) for s in range(0, 1000, 32))
+    assert padded < 0.6 * padded_at_random
+
+
 def test_cli_train_and_pretrain(run, data, tmp_path, tiny_whisper):
     common = ["--config", "tiny", "--train", data / "train.jsonl", "--dev", data / "dev.jsonl",
               "--whisper", tiny_whisper, "--speech-cache", tmp_path / "speech", "-q"]
