@@ -39,7 +39,8 @@ PRESETS = {  # name -> (vocabulary, attention, feed-forward, output) factorised
 @dataclasses.dataclass
 class HabertorConfig(Settings):
     """The model's shape (paper Table 2's VAFOQF by default, vocabulary from the tokenizer): sizes V, E,
-    H, L, heads, C, I and the feed-forward width (4H), and the four factorisation switches."""
+    H, L, heads, C, I and the feed-forward width (4H), and the four factorisation switches;
+    ``initializer_range``: the spread of the new token and position tables, as BERT's."""
 
     vocab_size: int = 40000
     embedding_size: int = 128
@@ -51,6 +52,7 @@ class HabertorConfig(Settings):
     feedforward_size: int = 1536
     max_position: int = 512
     dropout: float = 0.1
+    initializer_range: float = 0.02
     pad_token_id: int = 0
     factorize_vocab: bool = True
     factorize_attention: bool = True
@@ -60,7 +62,8 @@ class HabertorConfig(Settings):
         "vocab_size": Interval(int, 1), "embedding_size": Interval(int, 4), "hidden_size": Interval(int, 4),
         "num_layers": Interval(int, 1), "num_heads": Interval(int, 1), "attention_size": Interval(int, 4),
         "intermediate_size": Interval(int, 4), "feedforward_size": Interval(int, 4), "max_position": Interval(int, 8),
-        "dropout": Interval(float, 0, 1, closed="left"), "pad_token_id": Interval(int, 0),
+        "dropout": Interval(float, 0, 1, closed="left"), "initializer_range": Interval(float, 0, closed="neither"),
+        "pad_token_id": Interval(int, 0),
         **{f"factorize_{part}": Options(True, False) for part in ("vocab", "attention", "feedforward", "output")}}
 
     def __post_init__(self) -> None:
@@ -127,8 +130,19 @@ class HabertorEmbeddings(nn.Module):
         else:
             self.tokens = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
         self.positions = nn.Embedding(config.max_position, config.hidden_size)
+        # BERT's N(0, 0.02), not torch's N(0, 1): the masked-LM decoder is the token table, and at N(0, 1)
+        # its first logits spread ~6 wide, which held pre-training at the unigram loss for an epoch
+        for table in (self.token_table, self.positions.weight):
+            nn.init.normal_(table, std=config.initializer_range)
+        with torch.no_grad():
+            self.token_table[config.pad_token_id].zero_()
         self.norm = nn.LayerNorm(config.hidden_size)
         self.dropout = nn.Dropout(config.dropout)
+
+    @property
+    def token_table(self) -> nn.Parameter:
+        """The V x E (factorised) or V x H token table."""
+        return self.tokens.table.weight if isinstance(self.tokens, QuaternionEmbedding) else self.tokens.weight
 
     def forward(self, token_embeds: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(token_embeds.shape[1], device=token_embeds.device)
@@ -221,17 +235,13 @@ class HabertorForMaskedLM(nn.Module):
         self.transform = nn.Sequential(nn.Linear(h, h), nn.GELU(), nn.LayerNorm(h), nn.Linear(h, width))
         self.decoder_bias = nn.Parameter(torch.zeros(config.vocab_size))
 
-    def token_table(self) -> torch.Tensor:
-        tokens = self.habertor.embeddings.tokens
-        return tokens.table.weight if isinstance(tokens, QuaternionEmbedding) else tokens.weight
-
     def masked_lm_loss(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                        labels: torch.Tensor) -> torch.Tensor:
         """Cross-entropy on the masked positions (labels != -100) only: the vocabulary projection is
         most of a small model's compute, and most positions are not masked."""
         hidden = self.habertor(attention_mask, input_ids=input_ids)
         masked = labels != -100
-        logits = self.transform(hidden[masked]) @ self.token_table().T + self.decoder_bias
+        logits = self.transform(hidden[masked]) @ self.habertor.embeddings.token_table.T + self.decoder_bias
         return F.cross_entropy(logits, labels[masked])
 
 

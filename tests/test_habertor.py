@@ -102,6 +102,21 @@ def test_pretraining_writes_a_backbone_with_a_vocabulary_of_the_corpus_and_the_c
     assert HabertorConfig.from_pretrained(str(habertor_backbone)).vocab_size == len(tokenizer)
 
 
+def test_a_new_masked_lm_guesses_about_uniformly():
+    # The decoder is the token table: drawn at torch's N(0, 1) it started far above ln V and took an
+    # epoch of COLD to come down to the unigram loss.
+    from attacks.habertor_model import HabertorForMaskedLM
+
+    for preset in ("vafoqf", "habertor"):
+        torch.manual_seed(0)
+        config = HabertorConfig.preset(preset, **{**TINY, "vocab_size": 2000})
+        model = HabertorForMaskedLM(config).eval()
+        ids = torch.randint(5, 2000, (8, 24))
+        labels = torch.where(torch.rand(8, 24) < 0.3, ids, -100)
+        loss = model.masked_lm_loss(ids, torch.ones_like(ids), labels).item()
+        assert abs(loss - np.log(2000)) < 0.5, (preset, loss)
+
+
 def test_an_interrupted_pretraining_resumes_to_the_same_model(sample_path, tmp_path):
     from safetensors.torch import load_file
 
