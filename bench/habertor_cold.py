@@ -101,7 +101,8 @@ def main() -> None:
         if not (out / "victim.json").exists():
             run(f"train {adv}", [BIN / "attacks", "train", "--model", "habertor", "--backbone", lm, "--source-field",
                                  "topic", "--adv", adv, "--train", data["train"], "--dev", data["dev"], "--config",
-                                 work / "finetune.yaml", "--out", out, "-q"], steps)
+                                 work / "finetune.yaml", "--out", out, "-q",
+                                 *(["--resume"] if (out / "checkpoint").exists() else [])], steps)
     bert = args.compare or args.work / "regularizers" / "victims" / "bert-none"
     if (bert / "victim.json").exists():
         victims.append(bert)
