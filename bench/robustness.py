@@ -5,8 +5,9 @@ Run from the repository root after ``bench/victims.py`` (and ``--neural`` for be
 evaluations are ``attacks evaluate`` runs into ``bench/work/robustness/``, which resume themselves.
 
 - Victims: the conventional ones worth their prediction time (``--conventional``, trained here on
-  COLD train with ``attacks train`` and their default settings), and ``bert`` / ``chinesebert`` from
-  ``bench/work/victims/`` when ``bench/victims.py --neural`` has trained them.
+  COLD train with ``attacks train`` and their default settings), ``bert`` / ``chinesebert`` from
+  ``bench/work/victims/`` when ``bench/victims.py --neural`` has trained them, and any other trained
+  torch victim named with ``--victim DIR`` (HABERTOR from ``bench/habertor_cold.py``).
 - Cloak attacks: every op in keyword mode (the lexicon's terms), 2 variants, all 5,323 COLD test posts.
 - The search attack with every op, a budget of 200 queries a post, words ranked by deletion for every
   victim alike (``bench/search_importance.py`` compares the gradient ranking), the first ``--search-limit`` test posts
@@ -51,6 +52,9 @@ def main() -> None:
     ap.add_argument("--conventional", default="tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt")
     ap.add_argument("--neural", default="bert,chinesebert", help="torch victims from bench/victims.py --neural, "
                     "where trained")
+    ap.add_argument("--victim", type=Path, action="append", default=[],
+                    help="another trained torch victim folder to attack like bert (e.g. a HABERTOR from "
+                    "bench/habertor_cold.py); repeatable")
     ap.add_argument("--embedding-limit", type=int, default=300)
     ap.add_argument("--search-limit", type=int, default=1000)
     ap.add_argument("--neural-search-limit", type=int, default=300)
@@ -72,6 +76,10 @@ def main() -> None:
         victims.append(folder)
     conventional = list(victims)
     neural = [victims_dir / n for n in args.neural.split(",") if n and (victims_dir / n / "victim.json").exists()]
+    for folder in args.victim:
+        if not (folder / "victim.json").exists():
+            raise SystemExit(f"--victim {folder}: no victim.json there (train it first)")
+        neural.append(folder)
     victims += neural
 
     def victim_flags(folders):
