@@ -10,10 +10,10 @@ command a user runs, timed as a whole:
    from (4 layers, 256 wide; C 128, I 128, E 128), a SentencePiece vocabulary of 20,000, tau 2,
    ``--epochs`` epochs (1 by default: a session's budget; the paper runs 60);
 2. ``attacks train --model habertor --source-field topic --adv X`` for X in adaptive, none and fgm
-   (eps 1), on ``--train-size`` COLD train posts (a seeded sample, 10,000 by default: the same posts
+   (its default eps), on ``--train-size`` COLD train posts (a seeded sample, 10,000 by default: the same posts
    ``bench/regularizers.py`` trains on; dev: the first 1,000 COLD dev posts), ``--finetune-epochs``
    epochs at lr 1e-4 (the small ``bert`` victim's recipe);
-3. ``attacks evaluate --attacks fgm --eps 0.5,1`` on all 5,323 COLD test posts, the three HABERTORs and
+3. ``attacks evaluate --attacks fgm --eps 0.1,0.25,0.5,1`` on all 5,323 COLD test posts, the three HABERTORs and
    a small ``bert`` side by side (``--compare``; by default, where ``bench/regularizers.py`` has trained
    it, its ``bert-none``: same shape, same pre-training corpus, same posts, one epoch): macro-F1, AUC,
    AP and FPR@5%FNR clean, and macro-F1 under FGM.
@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+EVAL_EPS = "0.1,0.25,0.5,1"  # a COLD post's embeddings have a median L2 norm of about 3.8
 sys.path.insert(0, str(REPO))
 
 from bench.backbone import SHARED, corpus  # noqa: E402
@@ -109,7 +110,7 @@ def main() -> None:
     evaluation = work / "evaluate"
     if not (evaluation / "summary.json").exists():
         run("evaluate", [BIN / "attacks", "evaluate", *(x for v in victims for x in ("--victim", v)), "--data",
-                         data["test"], "--attacks", "fgm", "--eps", "0.5,1", "--out", evaluation, "-q"], steps)
+                         data["test"], "--attacks", "fgm", "--eps", EVAL_EPS, "--out", evaluation, "-q"], steps)
     summary = json.loads((evaluation / "summary.json").read_text())
 
     table = {}
