@@ -330,8 +330,8 @@ def markdown(report: dict) -> str:
     out = ["# Robustness report", ""]
     out += [f"- `{r['label']}`: {r['data'].get('records')} records of {_md(str(r['data'].get('path')))} "
             f"(sha256 {str(r['data'].get('sha256'))[:12]}), written {r['written']}" for r in report["results"]]
-    out += [f"- `{_md(victim)}`: {_md(described)}" for r in report["results"]
-            for victim, described in r["victims"].items()]
+    described = dict.fromkeys(pair for r in report["results"] for pair in r["victims"].items())  # each victim once
+    out += [f"- `{_md(victim)}`: {_md(text)}" for victim, text in described]
     out += [""] + [f"- {_md(line)}" for line in report["headlines"]]
     out += ["", "## Macro-F1 under each attack", "",
             "Clean macro-F1, then its change under each attack (attacked - clean); `-` where the attack does "

@@ -128,11 +128,12 @@ def test_the_markdown_has_a_row_per_victim_and_no_live_markup(report_dir):
 
 
 def test_folders_compare_side_by_side(results, tmp_path):
-    from attacks.report import build_report, load_results
+    from attacks.report import build_report, load_results, markdown
 
     twice = build_report([load_results(str(results), "before"), load_results(str(results), "after")])
     assert [r["row"] for r in twice["matrix"]] == ["before / tfidf-lr", "before / bert", "after / tfidf-lr",
                                                    "after / bert"]
+    assert markdown(twice).count("- `bert`: head linear, regularizer ear") == 1  # a victim in both: said once
     with pytest.raises(ValueError, match="share the label"):
         build_report([load_results(str(results)), load_results(str(results))])
 
