@@ -349,6 +349,8 @@ def _numbers(option: str, text: str) -> list[float]:
                    "them all at once [default: every op].")
 @click.option("--query-budget", type=click.IntRange(1), default=200, show_default=True,
               help="The search: victim queries per post at most.")
+@click.option("--max-candidates", type=click.IntRange(1), default=30, show_default=True,
+              help="The search: candidate substitutions scored at each word at most (the ops taking turns).")
 @click.option("--importance", type=click.Choice(["auto", "deletion", "gradient"]), default="auto", show_default=True,
               help="The search: rank a post's words by deleting each (a query a word) or by the gradient (one "
                    "pass a post; victims with input embeddings); auto takes the gradient where there is one.")
@@ -368,8 +370,8 @@ def _numbers(option: str, text: str) -> list[float]:
 @click.option("--batch-size", type=click.IntRange(1), default=64, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
-def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, importance, mode, rate, variants, eps,
-             steps, limit, seed, shard, batch_size, quiet) -> None:
+def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, max_candidates, importance, mode, rate,
+             variants, eps, steps, limit, seed, shard, batch_size, quiet) -> None:
     """Attack every victim with every attack; per-post outcomes and summary.json in OUT (resumable)."""
     import os
 
@@ -403,7 +405,8 @@ def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, i
             attacks += [EmbeddingAttack(eps=e, steps=1 if kind == "fgm" else steps) for e in _numbers("--eps", eps)]
         elif kind == "search":
             searched = ",".join(dict.fromkeys(o for m in (ops or "").split(",") for o in m.split("+") if o.strip()))
-            attacks.append(SearchAttack(ops=searched, query_budget=query_budget, importance=importance))
+            attacks.append(SearchAttack(ops=searched, query_budget=query_budget, max_candidates=max_candidates,
+                                        importance=importance))
         else:
             mixes = [m.strip().replace("+", ",") for m in (ops or ",".join(available_ops())).split(",") if m.strip()]
             modes = ["keyword", "full"] if mode == "both" else [mode]

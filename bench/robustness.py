@@ -35,6 +35,14 @@ SHARED = REPO.parent / "shared" / "data"
 EPS = "0.1,0.25,0.5,1,2"
 
 
+def cold_test(work: Path) -> Path:
+    """The COLD test records this benchmark converts, which the search benchmarks attack too."""
+    data = work / "robustness" / "cold_test.jsonl"
+    if not data.exists():
+        raise SystemExit(f"{data}: run bench/robustness.py first (it converts COLD test)")
+    return data
+
+
 def run(args: list) -> dict:
     command = " ".join(str(a).replace(str(REPO) + "/", "") for a in args)
     print(command, flush=True)

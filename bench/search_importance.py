@@ -28,6 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.long_posts import BIN, measure  # noqa: E402
 from bench.machine import machine_info  # noqa: E402
+from bench.robustness import cold_test  # noqa: E402
 from bench.summary import print_summary  # noqa: E402
 from cloak.io import write_atomic  # noqa: E402
 
@@ -43,9 +44,7 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=200)
     args = ap.parse_args()
     started = time.perf_counter()
-    data = args.work / "robustness" / "cold_test.jsonl"
-    if not data.exists():
-        raise SystemExit(f"{data}: run bench/robustness.py first (it converts COLD test)")
+    data = cold_test(args.work)
     victims = [args.work / "victims" / n for n in args.victims.split(",")]
     for folder in victims:
         if not (folder / "victim.json").exists():

@@ -337,9 +337,11 @@ def test_the_search_command(sample_path, tmp_path, tfidf):
     tfidf.save(str(tmp_path / "tfidf-lr"))
     result = CliRunner().invoke(main, ["evaluate", "--victim", str(tmp_path / "tfidf-lr"), "--data", str(data),
                                        "--attacks", "search", "--ops", "similar+homophone", "--query-budget", "50",
-                                       "--out", str(tmp_path / "eval"), "-q"])
+                                       "--max-candidates", "3", "--out", str(tmp_path / "eval"), "-q"])
     assert result.exit_code == 0, result.output
-    figures = json.loads((tmp_path / "eval" / "summary.json").read_text())["victims"]["tfidf-lr"]["attacks"]
+    summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
+    assert summary["attacks"]["search:similar+homophone"]["max_candidates"] == 3
+    figures = summary["victims"]["tfidf-lr"]["attacks"]
     counts = figures["search:similar+homophone"]["textattack"]
     assert counts["successes"] + counts["failures"] + counts["skipped"] == 40
     assert 0 < counts["queries_per_example"] <= 50

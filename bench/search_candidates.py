@@ -1,0 +1,88 @@
+"""The search attack's candidates a word (``--max-candidates``): how many to score before moving on.
+
+Run from the repository root after ``bench/robustness.py`` (its COLD test file and the conventional
+victims) and ``bench/victims.py --neural`` (``bert``): ``.venv/bin/python bench/search_candidates.py``;
+writes ``bench/results/search_candidates.json``.
+
+With every op a word has many candidates (a median of 93 on COLD test), and the search scores up to
+``--max-candidates`` of them at each word, the ops taking turns, so the cap decides how many words a
+query budget reaches. The same command for each cap, differing only in ``--max-candidates``::
+
+    attacks evaluate --victim bench/work/victims/tfidf-lr ... --data bench/work/robustness/cold_test.jsonl \\
+        --attacks search --query-budget 200 --importance deletion --limit 1000 --max-candidates 10
+
+on the first ``--limit`` COLD test posts for the conventional victims and ``--neural-limit`` for the
+torch ones (deletion ranking for all, as ``bench/robustness.py``). Reported per victim and cap:
+success rate, accuracy under attack, queries a post, characters changed, and each command's wall time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.long_posts import BIN, measure  # noqa: E402
+from bench.machine import machine_info  # noqa: E402
+from bench.robustness import cold_test  # noqa: E402
+from bench.summary import print_summary  # noqa: E402
+from cloak.io import write_atomic  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "search_candidates.json")
+    ap.add_argument("--caps", default="30,15,10", help="the --max-candidates values to compare")
+    ap.add_argument("--conventional", default="tfidf-lr,bow-lr,bow-gbt")
+    ap.add_argument("--neural", default="bert")
+    ap.add_argument("--limit", type=int, default=1000)
+    ap.add_argument("--neural-limit", type=int, default=300)
+    ap.add_argument("--budget", type=int, default=200)
+    args = ap.parse_args()
+    started = time.perf_counter()
+    data = cold_test(args.work)
+    groups = [(g, [args.work / "victims" / n for n in names.split(",") if n], limit)
+              for g, names, limit in (("conventional", args.conventional, args.limit),
+                                      ("neural", args.neural, args.neural_limit))]
+    for _, folders, _ in groups:
+        for folder in folders:
+            if not (folder / "victim.json").exists():
+                raise SystemExit(f"{folder}: no trained victim (bench/robustness.py, bench/victims.py --neural)")
+    runs, table = {}, {}
+    for cap in (int(c) for c in args.caps.split(",")):
+        for group, folders, limit in groups:
+            if not folders:
+                continue
+            out = args.work / "search_candidates" / f"{group}-{cap}"
+            command = [BIN / "attacks", "evaluate", *(x for f in folders for x in ("--victim", f)), "--data", data,
+                       "--attacks", "search", "--query-budget", str(args.budget), "--importance", "deletion",
+                       "--limit", str(limit), "--max-candidates", str(cap), "--out", out, "-q"]
+            shown = " ".join(str(a).replace(str(REPO) + "/", "") for a in command)
+            print(shown, flush=True)
+            result = measure(command)
+            if result["exit"] != 0:
+                raise SystemExit(f"failed: {result['stderr']}")
+            runs[f"{group} {cap}"] = {"command": shown, **result}
+            summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+            for victim, entry in summary["victims"].items():
+                figures = entry["attacks"]["search"]
+                table.setdefault(victim, {"posts": limit, "clean_macro_f1": entry["clean"]["f1"]})[str(cap)] = {
+                    "macro_f1": figures["all"]["f1"], "perturbed_share": figures["perturbed_share"],
+                    **figures["textattack"]}
+    result = {"benchmark": "bench/search_candidates.py", "machine": machine_info(("scikit-learn", "torch")),
+              "query_budget": args.budget, "runs": runs, "victims": table,
+              "seconds": round(time.perf_counter() - started, 1)}
+    write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+    rows = [(f"{victim} cap {cap}", f"{figures['success_rate']:.1%} success",
+             f"{figures['queries_per_example']:.1f} queries")
+            for victim, row in table.items() for cap, figures in row.items() if isinstance(figures, dict)]
+    print_summary(rows, args.out, time.perf_counter() - started)
+
+
+if __name__ == "__main__":
+    main()
