@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-EVAL_EPS = "0.1,0.25,0.5,1"  # a COLD post's embeddings have a median L2 norm of about 3.8
 sys.path.insert(0, str(REPO))
 
 from bench.backbone import SHARED, corpus  # noqa: E402
@@ -41,6 +40,7 @@ from cloak.io import write_atomic  # noqa: E402
 SHAPE = {"embedding_size": 128, "hidden_size": 256, "num_layers": 4, "num_heads": 4, "attention_size": 128,
          "intermediate_size": 128, "feedforward_size": 1024, "max_position": 128}
 ADVERSARIAL = ("adaptive", "none", "fgm")
+EVAL_EPS = "0.1,0.25,0.5,1"  # a COLD post's embeddings have a median L2 norm of about 3.8
 
 
 def write_jsonl(path: Path, records) -> None:

@@ -52,6 +52,15 @@ def run(args: list) -> dict:
     return {"command": command, **result}
 
 
+def search_figures(out: Path) -> dict[str, tuple[float, dict]]:
+    """Per victim of an ``attacks evaluate --attacks search`` folder: clean macro-F1 and the search's
+    figures (macro-F1 under attack, characters changed and TextAttack's counts)."""
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    return {victim: (entry["clean"]["f1"], {"macro_f1": (f := entry["attacks"]["search"])["all"]["f1"],
+                                            "perturbed_share": f["perturbed_share"], **f["textattack"]})
+            for victim, entry in summary["victims"].items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cold", type=Path, default=SHARED / "cold")

@@ -26,9 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.long_posts import BIN, measure  # noqa: E402
+from bench.long_posts import BIN  # noqa: E402
 from bench.machine import machine_info  # noqa: E402
-from bench.robustness import cold_test  # noqa: E402
+from bench.robustness import cold_test, run, search_figures  # noqa: E402
 from bench.summary import print_summary  # noqa: E402
 from cloak.io import write_atomic  # noqa: E402
 
@@ -62,25 +62,16 @@ def main() -> None:
             command = [BIN / "attacks", "evaluate", *(x for f in folders for x in ("--victim", f)), "--data", data,
                        "--attacks", "search", "--query-budget", str(args.budget), "--importance", "deletion",
                        "--limit", str(limit), "--max-candidates", str(cap), "--out", out, "-q"]
-            shown = " ".join(str(a).replace(str(REPO) + "/", "") for a in command)
-            print(shown, flush=True)
-            result = measure(command)
-            if result["exit"] != 0:
-                raise SystemExit(f"failed: {result['stderr']}")
-            runs[f"{group} {cap}"] = {"command": shown, **result}
-            summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-            for victim, entry in summary["victims"].items():
-                figures = entry["attacks"]["search"]
-                table.setdefault(victim, {"posts": limit, "clean_macro_f1": entry["clean"]["f1"]})[str(cap)] = {
-                    "macro_f1": figures["all"]["f1"], "perturbed_share": figures["perturbed_share"],
-                    **figures["textattack"]}
+            runs[f"{group} {cap}"] = run(command)
+            for victim, (clean, figures) in search_figures(out).items():
+                table.setdefault(victim, {"posts": limit, "clean_macro_f1": clean, "caps": {}})["caps"][cap] = figures
     result = {"benchmark": "bench/search_candidates.py", "machine": machine_info(("scikit-learn", "torch")),
               "query_budget": args.budget, "runs": runs, "victims": table,
               "seconds": round(time.perf_counter() - started, 1)}
     write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
     rows = [(f"{victim} cap {cap}", f"{figures['success_rate']:.1%} success",
              f"{figures['queries_per_example']:.1f} queries")
-            for victim, row in table.items() for cap, figures in row.items() if isinstance(figures, dict)]
+            for victim, row in table.items() for cap, figures in row["caps"].items()]
     print_summary(rows, args.out, time.perf_counter() - started)
 
 

@@ -26,9 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.long_posts import BIN, measure  # noqa: E402
+from bench.long_posts import BIN  # noqa: E402
 from bench.machine import machine_info  # noqa: E402
-from bench.robustness import cold_test  # noqa: E402
+from bench.robustness import cold_test, run, search_figures  # noqa: E402
 from bench.summary import print_summary  # noqa: E402
 from cloak.io import write_atomic  # noqa: E402
 
@@ -55,17 +55,9 @@ def main() -> None:
         command = [BIN / "attacks", "evaluate", *(x for f in victims for x in ("--victim", f)), "--data", data,
                    "--attacks", "search", "--query-budget", str(args.budget), "--limit", str(args.limit),
                    "--importance", ranking, "--out", out, "-q"]
-        print(" ".join(str(a).replace(str(REPO) + "/", "") for a in command), flush=True)
-        result = measure(command)
-        if result["exit"] != 0:
-            raise SystemExit(f"failed: {result['stderr']}")
-        runs[ranking] = {"command": " ".join(str(a).replace(str(REPO) + "/", "") for a in command), **result}
-        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-        for victim, entry in summary["victims"].items():
-            figures = entry["attacks"]["search"]
-            table.setdefault(victim, {"clean_macro_f1": entry["clean"]["f1"]})[ranking] = {
-                "macro_f1": figures["all"]["f1"], "perturbed_share": figures["perturbed_share"],
-                **figures["textattack"]}
+        runs[ranking] = run(command)
+        for victim, (clean, figures) in search_figures(out).items():
+            table.setdefault(victim, {"clean_macro_f1": clean})[ranking] = figures
     result = {"benchmark": "bench/search_importance.py", "machine": machine_info(("torch",)),
               "posts": args.limit, "query_budget": args.budget, "runs": runs, "victims": table,
               "seconds": round(time.perf_counter() - started, 1)}
