@@ -15,6 +15,8 @@ import numpy as np
 from cloak.io import RecordError, batched, check_files, check_records, dump_record, read_records, write_atomic
 from cloak.params import ParameterError, validate
 
+from .search import SearchAttack  # its defaults are the CLI's; importing it loads neither torch nor jieba
+
 EXAMPLES = """
 \b
 Examples:
@@ -347,9 +349,9 @@ def _numbers(option: str, text: str) -> list[float]:
 @click.option("--ops", default=None, metavar="OPS",
               help="Cloak attacks, one per op; join ops with + for a mix (homophone+emoji). The search uses "
                    "them all at once [default: every op].")
-@click.option("--query-budget", type=click.IntRange(1), default=200, show_default=True,
+@click.option("--query-budget", type=click.IntRange(1), default=SearchAttack.query_budget, show_default=True,
               help="The search: victim queries per post at most.")
-@click.option("--max-candidates", type=click.IntRange(1), default=30, show_default=True,
+@click.option("--max-candidates", type=click.IntRange(1), default=SearchAttack.max_candidates, show_default=True,
               help="The search: candidate substitutions scored at each word at most (the ops taking turns).")
 @click.option("--importance", type=click.Choice(["auto", "deletion", "gradient"]), default="auto", show_default=True,
               help="The search: rank a post's words by deleting each (a query a word) or by the gradient (one "
@@ -397,7 +399,6 @@ def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, m
     from .evaluate import data_info
     from .evaluate import evaluate as run_evaluation
     from .fgm import EmbeddingAttack
-    from .search import SearchAttack
 
     attacks: list = []
     for kind in kinds:

@@ -40,7 +40,7 @@ class SearchAttack:
 
     ops: str = ""
     query_budget: int = 200
-    max_candidates: int = 30
+    max_candidates: int = 10
     chunk: int = 4
     importance: str = "auto"
     _parameter_constraints = {"query_budget": Interval(int, 1), "max_candidates": Interval(int, 1),
@@ -49,9 +49,9 @@ class SearchAttack:
     def __post_init__(self) -> None:
         validate_fields(self, "search attack")
         self.op_list = parse_ops(self.ops or ",".join(available_ops()))
-        for op in self.op_list:
-            op.prepare()
-        self.words = Perturber(targets="all", rate=1.0)  # the spans: jieba's words, protected spans dropped
+        # the spans: jieba's words, protected spans dropped; prepare() loads the ops' tables and the word
+        # matcher (1 s) now rather than inside the first attack
+        self.words = Perturber(ops=self.op_list, targets="all", rate=1.0).prepare()
 
     @property
     def name(self) -> str:

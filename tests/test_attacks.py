@@ -361,3 +361,20 @@ def test_shards_merge_into_the_unsharded_run(tfidf, tiny_bert, posts, tmp_path):
     assert joined == whole
     for name in ("bert/clean.jsonl", "tfidf/cloak-emoji@full0.5.jsonl", "bert/pgd@0.5.jsonl"):
         assert (tmp_path / "joined" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
+
+
+def test_the_search_tries_each_ops_best_substitution_before_any_seconds():
+    from attacks.search import SearchAttack
+
+    text, start, end = "白人都是垃圾", 0, 2
+    search = SearchAttack(max_candidates=6)
+    per_op = [op.candidates(text, start, end) for op in search.op_list]
+    keys = [[(c.start, c.end, c.dst) for c in found] for found in per_op if found]
+    assert len(keys) > 6  # more ops can change the word than the cap lets in
+    merged = [(c.start, c.end, c.dst) for c in search.span_candidates(text, start, end)]
+    assert len(merged) == len(set(merged)) == 6
+    assert merged == list(dict.fromkeys(k[0] for k in keys))[:6]  # one from each op in turn, the best of each
+    assert [(c.start, c.end, c.dst) for c in SearchAttack(max_candidates=4).span_candidates(text, start, end)] \
+        == merged[:4]
+    everything = [(c.start, c.end, c.dst) for c in SearchAttack(max_candidates=1000).span_candidates(text, start, end)]
+    assert set(everything) == {k for found in keys for k in found}
