@@ -30,6 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from attacks.search import SearchAttack  # noqa: E402
 from bench.backbone import SHARED  # noqa: E402
 from bench.habertor_cold import run, write_jsonl  # noqa: E402
 from bench.long_posts import BIN  # noqa: E402
@@ -67,6 +68,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--test-size", type=int, default=None, help="the first N COLD test posts (all by default)")
     ap.add_argument("--search-limit", type=int, default=200)
+    ap.add_argument("--max-candidates", type=int, default=SearchAttack.max_candidates)
     args = ap.parse_args()
     if not (args.backbone / "config.json").exists():
         raise SystemExit(f"no backbone in {args.backbone}: run bench/backbone.py first")
@@ -97,7 +99,7 @@ def main() -> None:
     victim_flags = [x for v in victims for x in ("--victim", v)]
     evaluations = {"homophone": ["--attacks", "cloak", "--ops", "homophone", "--variants", "2"],
                    "search": ["--attacks", "search", "--query-budget", "200", "--importance", "deletion",
-                              "--limit", str(args.search_limit)]}
+                              "--max-candidates", str(args.max_candidates), "--limit", str(args.search_limit)]}
     for key, flags in evaluations.items():
         if not (work / key / "summary.json").exists():
             run(f"evaluate {key}", [BIN / "attacks", "evaluate", *victim_flags, "--data", data["test"], *flags,

@@ -26,6 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from attacks.search import SearchAttack  # noqa: E402
 from bench.long_posts import BIN, measure  # noqa: E402
 from bench.machine import machine_info  # noqa: E402
 from bench.summary import print_summary  # noqa: E402
@@ -75,6 +76,8 @@ def main() -> None:
     ap.add_argument("--embedding-limit", type=int, default=300)
     ap.add_argument("--search-limit", type=int, default=1000)
     ap.add_argument("--neural-search-limit", type=int, default=300)
+    ap.add_argument("--max-candidates", type=int, default=SearchAttack.max_candidates,
+                    help="the search's candidates scored at each word (default: attacks evaluate's)")
     args = ap.parse_args()
     started = time.perf_counter()
     work, victims_dir = args.work / "robustness", args.work / "victims"
@@ -106,11 +109,13 @@ def main() -> None:
                              "--attacks", "cloak", "--variants", "2", "--out", work / "cloak", "-q"])}
     timings["search"] = run([BIN / "attacks", "evaluate", *victim_flags(conventional), "--data", data["test"],
                              "--attacks", "search", "--query-budget", "200", "--importance", "deletion",
+                             "--max-candidates", str(args.max_candidates),
                              "--limit", str(args.search_limit),
                              "--out", work / "search", "-q"])
     if neural:  # a torch victim answers ~100 posts/s on one core: its search and FGM / PGD get fewer posts
         timings["search-neural"] = run([BIN / "attacks", "evaluate", *victim_flags(neural), "--data", data["test"],
                                         "--attacks", "search", "--query-budget", "200", "--importance", "deletion",
+                                        "--max-candidates", str(args.max_candidates),
                                         "--limit", str(args.neural_search_limit), "--out", work / "search-neural",
                                         "-q"])
         timings["embedding"] = run([BIN / "attacks", "evaluate", *victim_flags(neural), "--data", data["test"],

@@ -28,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from attacks.search import SearchAttack  # noqa: E402
 from bench.machine import machine_info  # noqa: E402
 from bench.summary import print_summary  # noqa: E402
 from cloak.convert import read_dataset  # noqa: E402
@@ -56,11 +57,9 @@ def totals(results: list[dict], seconds: float, extra_query: int = 0) -> dict:
             "seconds": round(seconds, 2), "posts_per_second": round(len(results) / seconds, 2)}
 
 
-def ours(victim, records: list[dict], ops: str, budget: int) -> tuple[dict, list[dict]]:
-    from attacks.search import SearchAttack
-
+def ours(victim, records: list[dict], ops: str, budget: int, max_candidates: int) -> tuple[dict, list[dict]]:
     # deletion importance, as TextAttack's GreedyWordSwapWIR here; + the original's query, as TextAttack counts
-    attack = SearchAttack(ops=ops, query_budget=budget - 1, importance="deletion")
+    attack = SearchAttack(ops=ops, query_budget=budget - 1, max_candidates=max_candidates, importance="deletion")
     clean = victim.predict_proba([r["text"] for r in records])
     started = time.perf_counter()
     outcomes = attack.attack(victim, records, range(len(records)), clean)
@@ -78,6 +77,8 @@ def main() -> None:
     ap.add_argument("--textattack-python", type=Path, default=TEXTATTACK)
     ap.add_argument("--posts", type=int, default=200)
     ap.add_argument("--budget", type=int, default=200)
+    ap.add_argument("--max-candidates", type=int, default=SearchAttack.max_candidates,
+                    help="our search's candidates scored at each word")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "search_attack.json")
     args = ap.parse_args()
     started = time.perf_counter()
@@ -101,7 +102,7 @@ def main() -> None:
         records = [r for r, p in zip(test, probs) if p.argmax() == 1][:args.posts]
         data = work / f"{name}_posts.jsonl"
         write_atomic(data, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode())
-        entry = {}
+        entry = {"max_candidates": args.max_candidates}
         out = work / f"{name}_textattack.json"
         t0 = time.perf_counter()
         subprocess.run([str(args.textattack_python), str(REPO / "bench" / "textattack_search.py"), "--victim",
@@ -113,7 +114,7 @@ def main() -> None:
                                "command_seconds": round(command_seconds, 1)}
         for label, ops in (("ours_similar", "similar"), ("ours_all_ops", "")):
             t0 = time.perf_counter()
-            figures, results = ours(victim, records, ops, args.budget)
+            figures, results = ours(victim, records, ops, args.budget, args.max_candidates)
             entry[label] = figures
             write_atomic(work / f"{name}_{label}.json", json.dumps(results, ensure_ascii=False).encode())
         evaluate_dir = work / f"{name}_evaluate"
@@ -121,7 +122,8 @@ def main() -> None:
         t0 = time.perf_counter()
         subprocess.run([str(Path(sys.executable).parent / "attacks"), "evaluate", "--victim", str(folder), "--data",
                         str(data), "--attacks", "search", "--ops", "similar", "--query-budget", str(args.budget - 1),
-                        "--importance", "deletion", "--out", str(evaluate_dir), "-q"],
+                        "--max-candidates", str(args.max_candidates), "--importance", "deletion",
+                        "--out", str(evaluate_dir), "-q"],
                        check=True, env=env, stderr=subprocess.DEVNULL)
         entry["ours_similar"]["command_seconds"] = round(time.perf_counter() - t0, 1)
         mine, peer = entry["ours_similar"], entry["textattack"]

@@ -14,6 +14,7 @@ query budget reaches. The same command for each cap, differing only in ``--max-c
 on the first ``--limit`` COLD test posts for the conventional victims and ``--neural-limit`` for the
 torch ones (deletion ranking for all, as ``bench/robustness.py``). Reported per victim and cap:
 success rate, accuracy under attack, queries a post, characters changed, and each command's wall time.
+A rerun adds to the JSON: the (victim, cap) pairs it measures replace their old figures, others stay.
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "search_candidates.json")
     ap.add_argument("--caps", default="30,15,10", help="the --max-candidates values to compare")
-    ap.add_argument("--conventional", default="tfidf-lr,bow-lr,bow-gbt")
+    ap.add_argument("--conventional", default="tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt")
     ap.add_argument("--neural", default="bert")
     ap.add_argument("--limit", type=int, default=1000)
     ap.add_argument("--neural-limit", type=int, default=300)
@@ -53,7 +54,9 @@ def main() -> None:
         for folder in folders:
             if not (folder / "victim.json").exists():
                 raise SystemExit(f"{folder}: no trained victim (bench/robustness.py, bench/victims.py --neural)")
-    runs, table = {}, {}
+    # a rerun adds to the figures already there: a (victim, cap) measured again replaces its old figures
+    old = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
+    runs, table = old.get("runs", {}), old.get("victims", {})
     for cap in (int(c) for c in args.caps.split(",")):
         for group, folders, limit in groups:
             if not folders:
@@ -64,7 +67,8 @@ def main() -> None:
                        "--limit", str(limit), "--max-candidates", str(cap), "--out", out, "-q"]
             runs[f"{group} {cap}"] = run(command)
             for victim, (clean, figures) in search_figures(out).items():
-                table.setdefault(victim, {"posts": limit, "clean_macro_f1": clean, "caps": {}})["caps"][cap] = figures
+                row = table.setdefault(victim, {"posts": limit, "clean_macro_f1": clean, "caps": {}})
+                row["caps"][str(cap)] = figures
     result = {"benchmark": "bench/search_candidates.py", "machine": machine_info(("scikit-learn", "torch")),
               "query_budget": args.budget, "runs": runs, "victims": table,
               "seconds": round(time.perf_counter() - started, 1)}

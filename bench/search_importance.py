@@ -26,6 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from attacks.search import SearchAttack  # noqa: E402
 from bench.long_posts import BIN  # noqa: E402
 from bench.machine import machine_info  # noqa: E402
 from bench.robustness import cold_test, run, search_figures  # noqa: E402
@@ -42,6 +43,7 @@ def main() -> None:
     ap.add_argument("--victims", default="bert,chinesebert")
     ap.add_argument("--limit", type=int, default=300)
     ap.add_argument("--budget", type=int, default=200)
+    ap.add_argument("--max-candidates", type=int, default=SearchAttack.max_candidates)
     args = ap.parse_args()
     started = time.perf_counter()
     data = cold_test(args.work)
@@ -54,13 +56,14 @@ def main() -> None:
         out = args.work / "search_importance" / ranking
         command = [BIN / "attacks", "evaluate", *(x for f in victims for x in ("--victim", f)), "--data", data,
                    "--attacks", "search", "--query-budget", str(args.budget), "--limit", str(args.limit),
+                   "--max-candidates", str(args.max_candidates),
                    "--importance", ranking, "--out", out, "-q"]
         runs[ranking] = run(command)
         for victim, (clean, figures) in search_figures(out).items():
             table.setdefault(victim, {"clean_macro_f1": clean})[ranking] = figures
     result = {"benchmark": "bench/search_importance.py", "machine": machine_info(("torch",)),
-              "posts": args.limit, "query_budget": args.budget, "runs": runs, "victims": table,
-              "seconds": round(time.perf_counter() - started, 1)}
+              "posts": args.limit, "query_budget": args.budget, "max_candidates": args.max_candidates, "runs": runs,
+              "victims": table, "seconds": round(time.perf_counter() - started, 1)}
     write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
     rows = [(f"{victim} {ranking}", f"{row[ranking]['success_rate']:.1%} success",
              f"{row[ranking]['queries_per_example']:.1f} queries")

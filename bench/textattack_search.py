@@ -16,6 +16,7 @@ import json
 import string
 import time
 
+import jieba
 import numpy as np
 import textattack
 from textattack.constraints.pre_transformation import RepeatModification, StopwordModification
@@ -49,6 +50,7 @@ def main() -> None:
     goal = UntargetedClassification(VictimWrapper(victim), query_budget=args.budget)
     constraints = [RepeatModification(), StopwordModification(stopwords=CHN_STOPWORD | set(string.punctuation))]
     attack = textattack.Attack(goal, constraints, ChineseMorphonymCharacterSwap(), GreedyWordSwapWIR("delete"))
+    jieba.initialize()  # its word splitter's dictionary (0.8 s), loaded before the clock as our word matcher is
     results = []
     started = time.perf_counter()
     for record in records:
