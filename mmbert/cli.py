@@ -12,6 +12,7 @@ import sys
 import click
 
 from cloak.io import RecordError, check_files, read_records
+from speech.tts import BACKENDS
 
 from .folder import peek_features
 
@@ -59,7 +60,7 @@ def _errors_reported(func):
 def _feature_options(func):
     """Overrides of the config's (or the model's) ``features`` section."""
     options = [
-        click.option("--tts", default=None, type=click.Choice(["tone", "kokoro-onnx", "kokoro"]),
+        click.option("--tts", default=None, type=click.Choice(BACKENDS),
                      help="TTS backend for the speech modality."),
         click.option("--tts-model", default=None, metavar="PATH", help="TTS model (kokoro-onnx: the .onnx file)."),
         click.option("--voice", default=None, help="TTS voice, e.g. zf_xiaobei."),

@@ -26,6 +26,7 @@ import copy
 import os
 
 from cloak.params import InstanceOf, Interval, Options, ParameterError, unknown_key, validate
+from speech.tts import BACKENDS
 
 from .configuration import BERT_SHAPE, MMBertConfig
 
@@ -39,7 +40,7 @@ GROUPS = ("aligners", "expert_text", "expert_speech", "expert_vision", "routers"
 RUN_CONFIG = {
     "model": {"backbone": PATH, **BERT_SHAPE, **{k: MMBertConfig._parameter_constraints[k] for k in MM_FIELDS}},
     "features": {
-        "tts": {"name": Options("tone", "kokoro-onnx", "kokoro"), "model": PATH, "voice": InstanceOf(str),
+        "tts": {"name": Options(*BACKENDS), "model": PATH, "voice": InstanceOf(str),
                 "speed": RATE, "max_chars": Interval(int, 1)},
         "whisper": PATH, "whisper_mode": Options("trimmed", "padded"), "speech_cache": PATH, "clip": PATH,
     },

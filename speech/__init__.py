@@ -1,7 +1,7 @@
 """speech: text-to-speech backends, audio cache and Whisper encoder features."""
 from .cache import AudioCache
 from .text import speakable
-from .tts import BACKENDS, KokoroBackend, KokoroOnnxBackend, ToneBackend, TTSBackend, make_backend
+from .tts import BACKENDS, EspeakBackend, KokoroBackend, KokoroOnnxBackend, ToneBackend, TTSBackend, make_backend
 
-__all__ = ["AudioCache", "BACKENDS", "KokoroBackend", "KokoroOnnxBackend", "ToneBackend", "TTSBackend",
-           "make_backend", "speakable"]
+__all__ = ["AudioCache", "BACKENDS", "EspeakBackend", "KokoroBackend", "KokoroOnnxBackend", "ToneBackend",
+           "TTSBackend", "make_backend", "speakable"]

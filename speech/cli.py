@@ -23,8 +23,9 @@ def _tts_options(func):
                      help="tone: deterministic, no weights (tests); kokoro-onnx: Kokoro-82M via "
                           "onnxruntime (--model .onnx); kokoro: the kokoro package on torch."),
         click.option("--model", metavar="PATH|NAME", help="TTS model: the .onnx for kokoro-onnx."),
-        click.option("--voice", default="zf_xiaobei", show_default=True,
-                     help="Mandarin voice (zf_* / zm_*) or a voice file."),
+        click.option("--voice", default=None,
+                     help="Kokoro's Mandarin voice (zf_* / zm_*, or a voice file; default zf_xiaobei) or eSpeak "
+                          "NG's (default cmn)."),
         click.option("--speed", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
                      help="Speaking rate."),
         click.option("--max-chars", type=click.IntRange(1), default=MAX_CHARS, show_default=True,

@@ -388,7 +388,8 @@ def test_evaluate_reads_posts_of_any_length_as_training_cut_them(stages, data, s
     ("train: {bach_size: 4}", "train: unknown parameter 'bach_size'; did you mean 'batch_size'?"),
     ("train: {stage3: {epoch: 10}}", "train.stage3: unknown parameter 'epoch'; did you mean 'epochs'?"),
     ("preset: smal", "unknown preset 'smal'; did you mean 'small'?"),
-    ("features: {tts: {name: kokoro_onnx}}", "features.tts: 'name' must be one of 'tone', 'kokoro-onnx', 'kokoro'"),
+    ("features: {tts: {name: kokoro_onnx}}",
+     "features.tts: 'name' must be one of 'tone', 'kokoro-onnx', 'kokoro', 'espeak-ng'"),
     ("train: {stage3: {lr_overrides: {router: 0.1}}}", "unknown parameter 'router'; did you mean 'routers'?"),
     ("model: {modalities: [speech]}", "'modalities' must be a list of 'text', 'speech', 'vision' that includes"),
     ("train: {stage1: {lr: -1}}", "train.stage1: 'lr' must be a number > 0, got -1"),
@@ -405,6 +406,8 @@ def test_yaml_numbers_and_a_hand_made_config_are_checked_too(tmp_path, run, data
     path = tmp_path / "run.yaml"
     path.write_text("preset: tiny\ntrain: {stage1: {lr: 1e-3}}\n", encoding="utf-8")  # YAML reads 1e-3 as a string
     assert load_run_config(str(path))["train"]["stage1"]["lr"] == 0.001
+    path.write_text("preset: tiny\nfeatures: {tts: {name: espeak-ng}}\n", encoding="utf-8")  # every speech backend
+    assert load_run_config(str(path))["features"]["tts"] == {"name": "espeak-ng"}
     bad = json.loads(json.dumps(run))
     bad["train"]["batch_size"] = 0
     with pytest.raises(ValueError, match="'batch_size' must be an integer >= 1"):

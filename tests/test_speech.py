@@ -5,6 +5,7 @@ that ``../shared/models/offline_weights.py`` builds; CI runs the rest with the t
 random Whisper made here.
 """
 import os
+import shutil
 import subprocess
 import sys
 
@@ -49,6 +50,20 @@ class CountingTone(ToneBackend):
     def synthesize(self, texts):
         CountingTone.calls += len(texts)
         return super().synthesize(texts)
+
+
+@pytest.mark.skipif(not shutil.which("espeak-ng"), reason="needs the espeak-ng program (.ci/run installs it)")
+def test_espeak_backend_speaks_mandarin_and_code_mixed_posts():
+    espeak = make_backend("espeak-ng")
+    he, she, other, mixed = espeak.synthesize(["他是垃圾", "她是垃圾", "白人都是垃圾", "txl好恶心🐒"])
+    assert espeak.sample_rate == 22050 and he.dtype == np.float32 and 0.01 < np.abs(he).max() <= 1
+    assert np.array_equal(he, she)  # ta1 and ta1: a reader cannot tell them apart, nor can the audio
+    assert not np.array_equal(he, other) and mixed.size > he.size  # txl and the monkey are spelled out
+    fast = make_backend("espeak-ng", speed=1.5)
+    assert fast.synthesize(["白人都是垃圾"])[0].size < 0.8 * other.size
+    assert len({espeak.cache_key, fast.cache_key, make_backend("espeak-ng", voice="cmn+f3").cache_key}) == 3
+    with pytest.raises(ValueError, match="voice does not exist"):
+        make_backend("espeak-ng", voice="zf_xiaobei")  # a Kokoro voice given to eSpeak NG
 
 
 def test_cache_hits_do_no_work(tmp_path):
