@@ -25,7 +25,7 @@ def _tts_options(func):
         click.option("--model", metavar="PATH|NAME", help="TTS model: the .onnx for kokoro-onnx."),
         click.option("--voice", default=None,
                      help="Kokoro's Mandarin voice (zf_* / zm_*, or a voice file; default zf_xiaobei) or eSpeak "
-                          "NG's (default cmn)."),
+                          "NG's (default cmn-latn-pinyin)."),
         click.option("--speed", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
                      help="Speaking rate."),
         click.option("--max-chars", type=click.IntRange(1), default=MAX_CHARS, show_default=True,

@@ -8,7 +8,7 @@
   voice packs (``voices/NAME.npy`` or ``.pt``); Mandarin G2P by misaki[zh], as Kokoro itself does.
 - ``kokoro``: the ``kokoro`` package on torch (``KPipeline(lang_code="z")``), model and voice by hub
   name or local path.
-- ``espeak-ng``: eSpeak NG's Mandarin voice (``cmn``), the ``espeak-ng`` program (Debian's package of
+- ``espeak-ng``: eSpeak NG's Mandarin (voice ``cmn-latn-pinyin``), the ``espeak-ng`` program (Debian's package of
   that name). Formant synthesis: robotic, but about 100x faster than Kokoro on a CPU (20 ms a post
   against 2-3 s), for experiments that must speak tens of thousands of posts; no weights.
 
@@ -36,6 +36,9 @@ from .text import MAX_CHARS, sentences, speakable
 BACKENDS = ("tone", "kokoro-onnx", "kokoro", "espeak-ng")
 PAUSE_S = 0.15
 KOKORO_VOICE = "zf_xiaobei"
+# eSpeak NG's plain "cmn" turns most characters into pinyin with tone digits and, finding no Mandarin
+# rule for them, reads those in English ("bei two"); the latin-as-pinyin voice reads them as Mandarin.
+ESPEAK_VOICE = "cmn-latn-pinyin"
 
 
 class TTSBackend:
@@ -239,7 +242,7 @@ class EspeakBackend(TTSBackend):
     sample_rate = 22050
     WORDS_PER_MINUTE = 175  # espeak-ng's own default rate, which speed 1.0 keeps
 
-    def __init__(self, voice: str = "cmn", speed: float = 1.0) -> None:
+    def __init__(self, voice: str = ESPEAK_VOICE, speed: float = 1.0) -> None:
         program = shutil.which("espeak-ng")
         if program is None:
             raise FileNotFoundError("the espeak-ng backend needs the espeak-ng program: `apt-get install "
@@ -250,7 +253,7 @@ class EspeakBackend(TTSBackend):
         try:
             self._speak("你好")  # an unknown voice fails here, not in the middle of a data set
         except RuntimeError as e:
-            raise ValueError(f"{e} (its Mandarin voices: cmn, and variants such as cmn+f3; "
+            raise ValueError(f"{e} (its Mandarin voices: cmn-latn-pinyin, and variants such as cmn-latn-pinyin+f3; "
                              "`espeak-ng --voices=zh` lists them)") from None
 
     @property
@@ -272,8 +275,8 @@ def make_backend(name: str, model: str | None = None, voice: str | None = None, 
     """A backend by name: ``tone``, ``kokoro-onnx`` (needs ``model``: a .onnx path), ``kokoro`` or
     ``espeak-ng``.
 
-    voice: Kokoro's (default ``zf_xiaobei``) or eSpeak NG's (default ``cmn``; ``cmn+f3`` and the like
-    for its variants); threads: CPU threads for the model (default: all this process may use);
+    voice: Kokoro's (default ``zf_xiaobei``) or eSpeak NG's (default ``cmn-latn-pinyin``; ``+f3`` and the
+    like after it for variants); threads: CPU threads for the model (default: all this process may use);
     max_chars: how much of each post is spoken.
     """
     if max_chars < 1:
@@ -287,7 +290,7 @@ def make_backend(name: str, model: str | None = None, voice: str | None = None, 
     elif name == "kokoro":
         backend = KokoroBackend(model or "hexgrad/Kokoro-82M", voice=voice or KOKORO_VOICE, speed=speed)
     elif name == "espeak-ng":
-        backend = EspeakBackend(voice=voice or "cmn", speed=speed)
+        backend = EspeakBackend(voice=voice or ESPEAK_VOICE, speed=speed)
     else:
         raise ValueError(f"unknown TTS backend {name!r}; backends: {', '.join(BACKENDS)}")
     backend.max_chars = max_chars

@@ -61,7 +61,7 @@ def test_espeak_backend_speaks_mandarin_and_code_mixed_posts():
     assert not np.array_equal(he, other) and mixed.size > he.size  # txl and the monkey are spelled out
     fast = make_backend("espeak-ng", speed=1.5)
     assert fast.synthesize(["白人都是垃圾"])[0].size < 0.8 * other.size
-    assert len({espeak.cache_key, fast.cache_key, make_backend("espeak-ng", voice="cmn+f3").cache_key}) == 3
+    assert len({espeak.cache_key, fast.cache_key, make_backend("espeak-ng", voice="cmn-latn-pinyin+f3").cache_key}) == 3
     with pytest.raises(ValueError, match="voice does not exist"):
         make_backend("espeak-ng", voice="zf_xiaobei")  # a Kokoro voice given to eSpeak NG
 
