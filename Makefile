@@ -66,6 +66,9 @@ bench-mmbert: $(BENCH_INSTALLED)
 	$(BIN)/python bench/mmbert_speed.py --cold $(COLD)
 	$(BIN)/python bench/mmbert_data.py --cold $(COLD) --weights $(WEIGHTS) --workers 2
 	$(BIN)/python bench/mmbert_cold.py --cold $(COLD) --weights $(WEIGHTS)
+	$(BIN)/python bench/speech_backends.py --cold $(COLD) --weights $(WEIGHTS)
+	$(BIN)/python bench/mmbert_cold.py --cold $(COLD) --weights $(WEIGHTS) --tts espeak-ng --work bench/work/mmbert-espeak \
+		--out bench/results/mmbert_cold_espeak.json --routing-out bench/results/mmbert_routing_espeak
 
 ## bench-attacks: the detectors on COLD (every conventional one, the training-size curve, the shared
 ## small backbone pre-trained here, bert and chinesebert on it), the cloak attacks at scale, the
@@ -78,6 +81,8 @@ bench-attacks: $(BENCH_INSTALLED)
 	$(BIN)/python bench/victims.py --cold $(COLD) --swsr $(SWSR) --neural bert,chinesebert --no-curve
 	$(BIN)/python bench/attacks_scale.py --cold $(COLD)
 	$(BIN)/python bench/robustness.py --cold $(COLD)
+	$(BIN)/python bench/search_candidates.py
+	$(BIN)/python bench/search_importance.py
 	$(BIN)/python bench/search_attack.py --cold $(COLD)   # needs TextAttack's venv: see the README
 	$(BIN)/python bench/habertor_speed.py
 	$(BIN)/python bench/habertor_cold.py --cold $(COLD) --swsr $(SWSR)

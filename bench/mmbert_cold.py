@@ -13,8 +13,8 @@ after an interruption continues; the figures go to ``bench/results/mmbert_cold.j
    english; lexicon targets), so ``2 x --train`` examples; dev: ``--train // 5`` posts (at most 200)
    and their cloaks;
    test: 300 posts, clean and cloaked by ``homophone`` alone and by ``emoji`` alone.
-2. Speech: every text spoken by Kokoro-82M (int8 ONNX, voice zf_xiaobei) and encoded by Whisper base
-   (trimmed), cached in ``WORK/speech``.
+2. Speech: every text spoken by Kokoro-82M (int8 ONNX, voice zf_xiaobei; ``--tts espeak-ng``: eSpeak
+   NG's Mandarin, about 100x faster) and encoded by Whisper base (trimmed), cached in ``WORK/speech``.
 3. Backbone: the shared ``small`` BERT of ``bench/backbone.py`` (``--backbone``, default
    ``bench/work/backbone``: masked LM on COLD train + SWSR for as long as it improves), which the
    ``attacks`` victims of ``bench/victims.py`` use too. Where it has not been made, the ``small`` preset's
@@ -53,11 +53,12 @@ BOOTSTRAP = 2000  # resamples of the test posts
 DEV_POSTS = 200  # the dev set already spoken; a bigger --train keeps it (early stopping only)
 
 
-def run_config(work: Path, weights: Path, text_only: bool, quick: bool) -> dict:
+def run_config(work: Path, weights: Path, text_only: bool, quick: bool, backend: str = "kokoro-onnx") -> dict:
     from mmbert.presets import load_run_config
 
     run = load_run_config("small")
-    tts = {"name": "kokoro-onnx", "model": str(weights / "kokoro" / "kokoro-v1.0.int8.onnx"), "voice": VOICE}
+    tts = ({"name": "kokoro-onnx", "model": str(weights / "kokoro" / "kokoro-v1.0.int8.onnx"), "voice": VOICE}
+           if backend == "kokoro-onnx" else {"name": backend})
     run["features"].update(tts={"name": "tone"} if quick else tts, whisper=str(weights / "whisper-base.pt"),
                            speech_cache=str(work / "speech"))
     if text_only:
@@ -165,6 +166,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "mmbert_cold.json")
     parser.add_argument("--routing-out", type=Path, default=REPO / "bench" / "results" / "mmbert_routing",
                         help="folder for routing.json and routing.png")
+    parser.add_argument("--tts", choices=("kokoro-onnx", "espeak-ng"), default="kokoro-onnx",
+                        help="the speech modality's TTS: Kokoro (2-3 s a post here) or eSpeak NG (20 ms)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 40 posts, tone TTS instead of Kokoro, 1 epoch a stage, results to /tmp")
     args = parser.parse_args()
@@ -199,7 +202,7 @@ def main() -> None:
     pretrain_log = json.loads((backbone / "log.json").read_text())
 
     runs = work / (f"runs_{args.train}" + ("_quick" if args.quick else ""))
-    mm, text = (run_config(work, args.weights, text_only, args.quick) for text_only in (False, True))
+    mm, text = (run_config(work, args.weights, text_only, args.quick, args.tts) for text_only in (False, True))
     training = {"mmbert_stage1": trained(1, mm, files, runs / "mmbert_stage1", backbone)}
     training["mmbert_stage2"] = trained(2, mm, files, runs / "mmbert_stage2", runs / "mmbert_stage1")
     training["mmbert_stage3"] = trained(3, mm, files, runs / "mmbert_stage3", runs / "mmbert_stage2")
@@ -217,7 +220,8 @@ def main() -> None:
                     "at_most_half": bool(text_drop > 0 and mm_drop <= text_drop / 2)}
     report = {
         "quick": args.quick,
-        "what": "small-preset MMBERT (text + Kokoro speech + glyph CNN) vs the same backbone text-only, COLD",
+        "what": f"small-preset MMBERT (text + {args.tts} speech + glyph CNN) vs the same backbone text-only, COLD",
+        "tts": mm["features"]["tts"],
         "posts": {"train_posts": args.train, "train_examples": 2 * args.train, "dev_examples": 2 * dev_posts,
                   "test_posts": 300, "post_chars": "8-32", "pretrain_posts": args.pretrain_posts,
                   "pretrain_epochs": args.pretrain_epochs, "backbone": str(backbone)},

@@ -146,18 +146,18 @@ class Synth:
         return self.cache[text][1]
 
 
-def stage_cer(posts, kokoro: Synth, model, norm, speakable, n: int) -> tuple[dict, dict]:
+def stage_cer(posts, synth: Synth, model, norm, speakable, n: int) -> tuple[dict, dict]:
     import whisper  # noqa: F401  (model is a whisper model)
 
     from speech.features import resample
 
     texts = [p["text"] for p in posts[:n]]
-    kokoro("你好，今天天气很好。")  # warm-up, untimed
+    synth("你好，今天天气很好。")  # warm-up, untimed
     rows, synth_s, audio_s = [], 0.0, 0.0
     for i, text in enumerate(texts):
-        audio = kokoro(text)
-        sr = kokoro.backend.sample_rate
-        synth_s += kokoro.seconds(text)
+        audio = synth(text)
+        sr = synth.backend.sample_rate
+        synth_s += synth.seconds(text)
         audio_s += len(audio) / sr
         audio16 = resample(audio, sr)
         t0 = time.perf_counter()
@@ -166,7 +166,7 @@ def stage_cer(posts, kokoro: Synth, model, norm, speakable, n: int) -> tuple[dic
         spoken = speakable(text)
         h = norm(hyp)
         row = {"index": i, "text": text, "speakable": spoken, "hyp": hyp.strip(), "hyp_norm": h,
-               "audio_s": round(len(audio) / sr, 3), "synth_s": round(kokoro.seconds(text), 3),
+               "audio_s": round(len(audio) / sr, 3), "synth_s": round(synth.seconds(text), 3),
                "asr_s": round(asr_s, 3),
                "cer_text": cer(norm(text), h), "cer_speakable": cer(norm(spoken), h),
                "cer_both_speakable": cer(norm(spoken), norm(speakable(hyp)))}
@@ -182,7 +182,7 @@ def stage_cer(posts, kokoro: Synth, model, norm, speakable, n: int) -> tuple[dic
     worst = sorted(rows, key=lambda r: -r["cer_speakable"])[:5]
     result = {
         "n_sentences": len(rows),
-        "voice": VOICE,
+        "backend": synth.backend.cache_key,
         "asr": "whisper-base.pt, transcribe(language='zh', fp16=False, temperature=0.0): greedy, no "
                "temperature fallback (deterministic; the fallback's sampling at best_of=5 took up to 20 s "
                "per utterance here)",
