@@ -122,14 +122,16 @@ def matrix_rows(results: Sequence[Results], attacks: Sequence[str]) -> list[dict
 
 def headlines(rows: Sequence[dict], attacks: Sequence[str]) -> list[str]:
     """What the matrix says, in sentences: per row its worst cloak op, its mean change over the cloak ops
-    and the search's success rate; then which row holds up best under cloaking."""
-    lines, means = [], {}
+    and the search's success rate; then which row holds up best under cloaking, and, when another row
+    starts higher and so ends higher, which one scores best under cloaking."""
+    lines, means, attacked = [], {}, {}
     for row in rows:
         cloaks = {a: c for a in attacks if attack_kind(a) == "cloak" and "drop" in (c := row["cells"].get(a) or {})}
         parts = []
         if cloaks:
             worst = max(cloaks, key=lambda a: cloaks[a]["drop"])
             means[row["row"]] = float(np.mean([c["drop"] for c in cloaks.values()]))
+            attacked[row["row"]] = float(np.mean([c["f1"] for c in cloaks.values()]))
             parts.append(f"loses most to {short_name(worst)} ({change(cloaks[worst]['drop'])} macro-F1), "
                          f"{change(means[row['row']])} on average over {len(cloaks)} cloak attacks")
         for a in attacks:
@@ -141,6 +143,10 @@ def headlines(rows: Sequence[dict], attacks: Sequence[str]) -> list[str]:
     if len(means) > 1:
         best = min(means, key=means.get)
         lines.append(f"Holds up best under cloaking: {best} ({change(means[best])} on average).")
+        highest = max(attacked, key=attacked.get)
+        if highest != best:
+            lines.append(f"Scores best under cloaking: {highest} (macro-F1 {attacked[highest]:.3f} on average over the "
+                         f"cloak attacks, against {attacked[best]:.3f} for {best}).")
     return lines
 
 

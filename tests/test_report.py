@@ -207,3 +207,20 @@ def test_curves_and_routing_are_drawn_when_given(results, tmp_path):
     page = html(report)
     assert "Training-size curve: tfidf-lr" in page and "MMBERT routing" in page
     assert page.count("<svg") == 4  # per-op bars, accuracy against eps, the curve and the routing, all inline
+
+
+def test_the_headlines_name_the_smallest_loss_and_the_highest_score_when_they_differ():
+    from attacks.report import headlines
+
+    def row(name, clean, *attacked):
+        cells = {f"cloak:{op}": {"f1": f1, "drop": clean - f1} for op, f1 in zip(("homophone", "emoji"), attacked)}
+        return {"row": name, "clean_f1": clean, "cells": cells}
+
+    attacks = ["cloak:homophone", "cloak:emoji"]
+    # the multimodal model loses less but starts lower: under cloaking the text-only one still scores higher
+    lines = headlines([row("mmbert", 0.74, 0.72, 0.70), row("text-only", 0.80, 0.74, 0.76)], attacks)
+    assert lines[-2] == "Holds up best under cloaking: mmbert (-0.030 on average)."
+    assert lines[-1] == ("Scores best under cloaking: text-only (macro-F1 0.750 on average over the cloak attacks, "
+                         "against 0.710 for mmbert).")
+    lines = headlines([row("mmbert", 0.80, 0.78, 0.76), row("text-only", 0.80, 0.74, 0.76)], attacks)
+    assert lines[-1] == "Holds up best under cloaking: mmbert (-0.030 on average)."
