@@ -69,6 +69,7 @@ bench-mmbert: $(BENCH_INSTALLED)
 	$(BIN)/python bench/speech_backends.py --cold $(COLD) --weights $(WEIGHTS)
 	$(BIN)/python bench/mmbert_cold.py --cold $(COLD) --weights $(WEIGHTS) --tts espeak-ng --work bench/work/mmbert-espeak \
 		--out bench/results/mmbert_cold_espeak.json --routing-out bench/results/mmbert_routing_espeak
+	$(BIN)/python bench/mmbert_robustness.py --work bench/work/mmbert-espeak   # after bench-attacks: its victims
 
 ## bench-attacks: the detectors on COLD (every conventional one, the training-size curve, the shared
 ## small backbone pre-trained here, bert and chinesebert on it), the cloak attacks at scale, the

@@ -62,6 +62,31 @@ def search_figures(out: Path) -> dict[str, tuple[float, dict]]:
             for victim, entry in summary["victims"].items()}
 
 
+def victim_table(summaries: dict[str, dict]) -> dict[str, dict]:
+    """Per victim of ``attacks evaluate`` summaries: clean macro-F1 and, per attack, macro-F1 under it and
+    TextAttack's success rate."""
+    table: dict[str, dict] = {}
+    for summary in summaries.values():
+        for victim, entry in summary["victims"].items():
+            row = table.setdefault(victim, {"clean_macro_f1": entry["clean"]["f1"], "attacks": {}})
+            for attack, figures in entry["attacks"].items():
+                if "skipped" not in figures:
+                    row["attacks"][attack] = {"macro_f1": figures["all"]["f1"], "clean_macro_f1": entry["clean"]["f1"],
+                                              "success_rate": figures["textattack"]["success_rate"],
+                                              "posts": summary["data"]["records"]}
+    return table
+
+
+def kept_timings(out: Path, timings: dict[str, dict]) -> dict[str, list[dict]]:
+    """This run's timings after those already in ``out``: a rerun that adds a victim resumes the others and
+    times only the new one, so the first run's figures must not be lost."""
+    history = json.loads(out.read_text(encoding="utf-8")).get("timings", {}) if out.exists() else {}
+    runs = {k: (v if isinstance(v, list) else [v]) for k, v in history.items()}
+    for k, v in timings.items():
+        runs.setdefault(k, []).append(v)
+    return runs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cold", type=Path, default=SHARED / "cold")
@@ -128,25 +153,12 @@ def main() -> None:
                              *(("--curve", curve) if (curve / "curve.json").exists() else ()), "--out", report_dir])
     summaries = {k: json.loads((work / k / "summary.json").read_text(encoding="utf-8")) for k in timings
                  if k != "report"}
-    table = {}
-    for summary in summaries.values():
-        for victim, entry in summary["victims"].items():
-            row = table.setdefault(victim, {"clean_macro_f1": entry["clean"]["f1"], "attacks": {}})
-            for attack, figures in entry["attacks"].items():
-                if "skipped" not in figures:
-                    row["attacks"][attack] = {"macro_f1": figures["all"]["f1"], "clean_macro_f1": entry["clean"]["f1"],
-                                              "success_rate": figures["textattack"]["success_rate"],
-                                              "posts": summary["data"]["records"]}
-    # each run's timings are kept: a rerun that adds a victim resumes the others, and times only the new one
-    history = json.loads(args.out.read_text(encoding="utf-8")).get("timings", {}) if args.out.exists() else {}
-    runs = {k: (v if isinstance(v, list) else [v]) for k, v in history.items()}
-    for k, v in timings.items():
-        runs.setdefault(k, []).append(v)
     result = {"benchmark": "bench/robustness.py", "machine": machine_info(("scikit-learn", "torch")),
-              "timings": runs, "victims": table, "seconds": round(time.perf_counter() - started, 1)}
+              "timings": kept_timings(args.out, timings), "victims": victim_table(summaries),
+              "seconds": round(time.perf_counter() - started, 1)}
     write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
     rows = []
-    for victim, row in table.items():
+    for victim, row in result["victims"].items():
         worst = min(row["attacks"].items(), key=lambda kv: kv[1]["macro_f1"])
         rows.append((victim, f"{row['clean_macro_f1']:.4f}", f"worst {worst[0]} {worst[1]['macro_f1']:.4f}"))
     print_summary(rows, args.out, time.perf_counter() - started)

@@ -1,0 +1,128 @@
+"""MMBERT in the robustness table: the models of ``bench/mmbert_cold.py`` attacked like every other victim.
+
+Run from the repository root after ``bench/mmbert_cold.py`` (its ``--work``) and ``bench/robustness.py``
+(the conventional victims)::
+
+    .venv/bin/python bench/mmbert_robustness.py --work bench/work/mmbert-espeak
+
+writes ``bench/results/mmbert_robustness.json``. Resumable: the evaluations are ``attacks evaluate``
+runs into ``WORK/robustness/``, which resume themselves.
+
+- Victims: MMBERT after stage 3 (``mmbert``) and its text-only twin (``mmbert-text-only``: the same
+  backbone, one modality, the same stage-3 settings) from ``WORK/runs_2000``, both trained on 2,000 COLD
+  posts and their cloaks; and, for scale, the conventional victims of ``bench/robustness.py``
+  (``--conventional``; trained on all of COLD train, without cloaks).
+- Data: ``WORK/test_clean.jsonl``, the 300 COLD test posts (8-32 characters) MMBERT was measured on.
+- Attacks: every cloak op in keyword mode, 2 variants; FGM at eps 0.1 to 1 on the two torch victims;
+  the search (every op, 200 queries a post, deletion ranking; ``--search-limit`` for fewer posts).
+  Every cloaked text MMBERT reads is spoken (the run's own backend, eSpeak NG for ``mmbert-espeak``)
+  and heard by Whisper, so the cloak and search attacks cost mostly speech (here: the cloak attacks of
+  all nine victims 12 min the first time, 77 s once spoken; the search 13 min).
+- The report of all three, with the run's routing figure: ``attacks report`` into
+  ``bench/results/mmbert_robustness_report/``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from attacks.search import SearchAttack  # noqa: E402
+from bench.long_posts import BIN  # noqa: E402
+from bench.machine import machine_info  # noqa: E402
+from bench.robustness import kept_timings, run, victim_table  # noqa: E402
+from bench.summary import print_summary  # noqa: E402
+from cloak.io import write_atomic  # noqa: E402
+
+TORCH_VICTIMS = {"mmbert": "mmbert_stage3", "mmbert-text-only": "text_only"}
+EPS = "0.1,0.25,0.5,1"
+
+
+def link_victims(work: Path) -> list[Path]:
+    """``WORK/victims/NAME`` -> the run folder, so the outcomes are named by what the model is."""
+    folder = work / "victims"
+    folder.mkdir(exist_ok=True)
+    links = []
+    for name, run_name in TORCH_VICTIMS.items():
+        target = work / "runs_2000" / run_name
+        if not (target / "model.safetensors").exists():
+            raise SystemExit(f"{target}: not trained; run bench/mmbert_cold.py --work {work} first")
+        link = folder / name
+        if not link.exists():
+            os.symlink(os.path.relpath(target, folder), link)
+        links.append(link)
+    return links
+
+
+def relative(path: Path) -> str:
+    return str(path.resolve()).removeprefix(str(REPO) + "/")
+
+
+def with_drops(table: dict[str, dict]) -> dict[str, dict]:
+    """``victim_table`` with each attack's drop from clean, and per victim the mean and worst over the cloak ops."""
+    for row in table.values():
+        for figures in row["attacks"].values():
+            figures["drop"] = row["clean_macro_f1"] - figures["macro_f1"]
+        cloaks = {a: f["drop"] for a, f in row["attacks"].items() if a.startswith("cloak:")}
+        if cloaks:
+            row["mean_cloak_drop"] = sum(cloaks.values()) / len(cloaks)
+            row["worst_cloak"] = max(cloaks, key=cloaks.get)
+    return table
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "mmbert-espeak",
+                    help="bench/mmbert_cold.py's --work")
+    ap.add_argument("--victims", type=Path, default=REPO / "bench" / "work" / "victims",
+                    help="the conventional victims of bench/robustness.py")
+    ap.add_argument("--conventional", default="tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt")
+    ap.add_argument("--search-limit", type=int, default=None,
+                    help="the first N posts for the search (default: all; 0: no search)")
+    ap.add_argument("--routing", type=Path, default=REPO / "bench" / "results" / "mmbert_routing_espeak",
+                    help="the run's `mmbert routing` folder, drawn in the report")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "mmbert_robustness.json")
+    args = ap.parse_args()
+    started = time.perf_counter()
+    torch_victims = link_victims(args.work)
+    conventional = [args.victims / n for n in args.conventional.split(",") if n]
+    for folder in conventional:
+        if not (folder / "victim.json").exists():
+            raise SystemExit(f"{folder}: no victim.json; run bench/robustness.py first (it trains them)")
+    data, out = args.work / "test_clean.jsonl", args.work / "robustness"
+
+    def flags(folders):
+        return [x for f in folders for x in ("--victim", f)]
+
+    timings = {"cloak": run([BIN / "attacks", "evaluate", *flags(torch_victims + conventional), "--data", data,
+                             "--attacks", "cloak", "--variants", "2", "--out", out / "cloak", "-q"]),
+               "embedding": run([BIN / "attacks", "evaluate", *flags(torch_victims), "--data", data,
+                                 "--attacks", "fgm", "--eps", EPS, "--out", out / "embedding", "-q"])}
+    if args.search_limit != 0:
+        limit = ["--limit", str(args.search_limit)] if args.search_limit else []
+        timings["search"] = run([BIN / "attacks", "evaluate", *flags(torch_victims + conventional), "--data", data,
+                                 "--attacks", "search", "--query-budget", "200", "--importance", "deletion",
+                                 *limit, "--out", out / "search", "-q"])
+    attacks = list(timings)
+    timings["report"] = run([BIN / "attacks", "report", *(out / k for k in attacks), *(x for k in attacks for x in
+                             ("--label", k)), *(("--routing", args.routing) if (args.routing / "routing.json").exists()
+                                                else ()), "--out", args.out.parent / "mmbert_robustness_report"])
+    summaries = {k: json.loads((out / k / "summary.json").read_text(encoding="utf-8")) for k in attacks}
+    table = with_drops(victim_table(summaries))
+    result = {"benchmark": "bench/mmbert_robustness.py", "work": relative(args.work), "data": relative(data),
+              "posts": summaries["cloak"]["data"]["records"], "search_max_candidates": SearchAttack.max_candidates,
+              "machine": machine_info(("scikit-learn", "torch")), "timings": kept_timings(args.out, timings),
+              "victims": table, "seconds": round(time.perf_counter() - started, 1)}
+    write_atomic(args.out, (json.dumps(result, ensure_ascii=False, indent=1) + "\n").encode())
+    print_summary([(v, f"{r['clean_macro_f1']:.4f}", f"mean cloak drop {r.get('mean_cloak_drop', 0):.4f}")
+                   for v, r in table.items()], args.out, time.perf_counter() - started)
+
+
+if __name__ == "__main__":
+    main()
