@@ -17,6 +17,7 @@ import numpy as np
 
 from cloak.io import write_atomic
 
+from .text import speakable
 from .tts import TTSBackend
 
 
@@ -59,9 +60,10 @@ class AudioCache(_Store):
         self.hits = self.misses = 0
 
     def key(self, backend: TTSBackend, text: str) -> str:
-        # What is spoken, not the whole post: a post longer than the backend speaks is keyed by its
-        # spoken part (and a shorter one keeps the key it always had).
-        return content_key(backend.cache_key, backend.spoken(text))
+        # What is said, not what is written: a post longer than the backend speaks is keyed by its spoken
+        # part as speakable() reads it, so a change to how text is read aloud cannot leave stale audio,
+        # and posts that read alike (黑~人, 黑人) share one entry.
+        return content_key(backend.cache_key, speakable(backend.spoken(text)))
 
     def get(self, key: str) -> tuple[np.ndarray, int]:
         with np.load(self.path(key)) as data:

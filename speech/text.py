@@ -10,7 +10,9 @@ Kokoro uses) passes those through unchanged — they are not Kokoro phonemes. So
   name letters (t -> 踢, x -> 艾克斯);
 - digits are read one by one (520 -> 五二零); emoji are read by their Chinese name (🐶 -> 狗脸);
 - Weibo emoticon codes (``[机智]``, ``[酷]``) are dropped: a reader sees a picture, not the words;
-- zero-width and other invisible characters are dropped; punctuation stays, to split sentences.
+- zero-width and other invisible characters are dropped, and so are symbols and punctuation a reader
+  does not say (``黑~人``, ``垃|圾``, ``女/性``: what posters insert to break a word), which eSpeak NG
+  would otherwise name in English ("tilde"); the marks of a pause or a sentence's end stay.
 
 Only a post's first ``MAX_CHARS`` characters are spoken (``TTSBackend.max_chars``): Whisper encodes 30
 seconds of speech at most, about 130 Mandarin syllables, and MMBERT reads at most its ``max_length``
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 
 from cloak.hanzi import char_frequencies, is_han
 from cloak.pinyin import char_readings
@@ -37,6 +40,7 @@ SENTENCE_END = re.compile(r"(?<=[。！？!?；;…\n])")
 _LATIN = re.compile(r"[A-Za-z]+")
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\ufe00-\ufe0f]")
 _EMOTICON = re.compile(r"\[[^\[\]\s]{1,8}\]")
+PAUSES = set("，。！？；：、…,.!?;:\n")
 
 
 @functools.cache
@@ -97,7 +101,7 @@ def speakable(text: str) -> str:
     text = emoji.replace_emoji(text, replace=lambda e, data: _say_emoji(e))
     text = _INVISIBLE.sub("", _EMOTICON.sub("", text))
     text = _LATIN.sub(lambda m: _say_latin(m.group()), text)
-    return "".join(DIGITS.get(ch, ch) for ch in text)
+    return "".join(DIGITS.get(ch, ch) for ch in text if ch in PAUSES or unicodedata.category(ch)[0] not in "PS")
 
 
 def sentences(text: str, max_chars: int = 100) -> list[str]:

@@ -27,6 +27,9 @@ def test_speakable_reads_code_mixed_posts_aloud():
     assert speakable("你这个🐶东西") == "你这个狗脸东西"
     assert speakable("同\u200b性\u200d恋") == "同性恋"
     assert speakable("吉林有震感[酷]") == "吉林有震感"  # a Weibo emoticon is a picture, not words
+    # symbols a poster inserts into a word are not said (eSpeak NG would read "~" as "tilde"); pauses stay
+    assert speakable("黑~人和女/性都是垃|圾") == "黑人和女性都是垃圾"
+    assert speakable("《红楼梦》好看，真的！") == "红楼梦好看，真的！"
     assert pinyin_syllables("heiren") == ["hei", "ren"] and pinyin_syllables("txl") is None
 
 
@@ -75,6 +78,8 @@ def test_cache_hits_do_no_work(tmp_path):
     assert CountingTone.calls == 3 and [c for _, _, c in again] == [True, True]
     assert np.allclose(first[0][1], again[0][1])
     assert cache.key(backend, "黑人") != cache.key(ToneBackend(speed=1.5), "黑人")
+    # keyed by what is said, so posts that read alike share the entry
+    assert cache.synthesize(backend, ["黑~人"])[0][2] and CountingTone.calls == 3
 
 
 def run_cloak(*args, **kwargs):
