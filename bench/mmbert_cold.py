@@ -53,10 +53,12 @@ BOOTSTRAP = 2000  # resamples of the test posts
 DEV_POSTS = 200  # the dev set already spoken; a bigger --train keeps it (early stopping only)
 
 
-def run_config(work: Path, weights: Path, text_only: bool, quick: bool, backend: str = "kokoro-onnx") -> dict:
+def run_config(work: Path, weights: Path, text_only: bool, quick: bool, backend: str = "kokoro-onnx",
+               seed: int = 0) -> dict:
     from mmbert.presets import load_run_config
 
     run = load_run_config("small")
+    run["train"]["seed"] = seed
     tts = ({"name": "kokoro-onnx", "model": str(weights / "kokoro" / "kokoro-v1.0.int8.onnx"), "voice": VOICE}
            if backend == "kokoro-onnx" else {"name": backend})
     run["features"].update(tts={"name": "tone"} if quick else tts, whisper=str(weights / "whisper-base.pt"),
@@ -170,6 +172,9 @@ def main() -> None:
                         help="the speech modality's TTS: Kokoro (2-3 s a post here) or eSpeak NG (20 ms)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 40 posts, tone TTS instead of Kokoro, 1 epoch a stage, results to /tmp")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="training seed of both models (initialisation, order, dropout); another seed trains "
+                             "in WORK/runs_N_seedS beside seed 0's runs, on the same data, speech and backbone")
     args = parser.parse_args()
     if args.quick:
         args.train, args.out, args.routing_out = 40, Path("/tmp/mmbert_cold_quick.json"), Path("/tmp/mmbert_routing")
@@ -201,8 +206,9 @@ def main() -> None:
                  resume=(backbone / "checkpoint" / "trainer_state.json").exists())
     pretrain_log = json.loads((backbone / "log.json").read_text())
 
-    runs = work / (f"runs_{args.train}" + ("_quick" if args.quick else ""))
-    mm, text = (run_config(work, args.weights, text_only, args.quick, args.tts) for text_only in (False, True))
+    runs = work / (f"runs_{args.train}" + ("_quick" if args.quick else "") + (f"_seed{args.seed}" if args.seed else ""))
+    mm, text = (run_config(work, args.weights, text_only, args.quick, args.tts, args.seed)
+                for text_only in (False, True))
     training = {"mmbert_stage1": trained(1, mm, files, runs / "mmbert_stage1", backbone)}
     training["mmbert_stage2"] = trained(2, mm, files, runs / "mmbert_stage2", runs / "mmbert_stage1")
     training["mmbert_stage3"] = trained(3, mm, files, runs / "mmbert_stage3", runs / "mmbert_stage2")
@@ -222,6 +228,7 @@ def main() -> None:
         "quick": args.quick,
         "what": f"small-preset MMBERT (text + {args.tts} speech + glyph CNN) vs the same backbone text-only, COLD",
         "tts": mm["features"]["tts"],
+        "seed": args.seed,
         "posts": {"train_posts": args.train, "train_examples": 2 * args.train, "dev_examples": 2 * dev_posts,
                   "test_posts": 300, "post_chars": "8-32", "pretrain_posts": args.pretrain_posts,
                   "pretrain_epochs": args.pretrain_epochs, "backbone": str(backbone)},
@@ -243,7 +250,8 @@ def main() -> None:
         for name in TEST_SETS:
             r = results[model][name]
             print(f"{model:10} {name:10} {r['all']['accuracy']:6.3f} {r['all']['f1']:6.3f} "
-                  f"{r.get('drop_f1', 0):6.3f} {r.get('changed', r['all'])['f1']:10.3f} {r.get('drop_f1_changed', 0):12.3f}")
+                  f"{r.get('drop_f1', 0):6.3f} {r.get('changed', r['all'])['f1']:10.3f} "
+                  f"{r.get('drop_f1_changed', 0):12.3f}")
     for op in TEST_OPS:
         b = report["bootstrap_95"][op]
         print(f"{op}: 95% intervals of the F1 drop: text-only {b['text_only_drop_f1']}, MMBERT {b['mmbert_drop_f1']}, "

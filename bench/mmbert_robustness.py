@@ -9,7 +9,7 @@ writes ``bench/results/mmbert_robustness.json``. Resumable: the evaluations are 
 runs into ``WORK/robustness/``, which resume themselves.
 
 - Victims: MMBERT after stage 3 (``mmbert``) and its text-only twin (``mmbert-text-only``: the same
-  backbone, one modality, the same stage-3 settings) from ``WORK/runs_2000``, both trained on 2,000 COLD
+  backbone, one modality, the same stage-3 settings) from ``WORK/runs_2000`` (``--runs``), both trained on 2,000 COLD
   posts and their cloaks; and, for scale, the conventional victims of ``bench/robustness.py``
   (``--conventional``; trained on all of COLD train, without cloaks).
 - Data: ``WORK/test_clean.jsonl``, the 300 COLD test posts (8-32 characters) MMBERT was measured on.
@@ -20,6 +20,11 @@ runs into ``WORK/robustness/``, which resume themselves.
   all nine victims 12 min the first time, 77 s once spoken; the search 13 min).
 - The report of all three, with the run's routing figure: ``attacks report`` into
   ``bench/results/mmbert_robustness_report/``.
+
+Another training seed of the pair (``bench/mmbert_cold.py --seed 1``)::
+
+    .venv/bin/python bench/mmbert_robustness.py --runs runs_2000_seed1 --conventional "" \
+        --routing bench/results/mmbert_routing_espeak_seed1 --out bench/results/mmbert_robustness_seed1.json
 """
 from __future__ import annotations
 
@@ -42,15 +47,17 @@ from cloak.io import write_atomic  # noqa: E402
 
 TORCH_VICTIMS = {"mmbert": "mmbert_stage3", "mmbert-text-only": "text_only"}
 EPS = "0.1,0.25,0.5,1"
+RUNS = "runs_2000"  # bench/mmbert_cold.py's runs at its default --train and seed
 
 
-def link_victims(work: Path) -> list[Path]:
-    """``WORK/victims/NAME`` -> the run folder, so the outcomes are named by what the model is."""
-    folder = work / "victims"
+def link_victims(work: Path, runs: str) -> list[Path]:
+    """``WORK/victims/NAME`` (another ``runs``: ``WORK/victims-RUNS/NAME``) -> the run folder, so the
+    outcomes are named by what the model is."""
+    folder = work / ("victims" if runs == RUNS else f"victims-{runs}")
     folder.mkdir(exist_ok=True)
     links = []
     for name, run_name in TORCH_VICTIMS.items():
-        target = work / "runs_2000" / run_name
+        target = work / runs / run_name
         if not (target / "model.safetensors").exists():
             raise SystemExit(f"{target}: not trained; run bench/mmbert_cold.py --work {work} first")
         link = folder / name
@@ -80,6 +87,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "mmbert-espeak",
                     help="bench/mmbert_cold.py's --work")
+    ap.add_argument("--runs", default=RUNS,
+                    help="the folder of WORK holding the two models, e.g. runs_2000_seed1 for "
+                         "bench/mmbert_cold.py --seed 1; the outcomes go to WORK/robustness-RUNS")
     ap.add_argument("--victims", type=Path, default=REPO / "bench" / "work" / "victims",
                     help="the conventional victims of bench/robustness.py")
     ap.add_argument("--conventional", default="tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt")
@@ -87,15 +97,17 @@ def main() -> None:
                     help="the first N posts for the search (default: all; 0: no search)")
     ap.add_argument("--routing", type=Path, default=REPO / "bench" / "results" / "mmbert_routing_espeak",
                     help="the run's `mmbert routing` folder, drawn in the report")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "mmbert_robustness.json")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "mmbert_robustness.json",
+                    help="the figures; the report goes beside it, in OUT's name + _report")
     args = ap.parse_args()
     started = time.perf_counter()
-    torch_victims = link_victims(args.work)
+    torch_victims = link_victims(args.work, args.runs)
     conventional = [args.victims / n for n in args.conventional.split(",") if n]
     for folder in conventional:
         if not (folder / "victim.json").exists():
             raise SystemExit(f"{folder}: no victim.json; run bench/robustness.py first (it trains them)")
-    data, out = args.work / "test_clean.jsonl", args.work / "robustness"
+    data = args.work / "test_clean.jsonl"
+    out = args.work / ("robustness" if args.runs == RUNS else f"robustness-{args.runs}")
 
     def flags(folders):
         return [x for f in folders for x in ("--victim", f)]
@@ -112,10 +124,11 @@ def main() -> None:
     attacks = list(timings)
     timings["report"] = run([BIN / "attacks", "report", *(out / k for k in attacks), *(x for k in attacks for x in
                              ("--label", k)), *(("--routing", args.routing) if (args.routing / "routing.json").exists()
-                                                else ()), "--out", args.out.parent / "mmbert_robustness_report"])
+                                                else ()), "--out", args.out.with_name(args.out.stem + "_report")])
     summaries = {k: json.loads((out / k / "summary.json").read_text(encoding="utf-8")) for k in attacks}
     table = with_drops(victim_table(summaries))
-    result = {"benchmark": "bench/mmbert_robustness.py", "work": relative(args.work), "data": relative(data),
+    result = {"benchmark": "bench/mmbert_robustness.py", "work": relative(args.work), "runs": args.runs,
+              "data": relative(data),
               "posts": summaries["cloak"]["data"]["records"], "search_max_candidates": SearchAttack.max_candidates,
               "machine": machine_info(("scikit-learn", "torch")), "timings": kept_timings(args.out, timings),
               "victims": table, "seconds": round(time.perf_counter() - started, 1)}
