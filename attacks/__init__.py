@@ -2,18 +2,24 @@
 
 ``make_victim(name)`` makes a detector by name (``attacks models`` lists them): the conventional
 pipelines (``tfidf-lr``, ``bow-svm``, ``emb-gbt``, ...), ``bert``, ``chinesebert``, ``habertor``, ``mmbert`` and
-``llm``; ``load_victim(dir)`` loads a saved one. The torch victims are imported on first use.
+``llm``; ``load_victim(dir)`` loads a saved one. The victims are imported on first use, so that
+``attacks --help`` loads neither torch nor scikit-learn.
 """
 from __future__ import annotations
 
+from cloak.lazy import lazy_exports
 from cloak.params import unknown_key
 
-from .conventional import CLASSIFIERS, FEATURES, ConventionalVictim, conventional_names
 from .victim import LAZY_KINDS, Victim, VictimError, load_victim, register_victim, victim_kind, victim_kinds
+
+__getattr__, __dir__ = lazy_exports(__name__, {name: "conventional" for name in (
+    "CLASSIFIERS", "FEATURES", "ConventionalVictim", "conventional_names")})
 
 
 def victim_names() -> list[str]:
     """Every name ``make_victim`` takes."""
+    from .conventional import conventional_names
+
     return [*conventional_names(), *LAZY_KINDS]
 
 
@@ -23,6 +29,8 @@ def make_victim(name: str, config: dict | None = None, training: dict | None = N
         raise unknown_key(name, victim_names(), "", kind="victim")
     if name in LAZY_KINDS:
         return victim_kind(name)(config, training)
+    from .conventional import ConventionalVictim
+
     features, classifier = name.split("-")
     return ConventionalVictim({**(config or {}), "features": features, "classifier": classifier}, training)
 

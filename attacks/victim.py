@@ -169,9 +169,12 @@ class Victim:
 
 
 _KINDS: dict[str, type[Victim]] = {}
-# Kinds whose modules import torch: imported (and so registered) when first needed.
+# Our kinds by the module that registers each, imported when first needed: they import torch or
+# scikit-learn, which `attacks --help` should not wait for. LAZY_KINDS are victim names as they stand;
+# a conventional victim is named by its features and classifier (`tfidf-lr`).
 LAZY_KINDS = {"bert": "attacks.bert", "chinesebert": "attacks.chinesebert", "habertor": "attacks.habertor",
               "mmbert": "attacks.multimodal", "llm": "attacks.llm"}
+KIND_MODULES = {"conventional": "attacks.conventional", **LAZY_KINDS}
 
 
 def register_victim(cls: type[Victim]) -> type[Victim]:
@@ -184,16 +187,16 @@ def register_victim(cls: type[Victim]) -> type[Victim]:
 
 def victim_kind(kind: str) -> type[Victim]:
     """The class registered for ``kind`` (importing its module first if it is one of ours)."""
-    if kind not in _KINDS and kind in LAZY_KINDS:
-        importlib.import_module(LAZY_KINDS[kind])
+    if kind not in _KINDS and kind in KIND_MODULES:
+        importlib.import_module(KIND_MODULES[kind])
     if kind not in _KINDS:
-        raise unknown_key(kind, sorted({*_KINDS, *LAZY_KINDS}), "", kind="victim kind")
+        raise unknown_key(kind, sorted({*_KINDS, *KIND_MODULES}), "", kind="victim kind")
     return _KINDS[kind]
 
 
 def victim_kinds() -> dict[str, type[Victim]]:
     """Every kind, ours imported."""
-    return {kind: victim_kind(kind) for kind in sorted({*_KINDS, *LAZY_KINDS})}
+    return {kind: victim_kind(kind) for kind in sorted({*_KINDS, *KIND_MODULES})}
 
 
 def read_meta(directory: str) -> dict:

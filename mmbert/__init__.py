@@ -5,7 +5,7 @@ input missing) does not wait for torch and transformers to load.
 """
 from __future__ import annotations
 
-import importlib
+from cloak.lazy import lazy_exports
 
 _EXPORTS = {
     "MMBertConfig": "configuration", "MMBertForSequenceClassification": "modeling", "MMBertModel": "modeling",
@@ -15,15 +15,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'mmbert' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -12,7 +12,7 @@ import sys
 import click
 
 from cloak.io import RecordError, check_files, read_records
-from speech.tts import BACKENDS
+from speech import BACKENDS
 
 from .folder import peek_features
 

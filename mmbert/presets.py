@@ -26,7 +26,7 @@ import copy
 import os
 
 from cloak.params import InstanceOf, Interval, Options, ParameterError, unknown_key, validate
-from speech.tts import BACKENDS
+from speech import BACKENDS
 
 from .configuration import BERT_SHAPE, MMBertConfig
 

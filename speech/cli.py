@@ -7,8 +7,8 @@ import click
 
 from cloak.io import RecordError, check_files
 
+from . import BACKENDS
 from .text import MAX_CHARS
-from .tts import BACKENDS
 
 
 def _fail(command: str, message: str) -> None:

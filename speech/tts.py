@@ -31,9 +31,9 @@ import numpy as np
 from cloak.hanzi import is_han
 from cloak.pinyin import word_reading
 
+from . import BACKENDS
 from .text import MAX_CHARS, sentences, speakable
 
-BACKENDS = ("tone", "kokoro-onnx", "kokoro", "espeak-ng")
 PAUSE_S = 0.15
 KOKORO_VOICE = "zf_xiaobei"
 # eSpeak NG's plain "cmn" turns most characters into pinyin with tone digits and, finding no Mandarin

@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,18 @@ def sample_path() -> Path:
 def sample_texts() -> list[str]:
     with open(SAMPLE, encoding="utf-8") as f:
         return [json.loads(line)["text"] for line in f]
+
+
+def cli_in_fresh_python(cli: str, args: list[str], modules: tuple[str, ...]) -> tuple[int, list[bool], str]:
+    """Run ``cli``'s click group (``mmbert.cli``) on ``args`` in a new interpreter: its exit code, which
+    of ``modules`` it imported, and what it wrote to stderr."""
+    code = (f"import sys, json; from click.testing import CliRunner; from {cli} import main; "
+            "r = CliRunner().invoke(main, sys.argv[2:]); "
+            "print(json.dumps([r.exit_code, [m in sys.modules for m in sys.argv[1].split(',')], r.stderr]))")
+    result = subprocess.run([sys.executable, "-c", code, ",".join(modules), *args], capture_output=True, text=True,
+                            timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return tuple(json.loads(result.stdout.splitlines()[-1]))
 
 
 def read_jsonl(path) -> list[dict]:

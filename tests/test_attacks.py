@@ -10,7 +10,7 @@ from attacks import make_victim
 from attacks.metrics import detection_metrics, drops
 from cloak.params import ParameterError
 
-from .conftest import read_jsonl
+from .conftest import cli_in_fresh_python, read_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -234,6 +234,17 @@ def test_the_evaluate_command(sample_path, tmp_path):
                          (["--ops", "homofone"], "unknown op 'homofone'")):
         result = runner.invoke(main, [*args[:-3], *bad, "--out", str(tmp_path / "bad")])
         assert result.exit_code == 1 and message in result.output, result.output
+
+
+def test_help_and_a_missing_input_answer_before_any_model_library_loads(tmp_path):
+    """`attacks --help` took 1.1 s while scikit-learn loaded for the conventional victims; it and a
+    command whose input is missing import neither torch nor scikit-learn."""
+    missing = str(tmp_path / "missing.jsonl")
+    for args in (["--help"], ["evaluate", "--help"], ["train", "--model", "tfidf-lr", "--train", missing, "--out", "o"],
+                 ["evaluate", "--victim", str(tmp_path / "v"), "--data", missing, "--out", "o"]):
+        code, imported, stderr = cli_in_fresh_python("attacks.cli", args, ("torch", "sklearn"))
+        assert imported == [False, False], (args, imported)
+        assert code == (0 if "--help" in args else 1) and ("--help" in args or "input file not found" in stderr)
 
 
 @pytest.mark.parametrize("budget", [3, 40, 400])

@@ -24,7 +24,7 @@ from mmbert.speech_features import pool_frames  # noqa: E402
 from mmbert.tokenization import build_tokenizer  # noqa: E402
 from mmbert.train import parameter_group, train_stage  # noqa: E402
 
-from .conftest import read_jsonl  # noqa: E402
+from .conftest import cli_in_fresh_python, read_jsonl  # noqa: E402
 
 
 def tiny_bert() -> BertModel:
@@ -269,7 +269,8 @@ def test_length_grouped_batches_cover_every_example_once_with_little_padding():
 def test_cli_train_and_pretrain(run, data, tmp_path, tiny_whisper):
     common = ["--config", "tiny", "--train", data / "train.jsonl", "--dev", data / "dev.jsonl",
               "--whisper", tiny_whisper, "--speech-cache", tmp_path / "speech", "-q"]
-    result = run_mmbert("pretrain", "--corpus", data / "train.jsonl", "--config", "tiny", "--out", tmp_path / "bert", "-q")
+    result = run_mmbert("pretrain", "--corpus", data / "train.jsonl", "--config", "tiny", "--out", tmp_path / "bert",
+                        "-q")
     assert result.returncode == 0, result.stderr
     # One line: no library's load report or warning about the tied masked-LM weights it saved once.
     assert result.stderr.startswith("pretrain: 1 epochs") and result.stderr.count("\n") == 1, result.stderr
@@ -419,14 +420,10 @@ def test_yaml_numbers_and_a_hand_made_config_are_checked_too(tmp_path, run, data
 
 
 def test_commands_check_their_input_before_loading_anything(tmp_path):
-    """`mmbert --help`, and a command whose input is missing, answer without importing torch or
-    transformers (a missing file took 58 s to report: Whisper and the model loaded first)."""
-    code = ("import sys; from click.testing import CliRunner; from mmbert.cli import main; "
-            "r = CliRunner().invoke(main, sys.argv[1:]); "
-            "print(r.exit_code, 'torch' in sys.modules, 'transformers' in sys.modules); print(r.stderr)")
+    """`mmbert --help`, and a command whose input is missing, answer without importing torch,
+    transformers or numpy (a missing file took 58 s to report: Whisper and the model loaded first)."""
     for args in (["--help"], ["evaluate", "--help"],
                  ["train", "--stage", "1", "--train", str(tmp_path / "missing.jsonl"), "--dev", "x", "--out", "o"]):
-        result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
-        first, *rest = result.stdout.splitlines()
-        assert first.split()[1:] == ["False", "False"], (args, result.stdout)
-    assert first.split()[0] == "1" and "input file not found" in "\n".join(rest)
+        code, imported, stderr = cli_in_fresh_python("mmbert.cli", args, ("torch", "transformers", "numpy"))
+        assert imported == [False, False, False], (args, imported)
+    assert code == 1 and "input file not found" in stderr
