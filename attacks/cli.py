@@ -356,6 +356,9 @@ def _numbers(option: str, text: str) -> list[float]:
 @click.option("--importance", type=click.Choice(["auto", "deletion", "gradient"]), default="auto", show_default=True,
               help="The search: rank a post's words by deleting each (a query a word) or by the gradient (one "
                    "pass a post; victims with input embeddings); auto takes the gradient where there is one.")
+@click.option("--stopwords", default=SearchAttack.stopwords, show_default=True, metavar="none|zh|FILE",
+              help="The search: words it neither ranks nor cloaks. zh: stopwords-iso's Chinese list (的, 了, "
+                   "我们, ...; TextAttack's Chinese recipe uses it), or a file of one word a line.")
 @click.option("--mode", type=click.Choice(["keyword", "full", "both"]), default="keyword", show_default=True,
               help="Cloak the lexicon's terms (keyword), any word at --rate (full), or both.")
 @click.option("--rate", type=click.FloatRange(0, 1, min_open=True), default=0.3, show_default=True,
@@ -372,8 +375,8 @@ def _numbers(option: str, text: str) -> list[float]:
 @click.option("--batch-size", type=click.IntRange(1), default=64, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
-def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, max_candidates, importance, mode, rate,
-             variants, eps, steps, limit, seed, shard, batch_size, quiet) -> None:
+def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, max_candidates, importance, stopwords,
+             mode, rate, variants, eps, steps, limit, seed, shard, batch_size, quiet) -> None:
     """Attack every victim with every attack; per-post outcomes and summary.json in OUT (resumable)."""
     import os
 
@@ -407,7 +410,7 @@ def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, m
         elif kind == "search":
             searched = ",".join(dict.fromkeys(o for m in (ops or "").split(",") for o in m.split("+") if o.strip()))
             attacks.append(SearchAttack(ops=searched, query_budget=query_budget, max_candidates=max_candidates,
-                                        importance=importance))
+                                        importance=importance, stopwords=stopwords))
         else:
             mixes = [m.strip().replace("+", ",") for m in (ops or ",".join(available_ops())).split(",") if m.strip()]
             modes = ["keyword", "full"] if mode == "both" else [mode]

@@ -28,7 +28,8 @@ import numpy as np
 
 from cloak import Perturber, apply_edits, available_ops, parse_ops
 from cloak.edits import Edit
-from cloak.params import Interval, Options, validate_fields
+from cloak.params import InstanceOf, Interval, Options, validate_fields
+from cloak.targets import load_stopwords
 
 from .fgm import NotDifferentiable
 from .victim import Victim
@@ -43,12 +44,15 @@ class SearchAttack:
     max_candidates: int = 10
     chunk: int = 4
     importance: str = "auto"
+    stopwords: str = "none"
     _parameter_constraints = {"query_budget": Interval(int, 1), "max_candidates": Interval(int, 1),
-                              "chunk": Interval(int, 1), "importance": Options("auto", "deletion", "gradient")}
+                              "chunk": Interval(int, 1), "importance": Options("auto", "deletion", "gradient"),
+                              "stopwords": InstanceOf(str)}
 
     def __post_init__(self) -> None:
         validate_fields(self, "search attack")
         self.op_list = parse_ops(self.ops or ",".join(available_ops()))
+        self.stopword_set = load_stopwords(self.stopwords)
         # the spans: jieba's words, protected spans dropped; prepare() loads the ops' tables and the word
         # matcher (1 s) now rather than inside the first attack
         self.words = Perturber(ops=self.op_list, targets="all", rate=1.0).prepare()
@@ -59,7 +63,8 @@ class SearchAttack:
 
     def settings(self) -> dict:
         return {"kind": "search", "ops": self.ops or "all", "query_budget": self.query_budget,
-                "max_candidates": self.max_candidates, "chunk": self.chunk, "importance": self.importance}
+                "max_candidates": self.max_candidates, "chunk": self.chunk, "importance": self.importance,
+                "stopwords": self.stopwords}
 
     def importance_for(self, victim: Victim) -> str:
         """``deletion`` or ``gradient``: what ``importance`` means for this victim."""
@@ -116,7 +121,8 @@ class SearchAttack:
         if not _attacked(record, clean):
             return {**outcome, "status": "skipped"}
         protected = [tuple(s) for s in record.get("protected") or ()]
-        words = self.words.target_spans(text, None, protected)  # rate 1: no random draw
+        words = [(s, e) for s, e in self.words.target_spans(text, None, protected)  # rate 1: no random draw
+                 if text[s:e] not in self.stopword_set]
         options = {span: c for span in words if (c := self.span_candidates(text, *span))}
         spans = list(options)  # a word no op can change is not worth a deletion query
         budget = self.query_budget

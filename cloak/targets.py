@@ -168,6 +168,23 @@ def make_targets(spec: str | Lexicon | LexiconTargets | WordTargets) -> LexiconT
     raise ValueError(f"targets must be 'lexicon', 'lexicon:FILE' or 'all', not {spec!r}")
 
 
+@functools.cache
+def load_stopwords(spec: str = "none") -> frozenset[str]:
+    """Words an attack leaves alone: ``"none"``; ``"zh"``, stopwords-iso's Chinese list (794 function
+    words, pronouns, particles and punctuation such as 的, 了, 我们: the list TextAttack's Chinese recipe
+    uses); or a file of one word a line."""
+    if spec == "none":
+        return frozenset()
+    if spec == "zh":
+        import stopwordsiso
+
+        return frozenset(stopwordsiso.stopwords("zh"))
+    if not os.path.isfile(spec):
+        raise ValueError(f"stop words must be 'none', 'zh' or a file of one word a line; no file {spec!r}")
+    with open(spec, encoding="utf-8-sig") as f:
+        return frozenset(w for w in (line.strip() for line in f) if w)
+
+
 def drop_protected(spans: Sequence[Span], protected: Sequence[Span]) -> list[Span]:
     """The spans that do not overlap any protected span."""
     return [(s, e) for s, e in spans if not any(s < pe and ps < e for ps, pe in protected)]

@@ -301,6 +301,37 @@ def test_the_search_ranks_words_by_the_gradient_where_the_victim_has_one(tfidf, 
     assert first != text and first.startswith(text[:start]) and first.endswith(text[end:])
 
 
+def test_the_search_leaves_stop_words_alone_when_asked(tfidf, posts, tmp_path):
+    from attacks.search import SearchAttack
+    from cloak.targets import load_stopwords
+
+    rows = posts[2]
+    clean = tfidf.predict_proba([r["text"] for r in rows])
+    stopwords = load_stopwords("zh")
+    assert {"的", "了", "我们"} <= stopwords and "黑人" not in stopwords
+    free, held = (SearchAttack(ops="similar,homophone", stopwords=s).attack(tfidf, rows, range(len(rows)), clean)
+                  for s in ("none", "zh"))
+    words_of = SearchAttack(ops="similar,homophone").words.target_spans
+
+    def cloaked(outcomes):  # the words the edits fall in
+        return [r["text"][s:e] for r, o in zip(rows, outcomes) for s, e in words_of(r["text"], None, [])
+                for edit in o["edits"] if s <= edit["start"] < e]
+
+    assert any(w in stopwords for w in cloaked(free))  # without the constraint the search does cloak them
+    assert cloaked(held) and not any(w in stopwords for w in cloaked(held))
+    # nor is a stop word ranked: the deletion pass asks about the other words only
+    row = rows[0]
+    words = words_of(row["text"], None, [])
+    n_stop = sum(row["text"][s:e] in stopwords for s, e in words)
+    clean_row = np.eye(2)[int(row["label"])]
+    deletions = [next(SearchAttack(ops="similar,homophone", stopwords=s).search(row, clean_row)) for s in ("none", "zh")]
+    assert n_stop and len(deletions[1]) < len(deletions[0])
+    mine = tmp_path / "stop.txt"
+    mine.write_text("的\n\n 了 \n", encoding="utf-8")
+    assert load_stopwords(str(mine)) == {"的", "了"}
+    with pytest.raises(ValueError, match="'none', 'zh' or a file"):
+        SearchAttack(stopwords=str(tmp_path / "missing.txt"))
+
 def test_saliency_covers_exactly_the_characters_the_model_reads(tiny_bert, posts):
     import unicodedata
 
