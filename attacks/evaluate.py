@@ -199,6 +199,16 @@ def shard_bounds(n: int, shard: tuple[int, int] | None) -> tuple[int, int]:
     return i * n // k, (i + 1) * n // k
 
 
+def textattack_counts(right_before: np.ndarray, right_after: np.ndarray, queries: np.ndarray) -> dict:
+    """TextAttack's counts: a post the victim got wrong is skipped; success rate = successes / (successes +
+    failures); accuracy under attack = failures / all posts; queries a post over the posts attacked."""
+    successes, failures = int((right_before & ~right_after).sum()), int((right_before & right_after).sum())
+    return {"successes": successes, "failures": failures, "skipped": int((~right_before).sum()),
+            "success_rate": successes / (successes + failures) if successes + failures else None,
+            "accuracy_under_attack": failures / len(right_before) if len(right_before) else None,
+            "queries_per_example": float(queries[right_before].mean()) if right_before.any() else None}
+
+
 def figures_of(labels: np.ndarray, clean: np.ndarray, outcomes: list[dict]) -> dict:
     """Every figure of one (victim, attack): on all posts, on the posts it changed, and TextAttack's counts."""
     attacked = _probs(outcomes, clean.shape[1])
@@ -206,15 +216,14 @@ def figures_of(labels: np.ndarray, clean: np.ndarray, outcomes: list[dict]) -> d
     before, after = detection_metrics(labels, clean), detection_metrics(labels, attacked)
     right_before = clean.argmax(1) == labels
     right_after = ~np.isnan(attacked).any(1) & (np.nan_to_num(attacked).argmax(1) == labels)
-    successes, failures = int((right_before & ~right_after).sum()), int((right_before & right_after).sum())
+    queries = np.array([o["queries"] for o in outcomes], dtype=float)
     share = [o["perturbed_share"] for o in outcomes if o["edits"]]
     figures = {"all": _finite(after), "drop": _finite(drops(before, after)), "changed": int(changed.sum()),
-               "textattack": {"successes": successes, "failures": failures, "skipped": int((~right_before).sum()),
-                              "success_rate": successes / (successes + failures) if successes + failures else None,
-                              "accuracy_under_attack": failures / len(labels) if len(labels) else None,
-                              "queries_per_example": float(np.mean([o["queries"] for o, right in
-                                                                    zip(outcomes, right_before) if right]))
-                              if right_before.any() else None},
+               "textattack": textattack_counts(right_before, right_after, queries),
+               # an offensive post flipped evades the detector; a clean one flipped is a false alarm
+               "textattack_by_label": {str(k): textattack_counts(right_before[labels == k], right_after[labels == k],
+                                                                 queries[labels == k])
+                                       for k in np.unique(labels).tolist()},
                "perturbed_share": float(np.mean(share)) if share else 0.0}
     if 0 < changed.sum() < len(labels):
         on_changed = (detection_metrics(labels[changed], clean[changed]),

@@ -113,7 +113,7 @@ def matrix_rows(results: Sequence[Results], attacks: Sequence[str]) -> list[dict
                     cells[attack] = {"f1": figures["all"]["f1"], "drop": figures["drop"]["f1"],
                                      "accuracy": figures["all"]["accuracy"],
                                      "success_rate": figures["textattack"]["success_rate"],
-                                     "changed": figures["changed"]}
+                                     "by_label": success_by_label(figures), "changed": figures["changed"]}
             rows.append({"row": victim if len(results) == 1 else f"{r.label} / {victim}", "results": r.label,
                          "victim": victim, "clean_f1": entry["clean"]["f1"], "clean_accuracy": entry["clean"]["accuracy"],
                          "posts": entry["clean"]["n"], "cells": cells})
@@ -137,7 +137,9 @@ def headlines(rows: Sequence[dict], attacks: Sequence[str]) -> list[str]:
         for a in attacks:
             cell = row["cells"].get(a) or {}
             if attack_kind(a) == "search" and cell.get("success_rate") is not None:
-                parts.append(f"{short_name(a)} flips {cell['success_rate']:.0%} of the posts it got right")
+                by_label = ", ".join(f"label {k}: {v:.0%}" for k, v in cell["by_label"].items() if v is not None)
+                parts.append(f"{short_name(a)} flips {cell['success_rate']:.0%} of the posts it got right"
+                             + (f" ({by_label})" if len(cell["by_label"]) > 1 else ""))
         if parts:
             lines.append(f"{row['row']} (clean macro-F1 {row['clean_f1']:.3f}): " + "; ".join(parts) + ".")
     if len(means) > 1:
@@ -148,6 +150,12 @@ def headlines(rows: Sequence[dict], attacks: Sequence[str]) -> list[str]:
             lines.append(f"Scores best under cloaking: {highest} (macro-F1 {attacked[highest]:.3f} on average over the "
                          f"cloak attacks, against {attacked[best]:.3f} for {best}).")
     return lines
+
+
+def success_by_label(figures: dict) -> dict[str, float | None]:
+    """The success rate on the posts of each gold label: on offensive posts a success evades the
+    detector, on clean ones it raises a false alarm (summaries written before it have none)."""
+    return {k: v["success_rate"] for k, v in figures.get("textattack_by_label", {}).items()}
 
 
 def search_rows(results: Sequence[Results], attacks: Sequence[str]) -> list[dict]:
@@ -161,7 +169,7 @@ def search_rows(results: Sequence[Results], attacks: Sequence[str]) -> list[dict
                 counts = figures["textattack"]
                 rows.append({"row": victim if len(results) == 1 else f"{r.label} / {victim}", "attack": attack,
                              "clean_f1": entry["clean"]["f1"], "f1": figures["all"]["f1"],
-                             "success_rate": counts["success_rate"],
+                             "success_rate": counts["success_rate"], "by_label": success_by_label(figures),
                              "accuracy_under_attack": counts["accuracy_under_attack"],
                              "perturbed_share": figures["perturbed_share"],
                              "queries_per_example": counts["queries_per_example"],
@@ -320,6 +328,11 @@ def _pct(x: float | None) -> str:
     return _num(x, ".1%")
 
 
+def by_label_text(by_label: dict[str, float | None]) -> str:
+    """Success rates by gold label, as ``0: 84.0% · 1: 99.4%`` (empty for one label or none)."""
+    return " · ".join(f"{k}: {_pct(v)}" for k, v in by_label.items()) if len(by_label) > 1 else ""
+
+
 def _num(x: float | None, spec: str) -> str:
     return "" if x is None else format(x, spec)
 
@@ -350,10 +363,10 @@ def markdown(report: dict) -> str:
         out.append(f"| {_md(row['row'])} | {row['clean_f1']:.3f} | " + " | ".join(cells) + " |")
     if report["search"]:
         out += ["", "## Search attack", "",
-                "| victim | attack | clean F1 | attacked F1 | success rate | accuracy under attack | "
-                "characters changed | queries a post |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+                "| victim | attack | clean F1 | attacked F1 | success rate | by gold label | accuracy under attack | "
+                "characters changed | queries a post |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         out += [f"| {_md(s['row'])} | {s['attack']} | {s['clean_f1']:.3f} | {s['f1']:.3f} | {_pct(s['success_rate'])} | "
-                f"{_pct(s['accuracy_under_attack'])} | {_pct(s['perturbed_share'])} | "
+                f"{by_label_text(s['by_label'])} | {_pct(s['accuracy_under_attack'])} | {_pct(s['perturbed_share'])} | "
                 f"{_num(s['queries_per_example'], '.1f')} |"
                 for s in report["search"]]
     if report["embedding"]:
@@ -399,7 +412,7 @@ def html(report: dict) -> str:
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("attacks", "templates"),
                              autoescape=jinja2.select_autoescape(default=True), undefined=jinja2.StrictUndefined)
-    env.filters.update(pct=_pct, short=short_name, colour=drop_colour, change=change)
+    env.filters.update(pct=_pct, by_label=by_label_text, short=short_name, colour=drop_colour, change=change)
     plots = {"ops": op_bars_svg(report), "eps": eps_svg(report),
              "curves": [_svg(lambda path, c=c: _plot_curve(c, path)) for c in report["curves"]],
              "routing": [_svg(lambda path, t=t: _plot_routing(t, path)) for t in report["routing"]]}

@@ -70,7 +70,16 @@ def test_the_report_holds_every_number_of_the_summary(results, report_dir):
     assert set(curves) == {("bert", "fgm"), ("bert", "pgd")}  # the TF-IDF victim has no embeddings
     assert curves[("bert", "fgm")][0] == [0.0, summary["victims"]["bert"]["clean"]["accuracy"]]
     search = next(s for s in report["search"] if s["row"] == "tfidf-lr")
-    assert search["success_rate"] == summary["victims"]["tfidf-lr"]["attacks"][SEARCH]["textattack"]["success_rate"]
+    figures = summary["victims"]["tfidf-lr"]["attacks"][SEARCH]
+    assert search["success_rate"] == figures["textattack"]["success_rate"]
+    # per gold label: the counts add up to the whole, and the report shows each label's rate
+    by_label = figures["textattack_by_label"]
+    assert set(by_label) == {"0", "1"}
+    for key in ("successes", "failures", "skipped"):
+        assert sum(c[key] for c in by_label.values()) == figures["textattack"][key]
+    assert search["by_label"] == {k: c["success_rate"] for k, c in by_label.items()}
+    md = (report_dir / "report.md").read_text(encoding="utf-8")
+    assert f"0: {by_label['0']['success_rate']:.1%} · 1: {by_label['1']['success_rate']:.1%}" in md
 
 
 def test_examples_are_flipped_posts_with_their_edits_marked(report_dir):
