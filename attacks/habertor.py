@@ -377,9 +377,8 @@ class HabertorVictim(HeadTailTokens, TorchVictim):
             return super().predict_proba(texts)
         if len(sources) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(sources)} sources")
-        size = self.predict_batch_size
-        return self.batch_probabilities(self.batch(texts[at:at + size], sources[at:at + size])
-                                        for at in range(0, len(texts), size))
+        return self.probabilities_by_length(texts, lambda chosen: self.batch([texts[i] for i in chosen],
+                                                                             [sources[i] for i in chosen]))
 
     # -- adversarial training (§4.5) --------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -164,8 +164,19 @@ class TorchVictim(Victim):
         return self.model_logits(self.model, embedded)
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        texts, size = check_texts(texts), self.predict_batch_size
-        return self.batch_probabilities(self.batch(texts[i:i + size]) for i in range(0, len(texts), size))
+        texts = check_texts(texts)
+        return self.probabilities_by_length(texts, lambda chosen: self.batch([texts[i] for i in chosen]))
+
+    def probabilities_by_length(self, texts: Sequence[str], make_batch: Callable[[list[int]], dict]) -> np.ndarray:
+        """Probabilities in the order of ``texts``, computed over batches of texts of similar length
+        (``make_batch`` builds the batch of the texts at the given indices): a batch pads to its longest
+        text, and a search asks about posts of every length at once."""
+        order = np.argsort([len(t) for t in texts], kind="stable")
+        size = self.predict_batch_size
+        probs = self.batch_probabilities(make_batch(order[at:at + size].tolist()) for at in range(0, len(texts), size))
+        out = np.empty_like(probs)
+        out[order] = probs
+        return out
 
     @torch.no_grad()
     def batch_probabilities(self, batches: Iterable[dict]) -> np.ndarray:

@@ -159,6 +159,10 @@ def test_torch_victims_train_through_the_loop_save_reload_and_differentiate(name
     again = load_victim(str(tmp_path))
     np.testing.assert_array_equal(again.predict_proba(texts(test)), probs)
     check_differentiable(again, texts(test)[:4])
+    # batched by length, answered in the order asked: each post as it scores alone
+    mixed = [texts(test)[0][:3], texts(test)[1] * 3, texts(test)[2], texts(test)[0][:3]]
+    alone = np.concatenate([again.predict_proba([t]) for t in mixed])
+    np.testing.assert_allclose(again.predict_proba(mixed), alone, atol=1e-6)
     long_post = "黑人都是垃圾，" * 150_000  # head and tail kept, the middle never tokenised
     assert again.predict_proba([long_post, "短"]).shape == (2, 2)
     weights = tmp_path / "model.safetensors"
