@@ -82,7 +82,8 @@ bench-attacks: $(BENCH_INSTALLED)
 	$(BIN)/python bench/victims.py --cold $(COLD) --swsr $(SWSR) --neural bert,chinesebert --no-curve
 	$(BIN)/python bench/attacks_scale.py --cold $(COLD)
 	$(BIN)/python bench/robustness.py --cold $(COLD)
-	$(BIN)/python bench/search_candidates.py
+	$(BIN)/python bench/search_settings.py
+	$(BIN)/python bench/search_settings.py --option stopwords
 	$(BIN)/python bench/search_importance.py
 	$(BIN)/python bench/search_attack.py --cold $(COLD)   # needs TextAttack's venv: see the README
 	$(BIN)/python bench/habertor_speed.py

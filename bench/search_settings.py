@@ -1,20 +1,29 @@
-"""The search attack's candidates a word (``--max-candidates``): how many to score before moving on.
+"""The search attack under one of its settings at several values, as whole commands on COLD.
 
 Run from the repository root after ``bench/robustness.py`` (its COLD test file and the conventional
-victims) and ``bench/victims.py --neural`` (``bert``): ``.venv/bin/python bench/search_candidates.py``;
-writes ``bench/results/search_candidates.json``.
+victims) and ``bench/victims.py --neural`` (``bert``)::
 
-With every op a word has many candidates (a median of 93 on COLD test), and the search scores up to
-``--max-candidates`` of them at each word, the ops taking turns, so the cap decides how many words a
-query budget reaches. The same command for each cap, differing only in ``--max-candidates``::
+    .venv/bin/python bench/search_settings.py                          # --max-candidates 30, 15, 10
+    .venv/bin/python bench/search_settings.py --option stopwords       # --stopwords none, zh
+
+writing ``bench/results/search_candidates.json`` and ``bench/results/search_stopwords.json``.
+
+- ``max-candidates``: with every op a word has many candidates (a median of 93 on COLD test), and the
+  search scores up to ``--max-candidates`` of them at each word, the ops taking turns, so the cap
+  decides how many words a query budget reaches.
+- ``stopwords``: ``zh`` leaves stopwords-iso's Chinese function words (的, 了, 我们, ...) out of the
+  ranking and the substitutions, as TextAttack's Chinese recipe does: fewer deletion queries, fewer
+  words to cloak.
+
+The same command for each value, differing only in that option::
 
     attacks evaluate --victim bench/work/victims/tfidf-lr ... --data bench/work/robustness/cold_test.jsonl \\
         --attacks search --query-budget 200 --importance deletion --limit 1000 --max-candidates 10
 
 on the first ``--limit`` COLD test posts for the conventional victims and ``--neural-limit`` for the
-torch ones (deletion ranking for all, as ``bench/robustness.py``). Reported per victim and cap:
+torch ones (deletion ranking for all, as ``bench/robustness.py``). Reported per victim and value:
 success rate, accuracy under attack, queries a post, characters changed, and each command's wall time.
-A rerun adds to the JSON: the (victim, cap) pairs it measures replace their old figures, others stay.
+A rerun adds to the JSON: the (victim, value) pairs it measures replace their old figures, others stay.
 """
 from __future__ import annotations
 
@@ -33,12 +42,16 @@ from bench.robustness import cold_test, run, search_figures  # noqa: E402
 from bench.summary import print_summary  # noqa: E402
 from cloak.io import write_atomic  # noqa: E402
 
+# option -> (the values compared by default, the results file)
+OPTIONS = {"max-candidates": ("30,15,10", "search_candidates.json"), "stopwords": ("none,zh", "search_stopwords.json")}
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--option", choices=sorted(OPTIONS), default="max-candidates")
+    ap.add_argument("--values", default=None, help="the values of --option to compare (default: see the docstring)")
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "search_candidates.json")
-    ap.add_argument("--caps", default="30,15,10", help="the --max-candidates values to compare")
+    ap.add_argument("--out", type=Path, default=None, help="default: bench/results/ + the option's file")
     ap.add_argument("--conventional", default="tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt")
     ap.add_argument("--neural", default="bert")
     ap.add_argument("--limit", type=int, default=1000)
@@ -46,6 +59,8 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=200)
     args = ap.parse_args()
     started = time.perf_counter()
+    default_values, file_name = OPTIONS[args.option]
+    out_path = args.out or REPO / "bench" / "results" / file_name
     data = cold_test(args.work)
     groups = [(g, [args.work / "victims" / n for n in names.split(",") if n], limit)
               for g, names, limit in (("conventional", args.conventional, args.limit),
@@ -54,29 +69,29 @@ def main() -> None:
         for folder in folders:
             if not (folder / "victim.json").exists():
                 raise SystemExit(f"{folder}: no trained victim (bench/robustness.py, bench/victims.py --neural)")
-    # a rerun adds to the figures already there: a (victim, cap) measured again replaces its old figures
-    old = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
+    # a rerun adds to the figures already there: a (victim, value) measured again replaces its old figures
+    old = json.loads(out_path.read_text(encoding="utf-8")) if out_path.exists() else {}
     runs, table = old.get("runs", {}), old.get("victims", {})
-    for cap in (int(c) for c in args.caps.split(",")):
+    for value in (args.values or default_values).split(","):
         for group, folders, limit in groups:
             if not folders:
                 continue
-            out = args.work / "search_candidates" / f"{group}-{cap}"
+            out = args.work / f"search_{args.option}" / f"{group}-{value}"
             command = [BIN / "attacks", "evaluate", *(x for f in folders for x in ("--victim", f)), "--data", data,
                        "--attacks", "search", "--query-budget", str(args.budget), "--importance", "deletion",
-                       "--limit", str(limit), "--max-candidates", str(cap), "--out", out, "-q"]
-            runs[f"{group} {cap}"] = run(command)
+                       "--limit", str(limit), f"--{args.option}", value, "--out", out, "-q"]
+            runs[f"{group} {value}"] = run(command)
             for victim, (clean, figures) in search_figures(out).items():
-                row = table.setdefault(victim, {"posts": limit, "clean_macro_f1": clean, "caps": {}})
-                row["caps"][str(cap)] = figures
-    result = {"benchmark": "bench/search_candidates.py", "machine": machine_info(("scikit-learn", "torch")),
-              "query_budget": args.budget, "runs": runs, "victims": table,
-              "seconds": round(time.perf_counter() - started, 1)}
-    write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
-    rows = [(f"{victim} cap {cap}", f"{figures['success_rate']:.1%} success",
+                row = table.setdefault(victim, {"posts": limit, "clean_macro_f1": clean, "values": {}})
+                row["values"][value] = figures
+    result = {"benchmark": "bench/search_settings.py", "option": args.option,
+              "machine": machine_info(("scikit-learn", "torch")), "query_budget": args.budget, "runs": runs,
+              "victims": table, "seconds": round(time.perf_counter() - started, 1)}
+    write_atomic(out_path, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+    rows = [(f"{victim} {args.option} {value}", f"{figures['success_rate']:.1%} success",
              f"{figures['queries_per_example']:.1f} queries")
-            for victim, row in table.items() for cap, figures in row["caps"].items()]
-    print_summary(rows, args.out, time.perf_counter() - started)
+            for victim, row in table.items() for value, figures in row["values"].items()]
+    print_summary(rows, out_path, time.perf_counter() - started)
 
 
 if __name__ == "__main__":
