@@ -9,11 +9,13 @@ setting up TextAttack's virtual environment as the README says:
 - TextAttack 0.3.11 (``bench/textattack_search.py``, in its own environment): ``GreedyWordSwapWIR``
   with deletion importance and ``ChineseMorphonymCharacterSwap``, its Chinese recipe's constraints.
 - Ours: ``SearchAttack(ops="similar")`` (look-alike characters, the closest to TextAttack's
-  morphonyms), then with every op. The same budget: TextAttack counts the original post's query,
+  morphonyms), then with every op; each with TextAttack's stop-word constraint (``stopwords="zh"``,
+  the same list) and without it (our default). The same budget: TextAttack counts the original post's query,
   ours does not (the evaluator already has it), so ours runs with one query fewer and its figures
   add that one back.
 - Wall time: the attack loop over the 200 posts in each process (victim loaded, tables warm), and
-  each whole command as a user runs it; the two run back to back.
+  each whole command as a user runs it (ours: ``attacks evaluate --ops similar --stopwords zh``); the
+  two run back to back, each on one thread.
 """
 from __future__ import annotations
 
@@ -36,6 +38,10 @@ from cloak.io import write_atomic  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"
 TEXTATTACK = REPO / "bench" / "work" / "textattack-venv" / "bin" / "python"
+# ours: (label, ops, stop words). "zh" is the list TextAttack's constraint uses (stopwords-iso's
+# Chinese words, the same 794), so the *_stopwords rows search the words TextAttack searches.
+VARIANTS = (("ours_similar_stopwords", "similar", "zh"), ("ours_similar", "similar", "none"),
+            ("ours_all_ops_stopwords", "", "zh"), ("ours_all_ops", "", "none"))
 
 
 def stopwords_folder(folder: Path) -> Path:
@@ -57,9 +63,11 @@ def totals(results: list[dict], seconds: float, extra_query: int = 0) -> dict:
             "seconds": round(seconds, 2), "posts_per_second": round(len(results) / seconds, 2)}
 
 
-def ours(victim, records: list[dict], ops: str, budget: int, max_candidates: int) -> tuple[dict, list[dict]]:
+def ours(victim, records: list[dict], ops: str, budget: int, max_candidates: int,
+         stopwords: str) -> tuple[dict, list[dict]]:
     # deletion importance, as TextAttack's GreedyWordSwapWIR here; + the original's query, as TextAttack counts
-    attack = SearchAttack(ops=ops, query_budget=budget - 1, max_candidates=max_candidates, importance="deletion")
+    attack = SearchAttack(ops=ops, query_budget=budget - 1, max_candidates=max_candidates, importance="deletion",
+                          stopwords=stopwords)
     clean = victim.predict_proba([r["text"] for r in records])
     started = time.perf_counter()
     outcomes = attack.attack(victim, records, range(len(records)), clean)
@@ -82,7 +90,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "search_attack.json")
     args = ap.parse_args()
     started = time.perf_counter()
+    import torch
+
     from attacks import load_victim
+
+    torch.set_num_threads(1)  # as TextAttack's process (OMP_NUM_THREADS=1) and our whole command
 
     work = REPO / "bench" / "work" / "search_attack"
     work.mkdir(parents=True, exist_ok=True)
@@ -112,9 +124,8 @@ def main() -> None:
         theirs = json.loads(out.read_text(encoding="utf-8"))
         entry["textattack"] = {**totals(theirs["results"], theirs["seconds"]),
                                "command_seconds": round(command_seconds, 1)}
-        for label, ops in (("ours_similar", "similar"), ("ours_all_ops", "")):
-            t0 = time.perf_counter()
-            figures, results = ours(victim, records, ops, args.budget, args.max_candidates)
+        for label, ops, stopwords in VARIANTS:
+            figures, results = ours(victim, records, ops, args.budget, args.max_candidates, stopwords)
             entry[label] = figures
             write_atomic(work / f"{name}_{label}.json", json.dumps(results, ensure_ascii=False).encode())
         evaluate_dir = work / f"{name}_evaluate"
@@ -123,15 +134,15 @@ def main() -> None:
         subprocess.run([str(Path(sys.executable).parent / "attacks"), "evaluate", "--victim", str(folder), "--data",
                         str(data), "--attacks", "search", "--ops", "similar", "--query-budget", str(args.budget - 1),
                         "--max-candidates", str(args.max_candidates), "--importance", "deletion",
-                        "--out", str(evaluate_dir), "-q"],
+                        "--stopwords", "zh", "--out", str(evaluate_dir), "-q"],
                        check=True, env=env, stderr=subprocess.DEVNULL)
-        entry["ours_similar"]["command_seconds"] = round(time.perf_counter() - t0, 1)
-        mine, peer = entry["ours_similar"], entry["textattack"]
+        entry["ours_similar_stopwords"]["command_seconds"] = round(time.perf_counter() - t0, 1)
+        mine, peer = entry["ours_similar_stopwords"], entry["textattack"]
         entry["speedup_similar"] = round(peer["seconds"] / mine["seconds"], 1)
         entry["speedup_similar_commands"] = round(peer["command_seconds"] / mine["command_seconds"], 1)
         result["victims"][name] = entry
         write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
-        for label in ("textattack", "ours_similar", "ours_all_ops"):
+        for label in ("textattack", *(v[0] for v in VARIANTS)):
             f = entry[label]
             rows.append((f"{name} {label}", f"{f['success_rate']:.1%}",
                          f"{f['queries_per_post']:.1f} queries a post, {f['seconds']:.1f} s"))
