@@ -80,6 +80,7 @@ bench-attacks: $(BENCH_INSTALLED)
 	$(BIN)/python bench/backbone.py --cold $(COLD) --swsr $(SWSR) --epochs 3
 	$(BIN)/python bench/victims.py --cold $(COLD) --swsr $(SWSR)
 	$(BIN)/python bench/victims.py --cold $(COLD) --swsr $(SWSR) --neural bert,chinesebert --no-curve
+	$(BIN)/python bench/predict_order.py
 	$(BIN)/python bench/attacks_scale.py --cold $(COLD)
 	$(BIN)/python bench/robustness.py --cold $(COLD)
 	$(BIN)/python bench/search_settings.py
