@@ -19,6 +19,7 @@ import os
 from collections.abc import Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from cloak.params import Interval
@@ -88,9 +89,10 @@ class ChineseBertModel(nn.Module):
     def fused_embeddings(self, input_ids: torch.Tensor) -> torch.Tensor:
         chars = self.bert.embeddings.word_embeddings(input_ids)
         ids, inverse = torch.unique(input_ids, return_inverse=True)  # each distinct token's glyph once
-        glyph = self.glyph_cnn(self.glyphs[ids].unsqueeze(1).float() / 255.0)[inverse]
+        # spread back by F.embedding, whose backward repeats exactly (indexing's varies with the CPU threads)
+        glyph = F.embedding(inverse, self.glyph_cnn(self.glyphs[ids].unsqueeze(1).float() / 255.0))
         letters = self.pinyin_embeddings(self.pinyin[ids]).transpose(1, 2)  # (distinct, dim, letters)
-        pinyin = self.pinyin_cnn(letters).max(-1).values[inverse]
+        pinyin = F.embedding(inverse, self.pinyin_cnn(letters).max(-1).values)
         return self.fusion(torch.cat([chars, glyph, pinyin], -1))
 
     def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor,

@@ -61,7 +61,9 @@ class GlyphCNN(nn.Module):
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         ids, inverse = torch.unique(input_ids, return_inverse=True)
-        return self.encode(ids)[inverse]
+        # F.embedding, not features[inverse]: indexing's backward accumulates in an order that varies
+        # with the CPU threads, so a seeded training did not repeat
+        return F.embedding(inverse, self.encode(ids))
 
     @torch.no_grad()
     def table(self, batch_size: int = 2048) -> torch.Tensor:
