@@ -46,6 +46,12 @@ def syllable_key(tone3: str, tone: str = "toneless") -> str:
     return plain
 
 
+def load_readings() -> None:
+    """Import pypinyin's character and phrase tables (about 1 s), for an op's ``prepare`` to pay for
+    rather than the first word it reads (inside a timed search, or once in every worker)."""
+    import pypinyin.constants  # noqa: F401  (the package loads both tables)
+
+
 @functools.cache
 def char_readings(ch: str) -> tuple[str, ...]:
     """All readings of a character in TONE3 style, the most common first; () if pypinyin has none."""

@@ -1,5 +1,8 @@
 """What each op does to the words posters cloak."""
 import dataclasses
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -182,6 +185,28 @@ def test_ops_made_in_python_are_checked_too():
     with pytest.raises(ValueError, match="'sound' must be true or false, got 'no'"):
         Emoji(sound="no")
     assert Split(share=1).share == 1.0 and isinstance(Split(share=1).share, float)
+
+
+def test_prepare_loads_every_table_an_op_reads():
+    """After prepare(), cloaking imports nothing more: an op's tables (pypinyin's among them, 1 s) load
+    up front, before workers fork and outside a timed search, not at the first word it reads."""
+    script = textwrap.dedent("""
+        import sys
+        from cloak import Rng, available_ops, make_op
+        ops = [make_op(name) for name in available_ops()]
+        for op in ops:
+            op.prepare()
+        before = set(sys.modules)
+        for op in ops:
+            for text in ("他们白人都是垃圾", "银行的同性恋女权婊", "黑鬼滚出中国", "hello 你好"):
+                for start in range(len(text)):
+                    for end in range(start + 1, min(start + 4, len(text)) + 1):
+                        op.candidates(text, start, end)
+                        op.edit_span(text, start, end, Rng(0))
+        print(sorted(set(sys.modules) - before))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 def test_register_your_own_op():

@@ -30,7 +30,7 @@ from importlib import resources
 from ..cache import disk_cached
 from ..edits import Edit
 from ..hanzi import char_frequencies, is_han
-from ..pinyin import char_readings, syllable_key, word_reading
+from ..pinyin import char_readings, load_readings, syllable_key, word_reading
 from ..rng import Rng
 from .base import SHARE, Candidates, Op, register_op
 
@@ -150,6 +150,8 @@ class Emoji(Op):
 
     def prepare(self) -> None:
         emoji_tables()
+        if self.sound:
+            load_readings()
 
     def _options(self, text: str, start: int, end: int):
         _, by_char, by_sound = emoji_tables()

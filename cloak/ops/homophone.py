@@ -16,7 +16,7 @@ from ..cache import disk_cached
 from ..edits import Edit
 from ..hanzi import char_frequencies, cjk_chars, common_chars, gb2312_chars, is_han, word_frequencies
 from ..params import Options
-from ..pinyin import TONES, char_readings, reading_key, syllable_key, word_reading
+from ..pinyin import TONES, char_readings, load_readings, reading_key, syllable_key, word_reading
 from ..rng import Rng
 from .base import SHARE, Candidates, Op, pick, ranked_items, register_op
 
@@ -131,6 +131,7 @@ class Homophone(Op):
         self._rare_memo: dict[str, tuple[tuple[int, Candidates], ...]] = {}
 
     def prepare(self) -> None:
+        load_readings()
         char_index(self.tone)
         if self.word:
             word_index(self.tone)

@@ -33,7 +33,7 @@ from ..cache import disk_cached
 from ..edits import Edit
 from ..hanzi import char_frequencies, common_chars, gb2312_chars
 from ..params import Options
-from ..pinyin import char_readings, syllable_key
+from ..pinyin import char_readings, load_readings, syllable_key
 from ..rng import Rng
 from .base import SHARE, Candidates, Op, register_op
 from .split import SIDE_FORMS, clean_splits, is_ideograph
@@ -122,6 +122,7 @@ class Radical(Op):
     examples = (("", "黑人"), ("", "妈"), ("reach=gb2312", "级"), ("reach=cjk", "蛆"))
 
     def prepare(self) -> None:
+        load_readings()
         radical_table(self.sound, self.reach)
 
     def _options(self, text: str):

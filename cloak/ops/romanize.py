@@ -15,7 +15,7 @@ from itertools import accumulate
 from ..edits import Edit
 from ..hanzi import is_han
 from ..params import Interval, Options
-from ..pinyin import word_reading
+from ..pinyin import load_readings, word_reading
 from ..rng import Rng
 from .base import Op, register_op
 
@@ -188,6 +188,9 @@ class Pinyin(Op):
                 ("mode=word:tones=numbers", "白人"), ("mode=word:tones=marks", "女权"),
                 ("mode=word:lookalike=1", "垃圾"))
 
+    def prepare(self) -> None:
+        load_readings()
+
     def _syllables(self, text: str, start: int, end: int) -> tuple[str, ...] | None:
         """The TONE3 reading of the span, if it is all Han characters spelled in plain letters."""
         if not _han_word(text, start, end):
@@ -267,6 +270,9 @@ class Abbrev(Op):
                               "lookalike": _LOOKALIKE}
     examples = (("", "同性恋"), ("case=upper", "同性恋"), ("spacing=spaced", "同性恋"), ("lookalike=1", "同性恋"),
                 ("lookalike=1", "尼玛死了"))
+
+    def prepare(self) -> None:
+        load_readings()
 
     def _initials(self, text: str, start: int, end: int) -> str | None:
         if end - start < 2 or not _han_word(text, start, end):
