@@ -23,7 +23,8 @@ The same command for each value, differing only in that option::
 on the first ``--limit`` COLD test posts for the conventional victims and ``--neural-limit`` for the
 torch ones (deletion ranking for all, as ``bench/robustness.py``). Reported per victim and value:
 success rate, accuracy under attack, queries a post, characters changed, and each command's wall time.
-A rerun adds to the JSON: the (victim, value) pairs it measures replace their old figures, others stay.
+A rerun adds to the JSON: the (victim, value) pairs it measures replace their old figures, others stay
+(all of a victim's, when it scores differently clean: it was retrained).
 """
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
     ap.add_argument("--out", type=Path, default=None, help="default: bench/results/ + the option's file")
     ap.add_argument("--conventional", default="tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt")
-    ap.add_argument("--neural", default="bert")
+    ap.add_argument("--neural", default="bert", help="comma-separated victim names or folders")
     ap.add_argument("--limit", type=int, default=1000)
     ap.add_argument("--neural-limit", type=int, default=300)
     ap.add_argument("--budget", type=int, default=200)
@@ -62,7 +63,8 @@ def main() -> None:
     default_values, file_name = OPTIONS[args.option]
     out_path = args.out or REPO / "bench" / "results" / file_name
     data = cold_test(args.work)
-    groups = [(g, [args.work / "victims" / n for n in names.split(",") if n], limit)
+    # a name is a victim of bench/work/victims; a path, any victim folder (HABERTOR's bench keeps its own)
+    groups = [(g, [Path(n) if "/" in n else args.work / "victims" / n for n in names.split(",") if n], limit)
               for g, names, limit in (("conventional", args.conventional, args.limit),
                                       ("neural", args.neural, args.neural_limit))]
     for _, folders, _ in groups:
@@ -80,9 +82,12 @@ def main() -> None:
             command = [BIN / "attacks", "evaluate", *(x for f in folders for x in ("--victim", f)), "--data", data,
                        "--attacks", "search", "--query-budget", str(args.budget), "--importance", "deletion",
                        "--limit", str(limit), f"--{args.option}", value, "--out", out, "-q"]
-            runs[f"{group} {value}"] = run(command)
+            runs[f"{','.join(f.name for f in folders)} {value}"] = run(command)
             for victim, (clean, figures) in search_figures(out).items():
-                row = table.setdefault(victim, {"posts": limit, "clean_macro_f1": clean, "values": {}})
+                row = table.get(victim)
+                if row is None or (row["posts"], row["clean_macro_f1"]) != (limit, clean):
+                    # a retrained victim (or other posts): its old figures are another model's, so they go
+                    row = table[victim] = {"posts": limit, "clean_macro_f1": clean, "values": {}}
                 row["values"][value] = figures
     result = {"benchmark": "bench/search_settings.py", "option": args.option,
               "machine": machine_info(("scikit-learn", "torch")), "query_budget": args.budget, "runs": runs,
