@@ -65,6 +65,14 @@ def score(victim, test: list[dict]) -> dict:
             "predict_posts_per_second": round(len(texts) / seconds, 1)}
 
 
+def backbone_summary(folder: Path) -> dict:
+    """The backbone's best held-out masked-LM loss and its epoch, from its own training log (not from
+    bench/results/backbone.json, which describes whichever backbone that run made)."""
+    log = json.loads((folder / "log.json").read_text())
+    best = min(log, key=lambda e: e["dev_mlm_loss"])
+    return {"best_dev_mlm_loss": best["dev_mlm_loss"], "epochs": best["epoch"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cold", type=Path, default=SHARED / "cold")
@@ -118,7 +126,7 @@ def main() -> None:
     if args.neural:
         if not (args.backbone / "config.json").exists():
             raise SystemExit(f"no backbone in {args.backbone}: run bench/backbone.py first")
-        backbone_figures = json.loads((REPO / "bench" / "results" / "backbone.json").read_text())
+        backbone_figures = backbone_summary(args.backbone)
         for name in args.neural.split(","):
             if name in victims and not args.force:
                 continue
@@ -129,9 +137,7 @@ def main() -> None:
             record(name, {"train_seconds": round(time.perf_counter() - t0, 1), **score(victim, test),
                           "training": training, "best_epoch": victim.log["best_epoch"],
                           "dev": [{k: e[k] for k in ("epoch", "dev_f1", "seconds")} for e in victim.log["log"]],
-                          "backbone": {"path": str(args.backbone.relative_to(REPO)),
-                                       "best_dev_mlm_loss": backbone_figures["best_dev_mlm_loss"],
-                                       "epochs": backbone_figures["best_epoch"]}})
+                          "backbone": {"path": str(args.backbone.relative_to(REPO)), **backbone_figures}})
 
     if not args.no_curve:
         data = args.work / "cold"
