@@ -78,7 +78,8 @@ def main() -> None:
         for group, folders, limit in groups:
             if not folders:
                 continue
-            out = args.work / f"search_{args.option}" / f"{group}-{value}"
+            # one folder per victim set: evaluate resumes a folder, so other victims must not share it
+            out = args.work / f"search_{args.option}" / f"{group}-{'+'.join(f.name for f in folders)}-{value}"
             command = [BIN / "attacks", "evaluate", *(x for f in folders for x in ("--victim", f)), "--data", data,
                        "--attacks", "search", "--query-budget", str(args.budget), "--importance", "deletion",
                        "--limit", str(limit), f"--{args.option}", value, "--out", out, "-q"]
