@@ -211,8 +211,14 @@ def test_ctrl_c_says_how_to_resume(render, tmp_path, sample_path):
     big.write_text("".join(json.dumps({**r, "id": f"{r['id']}-{k}"}, ensure_ascii=False) + "\n"
                            for k in range(20) for r in read_jsonl(sample_path)), encoding="utf-8")
     out = tmp_path / "gr"
-    proc = subprocess.Popen([sys.executable, "-m", "cloak.cli", "render", "--in", str(big), "--out", str(out),
-                             "--size", "64", "--shard-size", "100"], stderr=subprocess.PIPE, text=True)
+    # a shell that runs the tests in the background ignores SIGINT, and a child inherits an ignored
+    # signal; with a handler here the child starts with the default, as from a terminal
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "cloak.cli", "render", "--in", str(big), "--out", str(out),
+                                 "--size", "64", "--shard-size", "100"], stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     deadline = time.time() + 120
     while time.time() < deadline and not list(out.glob("shard-*.npz")):
         time.sleep(0.05)
