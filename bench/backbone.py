@@ -42,6 +42,12 @@ def corpus(cold: Path, swsr: Path, seed: int) -> list[str]:
     return distinct
 
 
+def training_log(backbone: Path) -> tuple[list[dict], dict]:
+    """A backbone's training log (an entry an epoch) and its best epoch: the lowest held-out masked-LM loss."""
+    log = json.loads((backbone / "log.json").read_text(encoding="utf-8"))
+    return log, min(log, key=lambda e: e["dev_mlm_loss"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cold", type=Path, default=SHARED / "cold")
@@ -69,8 +75,7 @@ def main() -> None:
     print(" ".join(command), flush=True)
     subprocess.run(command, check=True)
 
-    log = json.loads((out / "log.json").read_text(encoding="utf-8"))
-    best = min(log, key=lambda e: e["dev_mlm_loss"])
+    log, best = training_log(out)
     result = {"benchmark": "bench/backbone.py", "machine": machine_info(("torch", "transformers")),
               "corpus": {"sources": ["COLD train", "SWSR SexComment"], "distinct_texts": len(texts),
                          "held_out": max(1, len(texts) // 50)},

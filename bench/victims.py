@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.backbone import corpus  # noqa: E402
+from bench.backbone import corpus, training_log  # noqa: E402
 from bench.machine import machine_info  # noqa: E402
 from bench.summary import print_summary  # noqa: E402
 from cloak.convert import read_dataset  # noqa: E402
@@ -63,14 +63,6 @@ def score(victim, test: list[dict]) -> dict:
     figures = detection_metrics([r["label"] for r in test], probs)
     return {"macro_f1": figures.pop("f1"), **figures, "predict_seconds": round(seconds, 2),
             "predict_posts_per_second": round(len(texts) / seconds, 1)}
-
-
-def backbone_summary(folder: Path) -> dict:
-    """The backbone's best held-out masked-LM loss and its epoch, from its own training log (not from
-    bench/results/backbone.json, which describes whichever backbone that run made)."""
-    log = json.loads((folder / "log.json").read_text())
-    best = min(log, key=lambda e: e["dev_mlm_loss"])
-    return {"best_dev_mlm_loss": best["dev_mlm_loss"], "epochs": best["epoch"]}
 
 
 def main() -> None:
@@ -126,7 +118,8 @@ def main() -> None:
     if args.neural:
         if not (args.backbone / "config.json").exists():
             raise SystemExit(f"no backbone in {args.backbone}: run bench/backbone.py first")
-        backbone_figures = backbone_summary(args.backbone)
+        # from the backbone's own log: bench/results/backbone.json describes whichever backbone that run made
+        _, best = training_log(args.backbone)
         for name in args.neural.split(","):
             if name in victims and not args.force:
                 continue
@@ -137,7 +130,8 @@ def main() -> None:
             record(name, {"train_seconds": round(time.perf_counter() - t0, 1), **score(victim, test),
                           "training": training, "best_epoch": victim.log["best_epoch"],
                           "dev": [{k: e[k] for k in ("epoch", "dev_f1", "seconds")} for e in victim.log["log"]],
-                          "backbone": {"path": str(args.backbone.relative_to(REPO)), **backbone_figures}})
+                          "backbone": {"path": str(args.backbone.relative_to(REPO)),
+                                       "best_dev_mlm_loss": best["dev_mlm_loss"], "epochs": best["epoch"]}})
 
     if not args.no_curve:
         data = args.work / "cold"
