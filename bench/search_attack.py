@@ -82,12 +82,11 @@ def totals(results: list[dict], seconds: float, victim_seconds: float, extra_que
             "victim_seconds": round(victim_seconds, 2)}
 
 
-def ours(victim, records: list[dict], ops: str, budget: int, max_candidates: int,
+def ours(victim, records: list[dict], clean, ops: str, budget: int, max_candidates: int,
          stopwords: str) -> tuple[dict, list[dict]]:
     # deletion importance, as TextAttack's GreedyWordSwapWIR here; + the original's query, as TextAttack counts
     attack = SearchAttack(ops=ops, query_budget=budget - 1, max_candidates=max_candidates, importance="deletion",
                           stopwords=stopwords)
-    clean = victim.predict_proba([r["text"] for r in records])
     timed = TimedVictim(victim)
     started = time.perf_counter()
     outcomes = attack.attack(timed, records, range(len(records)), clean)
@@ -147,6 +146,7 @@ def main() -> None:
         data = work / f"{name}_posts.jsonl"
         write_atomic(data, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode())
         entry = {"max_candidates": args.max_candidates}
+        clean = victim.predict_proba([r["text"] for r in records])  # what the evaluator has before it attacks
         out = work / f"{name}_textattack.json"
         t0 = time.perf_counter()
         subprocess.run([str(args.textattack_python), str(REPO / "bench" / "textattack_search.py"), "--victim",
@@ -157,7 +157,7 @@ def main() -> None:
         entry["textattack"] = {**totals(theirs["results"], theirs["seconds"], theirs["victim_seconds"]),
                                "command_seconds": round(command_seconds, 1)}
         for label, ops, stopwords in VARIANTS:
-            figures, results = ours(victim, records, ops, args.budget, args.max_candidates, stopwords)
+            figures, results = ours(victim, records, clean, ops, args.budget, args.max_candidates, stopwords)
             entry[label] = {**figures, "both_break": both_break(theirs["results"], results)}
             write_atomic(work / f"{name}_{label}.json", json.dumps(results, ensure_ascii=False).encode())
         evaluate_dir = work / f"{name}_evaluate"

@@ -78,12 +78,13 @@ def main() -> None:
         for group, folders, limit in groups:
             if not folders:
                 continue
+            names = [f.name for f in folders]
             # one folder per victim set: evaluate resumes a folder, so other victims must not share it
-            out = args.work / f"search_{args.option}" / f"{group}-{'+'.join(f.name for f in folders)}-{value}"
+            out = args.work / f"search_{args.option}" / f"{group}-{'+'.join(names)}-{value}"
             command = [BIN / "attacks", "evaluate", *(x for f in folders for x in ("--victim", f)), "--data", data,
                        "--attacks", "search", "--query-budget", str(args.budget), "--importance", "deletion",
                        "--limit", str(limit), f"--{args.option}", value, "--out", out, "-q"]
-            runs[f"{','.join(f.name for f in folders)} {value}"] = run(command)
+            runs[f"{','.join(names)} {value}"] = run(command)
             for victim, (clean, figures) in search_figures(out).items():
                 row = table.get(victim)
                 if row is None or (row["posts"], row["clean_macro_f1"]) != (limit, clean):
