@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import time
 
@@ -24,7 +25,7 @@ Examples:
   attacks train --model tfidf-lr --train train.jsonl --dev dev.jsonl --out victims/tfidf-lr
   attacks train --model bert --backbone backbone/ --train train.jsonl --dev dev.jsonl --out victims/bert
   attacks pretrain-habertor --corpus corpus.jsonl --out habertor-lm/
-  attacks train --model habertor --backbone habertor-lm/ --source-field topic --adv adaptive \
+  attacks train --model habertor --backbone habertor-lm/ --source-field topic --adv adaptive \\
       --train train.jsonl --dev dev.jsonl --out victims/habertor
   attacks predict --victim victims/tfidf-lr --in posts.jsonl --out scored.jsonl
   attacks curve --model tfidf-lr --train train.jsonl --test test.jsonl --out curve/
@@ -56,12 +57,15 @@ def _errors_reported(func):
             click.echo(f"attacks: interrupted{kept.get(func.__name__, '')}", err=True)
             sys.exit(130)
         except (ValueError, RecordError, FileNotFoundError, IsADirectoryError) as e:
-            _fail(str(e))
+            filename = getattr(e, "filename", None)  # an OSError of a path: which path, and what is wrong
+            _fail(f"{filename}: {e.strerror}" if filename is not None else str(e))
         except ImportError as e:
             _fail(f"{e}: this victim needs an optional package (pip install mmcloak[attacks])")
-        except OSError as e:  # a model named by hub name, on a machine without a hub
-            _fail(f"{e.__class__.__name__}: {e} (models given by name are downloaded; without a model hub pass a "
-                  "folder: --backbone DIR)")
+        except OSError as e:
+            if e.filename is not None:  # a path: say which, and what is wrong with it
+                _fail(f"{e.filename}: {e.strerror or e}")
+            # transformers' error for a model named by hub name, on a machine without a hub
+            _fail(f"{e} (models given by name are downloaded; without a model hub pass a folder: --backbone DIR)")
     return wrapper
 
 
@@ -164,24 +168,26 @@ def list_models() -> None:
 @click.option("--head", type=click.Choice(["linear", "gattention"]), default=None,
               help="bert, chinesebert: a linear head on [CLS], or GAttention over the last layer "
               "[default: linear].")
-@click.option("--gattention-heads", type=click.IntRange(1), default=None, help="--head gattention: heads [1].")
+@click.option("--gattention-heads", type=click.IntRange(1), default=None, help="--head gattention: heads [default: 1].")
 @click.option("--regularizer", type=click.Choice(["none", "ear", "klar"]), default=None,
               help="bert, chinesebert, habertor: attention regularisation (EAR entropy, KLAR toward lexicon terms).")
 @click.option("--alpha", "regularizer_alpha", type=click.FloatRange(0), default=None,
-              help="The regulariser's weight [EAR 0.01, KLAR 0.1].")
+              help="The regulariser's weight [default: EAR 0.01, KLAR 0.1].")
 @click.option("--klar-share", type=click.FloatRange(0, 1), default=None,
-              help="KLAR: the attention share of the relevant tokens [0.4].")
+              help="KLAR: the attention share of the relevant tokens [default: 0.4].")
 @click.option("--relevant", default=None, metavar="FILE",
-              help="KLAR: the lexicon whose terms are the relevant tokens (term per line) [the default lexicon].")
+              help="KLAR: the lexicon whose terms are the relevant tokens (term per line) [default: the default lexicon].")
 @click.option("--resume", is_flag=True, help="Torch victims: continue from OUT/checkpoint.")
+@click.option("--overwrite", is_flag=True, help="Replace a victim already saved in OUT.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def train(name, train_path, dev_path, out_dir, backbone, vectors, config_path, grid, oversample, seed, preset, adv,
           source_field, head, gattention_heads, regularizer, regularizer_alpha, klar_share, relevant, resume,
-          quiet) -> None:
+          overwrite, quiet) -> None:
     """Train a detector and save it as a victim."""
     check_files([train_path, *([dev_path] if dev_path else []), *([config_path] if config_path else []),
                  *([relevant] if relevant else [])])
+    check_victim_out(out_dir, overwrite, resume)
     train_records = _labelled(train_path)
     dev_records = _labelled(dev_path) if dev_path else None
     config, training = _settings(config_path, backbone=backbone, vectors=vectors, grid=grid, oversample=oversample,
@@ -189,6 +195,8 @@ def train(name, train_path, dev_path, out_dir, backbone, vectors, config_path, g
                                  gattention_heads=gattention_heads, regularizer=regularizer,
                                  regularizer_alpha=regularizer_alpha, klar_share=klar_share, relevant=relevant)
     from . import make_victim
+    from .metrics import detection_metrics, prediction_counts, useless_reason
+    from .victim import training_data
 
     victim = make_victim(name, config, training)
     if victim.differentiable:
@@ -196,19 +204,51 @@ def train(name, train_path, dev_path, out_dir, backbone, vectors, config_path, g
     started = time.perf_counter()
     victim.fit(train_records, dev_records, out_dir=out_dir, resume=resume, progress=False if quiet else None)
     seconds = time.perf_counter() - started
+    victim.trained_on = {"train": training_data(train_records, train_path),
+                         **({"dev": training_data(dev_records, dev_path)} if dev_records else {})}
     victim.save(out_dir)
     report = {"victim": victim.name, "train": train_path, "train_records": len(train_records),
               "seconds": round(seconds, 1), "grid": getattr(victim, "grid_results", None)}
     line = f"{victim.name}: trained on {len(train_records)} posts in {seconds:.1f} s"
+    # a detector that says one label for everything "loses nothing" to every attack: say so now
+    checked, where = (dev_records, "dev posts") if dev_records else (train_records[:CHECKED], "training posts")
+    probs = victim.predict_proba([r["text"] for r in checked])
+    figures = detection_metrics([r["label"] for r in checked], probs)
+    warning = useless_reason(figures["f1"], len(checked), prediction_counts(probs), where)
     if dev_records:
-        from .metrics import detection_metrics
-
-        figures = detection_metrics([r["label"] for r in dev_records],
-                                    victim.predict_proba([r["text"] for r in dev_records]))
         report.update(dev=dev_path, dev_figures=figures)
         line += f"; dev macro-F1 {figures['f1']:.4f}, accuracy {figures['accuracy']:.4f}, AUC {figures['auc']:.4f}"
-    write_atomic(f"{out_dir}/training.json", (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode())
+    if warning:
+        report["warning"] = warning
+    write_atomic(os.path.join(out_dir, "training.json"),
+                 (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode())
     click.echo(f"{line} (victim in {out_dir})", err=True)
+    if warning:
+        click.echo(f"attacks: warning: {victim.name} is useless as trained: {warning}; its figures under attack "
+                   "will mean nothing (check the labels, the data's balance, or train longer)", err=True)
+
+
+CHECKED = 1000  # training posts a victim without dev posts is checked on for a useless model
+
+
+def check_victim_out(out_dir: str, overwrite: bool, resume: bool) -> None:
+    """Refuse to train into a file, or over a saved victim without ``--overwrite`` (it would be gone, and an
+    evaluation of the old one would no longer match its folder)."""
+    from .victim import VICTIM_FILE
+
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ValueError(f"--out {out_dir}: is a file, not a folder")
+    saved = os.path.join(out_dir, VICTIM_FILE)
+    if os.path.isfile(saved) and not overwrite and not resume:
+        try:
+            with open(saved, encoding="utf-8") as f:
+                kind = json.load(f).get("name", "a")
+        except (OSError, ValueError):
+            kind = "a"
+        raise ValueError(f"--out {out_dir}: holds a saved {kind} victim; pass --overwrite to replace it, or give "
+                         "another --out folder")
+    if overwrite and os.path.isfile(saved):
+        os.remove(saved)  # until the new one is saved, the folder is no finished victim
 
 
 @main.command("pretrain-habertor")
@@ -220,10 +260,10 @@ def train(name, train_path, dev_path, out_dir, backbone, vectors, config_path, g
               show_default=True, help="Which of vocabulary, attention, feed-forward, output are factorised.")
 @click.option("--config", "config_path", default=None, metavar="YAML",
               help="{model: {sizes...}, training: {vocab_size, tau, epochs, lr, batch_size, max_length, ...}}.")
-@click.option("--tau", type=click.IntRange(1), default=None, help="Masking factor: copies of each text an epoch [10].")
-@click.option("--epochs", type=click.IntRange(1), default=None, help="Epochs [5].")
-@click.option("--vocab-size", type=click.IntRange(8), default=None, help="SentencePiece vocabulary [40000].")
-@click.option("--seed", type=click.IntRange(0), default=None, help="Seed [0].")
+@click.option("--tau", type=click.IntRange(1), default=None, help="Masking factor: copies of each text an epoch [default: 10].")
+@click.option("--epochs", type=click.IntRange(1), default=None, help="Epochs [default: 5].")
+@click.option("--vocab-size", type=click.IntRange(8), default=None, help="SentencePiece vocabulary [default: 40000].")
+@click.option("--seed", type=click.IntRange(0), default=None, help="Seed [default: 0].")
 @click.option("--resume", is_flag=True, help="Continue from OUT/checkpoint.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
@@ -257,7 +297,8 @@ def pretrain_habertor_command(corpus_paths, out_dir, preset, config_path, tau, e
 @click.option("--in", "in_path", required=True, metavar="FILE", help="Records to score (JSONL).")
 @click.option("--out", "out_path", required=True, metavar="FILE",
               help="Each record plus victim: {name, probs, label}.")
-@click.option("--batch-size", type=click.IntRange(1), default=256, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1), default=256, show_default=True,
+              help="Posts scored at a time.")
 @click.option("--gates", is_flag=True, help="GAttention victims: each token's gate z per head, in `victim.gates`.")
 @_errors_reported
 def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
@@ -273,7 +314,7 @@ def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
     if gates and getattr(victim.config, "head", None) != "gattention":
         raise ValueError(f"{victim_dir}: --gates needs a victim with a GAttention head (attacks train --head "
                          f"gattention); this is {victim.name}")
-    click.echo(f"predict: {victim.name} ({victim.description()})", err=True)
+    click.echo(f"predict: {victim.name} ({victim.settings_text()})", err=True)
     source_field = getattr(victim.config, "source_field", None)  # HABERTOR: each post read by its source's net
     n = 0
     with AtomicWriter(out_path) as out:
@@ -298,12 +339,15 @@ def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
 @click.option("--train", "train_path", required=True, metavar="FILE", help="Labelled training records to sample from.")
 @click.option("--test", "test_path", required=True, metavar="FILE", help="Labelled test records.")
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="runs.jsonl, curve.json and curve.png.")
-@click.option("--sizes", default="500,1000,2000,5000,10000", show_default=True, metavar="N,N,...")
-@click.option("--repeats", type=click.IntRange(1), default=5, show_default=True)
-@click.option("--backbone", default=None, metavar="NAME|DIR")
-@click.option("--vectors", default=None, metavar="FILE")
-@click.option("--config", "config_path", default=None, metavar="YAML")
-@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--sizes", default="500,1000,2000,5000,10000", show_default=True, metavar="N,N,...",
+              help="Training sizes, each a sample holding the smaller ones.")
+@click.option("--repeats", type=click.IntRange(1), default=5, show_default=True,
+              help="Runs at each size, each on another sample.")
+@click.option("--backbone", default=None, metavar="NAME|DIR", help="bert / chinesebert / mmbert: the BERT to start from.")
+@click.option("--vectors", default=None, metavar="FILE", help="emb-*: word vectors, word2vec text format.")
+@click.option("--config", "config_path", default=None, metavar="YAML",
+              help="Settings: {config: {...}, training: {...}}, as for `attacks train`.")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the samples and runs.")
 @_errors_reported
 def curve(name, train_path, test_path, out_dir, sizes, repeats, backbone, vectors, config_path, seed) -> None:
     """Paper 001's curve: macro-F1 against training size, nested subsamples, repeated."""
@@ -372,37 +416,46 @@ def _numbers(option: str, text: str) -> list[float]:
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the cloaks.")
 @click.option("--shard", default=None, metavar="i/n",
               help="Attack the i-th of n contiguous blocks of the records (`attacks merge` joins the shards).")
-@click.option("--batch-size", type=click.IntRange(1), default=64, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1), default=64, show_default=True,
+              help="Posts attacked at a time; outcomes are written a batch at a time (what a kill can lose).")
+@click.option("--label-names", default=None, metavar="0=NAME,1=NAME",
+              help="What each label is called in the summary and report [default: the records' label_name, else "
+                   "0=non-offensive,1=offensive].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, max_candidates, importance, stopwords,
-             mode, rate, variants, eps, steps, limit, seed, shard, batch_size, quiet) -> None:
+             mode, rate, variants, eps, steps, limit, seed, shard, batch_size, label_names, quiet) -> None:
     """Attack every victim with every attack; per-post outcomes and summary.json in OUT (resumable)."""
-    import os
-
+    from cloak.params import unknown_key
     from cloak.run import parse_shard
 
     check_files([data_path])
     shard = parse_shard(shard)
+    names = _label_names(label_names)
     kinds = [k.strip() for k in attack_kinds.split(",") if k.strip()]
     for kind in kinds:
-        if kind not in ("fgm", "pgd", "cloak", "search"):
-            raise ValueError(f"--attacks: unknown attack {kind!r}; choose from fgm, pgd, cloak, search")
-    names = [os.path.basename(os.path.normpath(d)) for d in victim_dirs]
-    if len(set(names)) < len(names):
-        raise ValueError(f"--victim: two folders share a name ({', '.join(names)}); outcomes are kept by folder name")
-    for d in victim_dirs:
-        if not os.path.isfile(os.path.join(d, "victim.json")) and not os.path.isfile(os.path.join(d, "config.json")):
-            raise FileNotFoundError(f"--victim {d}: not a saved victim (no victim.json)")
-    records = _labelled(data_path)[:limit]
+        if kind not in ATTACK_KINDS:
+            raise unknown_key(kind, ATTACK_KINDS, "--attacks", kind="attack")
+    folders = [os.path.basename(os.path.normpath(d)) for d in victim_dirs]
+    if len(set(folders)) < len(folders):
+        raise ValueError(f"--victim: two folders share a name ({', '.join(folders)}); outcomes are kept by folder name")
+    numbered = list(read_records(data_path, labels=True))[:limit]
     from cloak import available_ops
 
-    from . import load_victim
     from .cloaking import CloakAttack
-    from .evaluate import data_info
+    from .evaluate import data_info, first_unknown_label
     from .evaluate import evaluate as run_evaluation
     from .fgm import EmbeddingAttack
+    from .victim import inspect_victim
 
+    # every victim checked, and every label against it, before anything is written
+    victims = {name: inspect_victim(d) for name, d in zip(folders, victim_dirs)}
+    records = [r for _, r in numbered]
+    for name, victim in victims.items():
+        bad = first_unknown_label(records, victim.num_labels)
+        if bad is not None:
+            raise RecordError(data_path, numbered[bad][0], f"{records[bad]['label']}, but victim {name} knows labels "
+                              + ", ".join(map(str, range(victim.num_labels))), "label")
     attacks: list = []
     for kind in kinds:
         if kind in ("fgm", "pgd"):
@@ -417,11 +470,26 @@ def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, m
             attacks += [CloakAttack(ops=m, mode=md, rate=rate, variants=variants, seed=seed) for m in mixes
                         for md in modes]
     _quiet_libraries()
-    victims = {name: (lambda d=d: load_victim(d)) for name, d in zip(names, victim_dirs)}
     summary = run_evaluation(victims, records, attacks, out_dir,
                              data={**data_info(data_path), "limit": limit}, shard=shard, batch_size=batch_size,
-                             progress=False if quiet else None)
+                             label_names=names, progress=False if quiet else None)
     _print_summary(summary, out_dir)
+
+
+ATTACK_KINDS = ("fgm", "pgd", "cloak", "search")
+
+
+def _label_names(text: str | None) -> dict[int, str] | None:
+    """``0=non-offensive,1=offensive`` -> {0: "non-offensive", 1: "offensive"}."""
+    if not text:
+        return None
+    names = {}
+    for part in text.split(","):
+        label, sep, name = part.partition("=")
+        if not sep or not label.strip().isdigit() or not name.strip():
+            raise ValueError(f"--label-names: {part.strip()!r} is not LABEL=NAME (e.g. 0=non-offensive,1=offensive)")
+        names[int(label)] = name.strip()
+    return names
 
 
 @main.command()
@@ -445,15 +513,19 @@ def merge(shard_dirs, out_dir) -> None:
               help="An `mmbert routing` folder to plot (for an MMBERT victim).")
 @click.option("--examples", type=click.IntRange(0), default=3, show_default=True,
               help="Adversarial examples shown per victim.")
+@click.option("--label-names", default=None, metavar="0=NAME,1=NAME",
+              help="What each label is called [default: as `attacks evaluate` recorded: the data's, or "
+                   "0=non-offensive,1=offensive].")
 @_errors_reported
-def report(results_dirs, out_dir, labels, curves, routing, examples) -> None:
+def report(results_dirs, out_dir, labels, curves, routing, examples, label_names) -> None:
     """The robustness report of `attacks evaluate` folders: report.json, report.md and an offline report.html."""
     from .report import build_report, load_results, terminal_matrix, write_report
 
     if labels and len(labels) != len(results_dirs):
         raise ValueError(f"--label: {len(labels)} given for {len(results_dirs)} results folders; give one each")
     results = [load_results(d, label) for d, label in zip(results_dirs, labels or [None] * len(results_dirs))]
-    built = build_report(results, curves=curves, routing=routing, examples=examples)
+    built = build_report(results, curves=curves, routing=routing, examples=examples,
+                         label_names=_label_names(label_names))
     paths = write_report(built, out_dir)
     click.echo("Macro-F1, clean and its change under each attack:")
     click.echo(terminal_matrix(built), nl=False)
@@ -461,16 +533,19 @@ def report(results_dirs, out_dir, labels, curves, routing, examples) -> None:
 
 
 def _print_summary(summary: dict, out_dir: str) -> None:
-    click.echo(f"{'victim':<16} {'attack':<28} {'macro-F1 clean -> attacked':>27} {'success':>8}", err=True)
+    click.echo(f"{'victim':<16} {'attack':<28} {'macro-F1 clean -> attacked':>27} {'drop, 95% interval':>24} "
+               f"{'success':>8}", err=True)
     for name, entry in summary["victims"].items():
         for attack, figures in entry["attacks"].items():
             if "skipped" in figures:
                 click.echo(f"{name:<16} {attack:<28} skipped: {figures['skipped']}", err=True)
                 continue
-            rate_text = figures["textattack"]["success_rate"]
-            click.echo(f"{name:<16} {attack:<28} {entry['clean']['f1']:>13.4f} -> "
-                       f"{figures['all']['f1']:.4f} {'' if rate_text is None else f'{rate_text:8.1%}'}", err=True)
-    click.echo(f"evaluate: {out_dir}/summary.json", err=True)
+            rate = figures["textattack"]["success_rate"]
+            low, high = figures["drop_interval"]["f1"]
+            interval = f"{figures['drop']['f1']:.4f} [{low:.3f}, {high:.3f}]"
+            click.echo(f"{name:<16} {attack:<28} {entry['clean']['f1']:>13.4f} -> {figures['all']['f1']:.4f} "
+                       f"{interval:>24} {'' if rate is None else f'{rate:8.1%}'}", err=True)
+    click.echo(f"evaluate: {os.path.join(os.path.normpath(out_dir), 'summary.json')}", err=True)
 
 
 if __name__ == "__main__":

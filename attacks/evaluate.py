@@ -25,9 +25,10 @@ from cloak.io import dump_record, file_sha256, write_atomic
 
 from .cloaking import CloakAttack
 from .fgm import EmbeddingAttack
-from .metrics import detection_metrics, drops
+from .bootstrap import paired_intervals
+from .metrics import detection_metrics, drops, prediction_counts
 from .search import SearchAttack
-from .victim import Victim, versions
+from .victim import Victim, VictimFolder, inspect_victim, versions, victim_kind
 
 SUMMARY = "summary.json"
 META = "run.json"  # what was run: data, attacks, versions, victims and the pairs skipped
@@ -59,47 +60,63 @@ def run_attack(attack: Attack, victim: Victim, records: Sequence[dict], position
             for r, p in zip(records, probs)]
 
 
-def skip_reason(attack: Attack, victim: Victim) -> str | None:
-    if isinstance(attack, EmbeddingAttack) and not victim.differentiable:
-        return f"{victim.name} is not differentiable: no input embeddings to perturb"
+def skip_reason(attack: Attack, facts: dict) -> str | None:
+    """Why ``attack`` cannot run on the victim ``facts`` describe (None if it can)."""
+    if isinstance(attack, EmbeddingAttack) and not victim_kind(facts["kind"]).differentiable:
+        return f"{facts['name']} is not differentiable: no input embeddings to perturb"
     return None
 
 
-def evaluate(victims: dict[str, Victim | Callable[[], Victim]], records: Sequence[dict], attacks: Sequence[Attack],
-             out_dir: str, *, data: dict | None = None, shard: tuple[int, int] | None = None, batch_size: int = 64,
-             progress: bool | None = None) -> dict:
-    """Run every attack on every victim (``{name: victim or a function loading it}``) and return the
+def evaluate(victims: dict[str, Victim | str], records: Sequence[dict], attacks: Sequence[Attack], out_dir: str, *,
+             data: dict | None = None, shard: tuple[int, int] | None = None, batch_size: int = 64,
+             label_names: dict[int, str] | None = None, progress: bool | None = None) -> dict:
+    """Run every attack on every victim (``{name: a victim, or the folder of a saved one}``) and return the
     summary (also written to ``OUT/summary.json``). ``records`` need ``id``, ``text`` and ``label``.
-    ``shard=(i, n)`` attacks the i-th of n contiguous blocks of the records (:func:`merge` joins them)."""
+    ``shard=(i, n)`` attacks the i-th of n contiguous blocks of the records (:func:`merge` joins them).
+
+    Everything is checked before anything is written: each folder (its weights against their hashes),
+    each record's label against each victim's labels, and an existing ``out_dir`` against this run (its
+    data, its attacks' settings and its victims' fingerprints: a victim retrained into the same folder
+    is another victim, whose outcomes the old ones must not stand for). A folder is loaded only if some
+    of its outcomes are missing."""
     from tqdm.auto import tqdm
 
-    os.makedirs(out_dir, exist_ok=True)
     first, last = shard_bounds(len(records), shard)
     block_records = records[first:last]
-    meta = {"data": {**(data or {}), "records": len(records), "shard": list(shard) if shard else None},
+    inspected = {name: inspect_victim(v) if isinstance(v, str) else v for name, v in victims.items()}
+    for name, victim in inspected.items():
+        if victim.num_labels is None:
+            raise ValueError(f"victim {name}: not fitted (fit it, or give the folder of a saved one)")
+        bad = first_unknown_label(records, victim.num_labels)
+        if bad is not None:
+            where = (data or {}).get("path") or "records"
+            raise ValueError(f"{where}, record {bad + 1} (id {records[bad].get('id')!r}): label {records[bad]['label']}, "
+                             f"but victim {name} knows labels {', '.join(map(str, range(victim.num_labels)))}")
+    meta = {"data": {**(data or {}), "records": len(records), "shard": list(shard) if shard else None,
+                     "label_names": {str(k): v for k, v in resolve_label_names(records, label_names).items()}},
             "attacks": {attack_name(a): attack_settings(a) for a in attacks},
-            "versions": versions("torch", "scikit-learn"), "victims": {}}
-    previous = _check_same_run(out_dir, meta)
+            "versions": versions("torch", "scikit-learn"),
+            "victims": {name: {"facts": victim.facts, "skipped": {a: reason for a, reason in (
+                (attack_name(attack), skip_reason(attack, victim.facts)) for attack in attacks) if reason}}
+                for name, victim in inspected.items()}}
+    _check_same_run(out_dir, meta)
+    os.makedirs(out_dir, exist_ok=True)
     write_atomic(os.path.join(out_dir, META), _dumps(meta))  # from the start: a resumed run is checked too
-    for name, victim in victims.items():
+    for name, victim in inspected.items():
         folder = os.path.join(out_dir, name)
         os.makedirs(folder, exist_ok=True)
-        pairs = [(attack_name(a), a) for a in attacks]
-        if callable(victim) and not isinstance(victim, Victim):
-            pending = not _complete(os.path.join(folder, "clean.jsonl"), len(block_records)) or any(
-                not _complete(os.path.join(folder, outcome_file(n)), len(block_records)) for n, _ in pairs)
-            victim = victim() if pending else None
+        skipped = meta["victims"][name]["skipped"]
+        files = ["clean.jsonl", *(outcome_file(attack_name(a)) for a in attacks if attack_name(a) not in skipped)]
+        if all(_complete(os.path.join(folder, f), len(block_records)) for f in files):
+            continue
+        victim = victim.load() if isinstance(victim, VictimFolder) else victim
         clean_path = os.path.join(folder, "clean.jsonl")
         _fill(clean_path, block_records, batch_size, lambda block, _: [
             {"probs": p} for p in victim.predict_proba([r["text"] for r in block])], f"{name}: clean", progress, tqdm)
         clean = _probs(_read(clean_path))
-        described = victim.description() if victim is not None else \
-            previous.get("victims", {}).get(name, {}).get("description")  # every pair done: as recorded
-        meta["victims"][name] = {"skipped": {}, **({"description": described} if described else {})}
-        for aname, attack in pairs:
-            reason = skip_reason(attack, victim) if victim is not None else None  # None: every pair is done
-            if reason:
-                meta["victims"][name]["skipped"][aname] = reason
+        for attack in attacks:
+            aname = attack_name(attack)
+            if aname in skipped:
                 continue
 
             def outcomes(block: list[dict], start: int, attack=attack) -> list[dict]:
@@ -108,17 +125,42 @@ def evaluate(victims: dict[str, Victim | Callable[[], Victim]], records: Sequenc
 
             _fill(os.path.join(folder, outcome_file(aname)), block_records, batch_size, outcomes, f"{name}: {aname}",
                   progress, tqdm)
-    write_atomic(os.path.join(out_dir, META), _dumps(meta))
     return summarize(out_dir)
 
 
-def _check_same_run(out_dir: str, meta: dict) -> dict:
-    """Refuse to resume into a folder whose finished outcomes came from other data or from an attack of
-    the same name run with other settings: they would be counted as this run's. Returns the folder's
-    ``run.json`` ({} for a new folder)."""
+def first_unknown_label(records: Sequence[dict], num_labels: int) -> int | None:
+    """The index of the first record whose label a victim of ``num_labels`` labels does not know."""
+    return next((i for i, r in enumerate(records) if not 0 <= int(r["label"]) < num_labels), None)
+
+
+DEFAULT_LABEL_NAMES = {0: "non-offensive", 1: "offensive"}
+
+
+def resolve_label_names(records: Sequence[dict], given: dict[int, str] | None = None) -> dict[int, str]:
+    """What each label is called in reports: ``given`` (``--label-names``), else the records' own
+    ``label_name`` fields where every record of a label agrees, else non-offensive / offensive for labels 0
+    and 1 (every figure here takes label 0 as the clean class) and "offensive (label k)" beyond."""
+    names: dict[int, str] = {}
+    seen: dict[int, set] = {}
+    for record in records:
+        if isinstance(record.get("label_name"), str):
+            seen.setdefault(int(record["label"]), set()).add(record["label_name"])
+    for label in sorted({int(r["label"]) for r in records} | set(given or {})):
+        from_data = seen.get(label, set())
+        names[label] = (given or {}).get(label) or (next(iter(from_data)) if len(from_data) == 1 else None) or \
+            DEFAULT_LABEL_NAMES.get(label, f"offensive (label {label})")
+    return names
+
+
+def _check_same_run(out_dir: str, meta: dict) -> None:
+    """Refuse to resume into a folder whose outcomes came from other data, from an attack of the same name
+    run with other settings, or from another victim under the same name (retrained, or another model saved
+    into its folder): they would be counted as this run's."""
     path = os.path.join(out_dir, META)
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ValueError(f"--out {out_dir}: is a file, not a folder")
     if not os.path.isfile(path):
-        return {}
+        return
     with open(path, encoding="utf-8") as f:
         old = json.load(f)
     advice = f"attack into another --out folder, or delete {out_dir} to start over"
@@ -133,7 +175,14 @@ def _check_same_run(out_dir: str, meta: dict) -> dict:
             raise ValueError(f"{out_dir} holds outcomes of {name} run with other settings ("
                              + ", ".join(f"{k} was {before.get(k)!r}, now {settings.get(k)!r}" for k in changed)
                              + f"): {advice}")
-    return old
+    for name, entry in meta["victims"].items():
+        was = (old.get("victims", {}).get(name) or {}).get("facts", {}).get("fingerprint")
+        now = entry["facts"].get("fingerprint")
+        kept = os.path.join(out_dir, name)
+        if was and now and was != now and os.path.isdir(kept) and os.listdir(kept):
+            raise ValueError(f"{out_dir} holds outcomes of another victim named {name} (fingerprint {was[:12]}, now "
+                             f"{now[:12]}: retrained, or another model saved in its folder): attack into another "
+                             f"--out folder, or delete {os.path.join(out_dir, name)} to attack it afresh")
 
 
 def summarize(out_dir: str) -> dict:
@@ -146,7 +195,9 @@ def summarize(out_dir: str) -> dict:
     for name, victim in meta["victims"].items():
         clean_lines = _read(os.path.join(out_dir, name, "clean.jsonl"))
         labels, clean = np.array([o["label"] for o in clean_lines]), _probs(clean_lines)
-        entry = summary["victims"][name] = {"clean": _finite(detection_metrics(labels, clean)), "attacks": {}}
+        entry = summary["victims"][name] = {"facts": victim.get("facts", {}),
+                                            "clean": _finite(detection_metrics(labels, clean)),
+                                            "clean_predictions": prediction_counts(clean), "attacks": {}}
         for aname in meta["attacks"]:
             if aname in victim["skipped"]:
                 entry["attacks"][aname] = {"skipped": victim["skipped"][aname]}
@@ -209,6 +260,11 @@ def textattack_counts(right_before: np.ndarray, right_after: np.ndarray, queries
             "queries_per_example": float(queries[right_before].mean()) if right_before.any() else None}
 
 
+def predictions_of(probs: np.ndarray) -> np.ndarray:
+    """Each row's predicted label; -1 for an unanswered row (NaN)."""
+    return np.where(np.isnan(probs).any(1), -1, np.nan_to_num(probs).argmax(1))
+
+
 def figures_of(labels: np.ndarray, clean: np.ndarray, outcomes: list[dict]) -> dict:
     """Every figure of one (victim, attack): on all posts, on the posts it changed, and TextAttack's counts."""
     attacked = _probs(outcomes, clean.shape[1])
@@ -218,7 +274,11 @@ def figures_of(labels: np.ndarray, clean: np.ndarray, outcomes: list[dict]) -> d
     right_after = ~np.isnan(attacked).any(1) & (np.nan_to_num(attacked).argmax(1) == labels)
     queries = np.array([o["queries"] for o in outcomes], dtype=float)
     share = [o["perturbed_share"] for o in outcomes if o["edits"]]
-    figures = {"all": _finite(after), "drop": _finite(drops(before, after)), "changed": int(changed.sum()),
+    figures = {"all": _finite(after), "drop": _finite(drops(before, after)),
+               # the drop's paired bootstrap 95% interval: on a few hundred posts a drop of 0.003 is noise
+               "drop_interval": paired_intervals(labels, predictions_of(clean), predictions_of(attacked),
+                                                 clean.shape[1]),
+               "changed": int(changed.sum()),
                "textattack": textattack_counts(right_before, right_after, queries),
                # an offensive post flipped evades the detector; a clean one flipped is a false alarm
                "textattack_by_label": {str(k): textattack_counts(right_before[labels == k], right_after[labels == k],

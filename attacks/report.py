@@ -5,8 +5,21 @@ versions); ``report.md`` the tables, to paste into an issue or a paper; ``report
 works offline: plots inline as SVG (text drawn as paths), no script, nothing fetched, and every text from
 the data escaped by jinja2's autoescape, under a content-security policy that would block a script anyway.
 
+What a person can quote from it, and how sure it is:
+
+- every drop carries its paired bootstrap 95% interval (:mod:`attacks.bootstrap`); a drop whose interval
+  holds zero is marked as within the noise;
+- "holds up best" ranks the victims by macro-F1 *under* the cloak attacks (the mean over them, and the
+  worst case), not by the drop alone: a detector that starts low, or says one label for every post,
+  loses little and detects little. A victim that predicts one label for every clean post, or scores
+  below 0.5 macro-F1 clean, is flagged and left out; the lead over the next victim carries its interval;
+- the search is split by gold label: an offensive post flipped evades the detector, a non-offensive one
+  flipped is a false alarm;
+- each victim is described: its kind, settings, the data it was trained on and the cloaks that data
+  carried.
+
 Several folders (say, one detector before and after training on cloaked posts) compare side by side:
-each (folder, victim) is a row of the matrix.
+each (folder, victim) is a row.
 """
 from __future__ import annotations
 
@@ -22,7 +35,9 @@ import numpy as np
 from cloak.edits import invert_edits, output_spans
 from cloak.io import write_atomic
 
-from .evaluate import META, SUMMARY, outcome_file
+from .bootstrap import excludes_zero, mean_difference_interval
+from .evaluate import DEFAULT_LABEL_NAMES, META, SUMMARY, outcome_file
+from .metrics import useless_reason
 from .victim import versions
 
 TEMPLATE = "report.html.j2"
@@ -39,14 +54,27 @@ class Results:
     run: dict
     written: str  # when summary.json was written (ISO time)
 
+    def kind(self, attack: str) -> str:
+        """``cloak``, ``search``, ``fgm`` or ``pgd``: what the summary recorded of the attack."""
+        return self.summary["attacks"][attack]["kind"]
+
+    def comparable(self, other: Results) -> bool:
+        """Whether both attacked the same posts, so their figures pair post by post."""
+        keys = ("sha256", "records", "limit", "shard")
+        return all(self.summary["data"].get(k) == other.summary["data"].get(k) for k in keys)
+
 
 def load_results(path: str, label: str | None = None) -> Results:
-    summary_path = os.path.join(path, SUMMARY)
+    summary_path, run_path = os.path.join(path, SUMMARY), os.path.join(path, META)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"{path}: no such folder (give the --out folder of `attacks evaluate`)")
     if not os.path.isfile(summary_path):
+        if os.path.isfile(run_path):
+            raise ValueError(f"{path}: unfinished (`attacks evaluate` stopped before it wrote {SUMMARY}): rerun the "
+                             "same command to finish it")
         raise FileNotFoundError(f"{path}: no {SUMMARY}: not a folder written by `attacks evaluate --out {path}`")
     with open(summary_path, encoding="utf-8") as f:
         summary = json.load(f)
-    run_path = os.path.join(path, META)
     run = {}
     if os.path.isfile(run_path):
         with open(run_path, encoding="utf-8") as f:
@@ -61,25 +89,27 @@ def short_name(attack: str) -> str:
     return attack.removeprefix("cloak:")
 
 
-def attack_kind(attack: str) -> str:
-    return attack.split(":")[0].split("@")[0]
+def attack_kinds(results: Sequence[Results]) -> dict[str, str]:
+    """Every attack of the folders and its kind, as each summary recorded it."""
+    return {a: r.kind(a) for r in results for a in r.summary["attacks"]}
 
 
 def attack_order(results: Sequence[Results]) -> list[str]:
     """Cloak attacks, the most damaging first (mean macro-F1 drop over the rows), then the searches, then
     FGM and PGD by eps."""
-    drops: dict[str, list[float]] = {}
+    kinds, drops = attack_kinds(results), {}
     for r in results:
         for entry in r.summary["victims"].values():
             for attack, figures in entry["attacks"].items():
                 drops.setdefault(attack, [])
                 if "skipped" not in figures:
                     drops[attack].append(figures["drop"]["f1"])
+    settings = {a: s for r in results for a, s in r.summary["attacks"].items()}
 
     def key(attack: str):
-        kind = attack_kind(attack)
+        kind = kinds[attack]
         if kind in ("fgm", "pgd"):
-            return (2, kind, float(attack.split("@")[1]))
+            return (2, kind, float(settings[attack]["eps"]))
         return (0 if kind == "cloak" else 1, "", -float(np.mean(drops[attack])) if drops[attack] else 0.0)
     return sorted(drops, key=key)
 
@@ -96,10 +126,32 @@ def attack_groups(result: Results) -> list[dict]:
     return list(groups.values())
 
 
+def victim_facts(result: Results, victim: str) -> dict:
+    """What the folder recorded of a victim: kind, settings, training data and the cloaks it carried."""
+    facts = result.summary["victims"][victim].get("facts") or \
+        (result.run.get("victims", {}).get(victim) or {}).get("facts") or {}
+    return {"kind": facts.get("kind", "?"), "settings": facts.get("settings", "not recorded"),
+            "trained_on": facts.get("trained_on"), "fingerprint": facts.get("fingerprint")}
+
+
+def names_of_labels(results: Sequence[Results], given: dict[int, str] | None = None) -> dict[str, str]:
+    """Each label's name: ``given`` (``--label-names``), else as the folders recorded them, else the
+    default (non-offensive / offensive, "offensive (label k)" beyond)."""
+    found = {k for r in results for e in r.summary["victims"].values() for f in e["attacks"].values()
+             for k in f.get("textattack_by_label", {})}
+    names = {k: DEFAULT_LABEL_NAMES.get(int(k), f"offensive (label {k})") for k in sorted(found | {"0", "1"})}
+    for r in results:
+        names.update(r.summary["data"].get("label_names") or {})
+    names.update({str(k): v for k, v in (given or {}).items()})
+    return names
+
+
+# --- the figures ----------------------------------------------------------------------------------------
+
 def matrix_rows(results: Sequence[Results], attacks: Sequence[str]) -> list[dict]:
-    """One row per (folder, victim): clean macro-F1 and, per attack, attacked macro-F1, drop and success rate
-    (or why the pair was skipped)."""
-    rows = []
+    """One row per (folder, victim): clean macro-F1, whether the victim is useless as trained, and per
+    attack the attacked macro-F1, the drop and its interval, and the success rate (or why it was skipped)."""
+    kinds, rows = attack_kinds(results), []
     for r in results:
         for victim, entry in r.summary["victims"].items():
             cells = {}
@@ -109,67 +161,90 @@ def matrix_rows(results: Sequence[Results], attacks: Sequence[str]) -> list[dict
                     continue
                 if "skipped" in figures:
                     cells[attack] = {"skipped": figures["skipped"]}
-                else:
-                    cells[attack] = {"f1": figures["all"]["f1"], "drop": figures["drop"]["f1"],
-                                     "accuracy": figures["all"]["accuracy"],
-                                     "success_rate": figures["textattack"]["success_rate"],
-                                     "by_label": success_by_label(figures), "changed": figures["changed"]}
+                    continue
+                interval = (figures.get("drop_interval") or {}).get("f1")
+                cells[attack] = {"kind": kinds[attack], "f1": figures["all"]["f1"], "drop": figures["drop"]["f1"],
+                                 "interval": interval, "noise": interval is not None and not excludes_zero(interval),
+                                 "accuracy": figures["all"]["accuracy"],
+                                 "success_rate": figures["textattack"]["success_rate"], "changed": figures["changed"]}
+            predicted = entry.get("clean_predictions")  # summaries before it have none: macro-F1 alone then
+            warning = useless_reason(entry["clean"]["f1"], entry["clean"]["n"], predicted, "clean posts")
             rows.append({"row": victim if len(results) == 1 else f"{r.label} / {victim}", "results": r.label,
-                         "victim": victim, "clean_f1": entry["clean"]["f1"], "clean_accuracy": entry["clean"]["accuracy"],
-                         "posts": entry["clean"]["n"], "cells": cells})
+                         "victim": victim, "facts": victim_facts(r, victim), "clean_f1": entry["clean"]["f1"],
+                         "clean_accuracy": entry["clean"]["accuracy"], "posts": entry["clean"]["n"],
+                         "predicted": predicted or {}, "useless": warning, "cells": cells})
     return rows
 
 
-def headlines(rows: Sequence[dict], attacks: Sequence[str]) -> list[str]:
-    """What the matrix says, in sentences: per row its worst cloak op, its mean change over the cloak ops
-    and the search's success rate; then which row holds up best under cloaking, and, when another row
-    starts higher and so ends higher, which one scores best under cloaking."""
-    lines, means, attacked = [], {}, {}
+def ranking(results: Sequence[Results], rows: Sequence[dict], attacks: Sequence[str]) -> list[dict]:
+    """The rows by macro-F1 under the cloak attacks (the mean over them; the worst case beside it), best
+    first, useless rows left out; each after the first with the best row's lead over it and that lead's
+    paired bootstrap 95% interval (where both attacked the same posts with the same attacks)."""
+    by_label = {r.label: r for r in results}
+    entries = []
     for row in rows:
-        cloaks = {a: c for a in attacks if attack_kind(a) == "cloak" and "drop" in (c := row["cells"].get(a) or {})}
-        parts = []
-        if cloaks:
-            worst = max(cloaks, key=lambda a: cloaks[a]["drop"])
-            means[row["row"]] = float(np.mean([c["drop"] for c in cloaks.values()]))
-            attacked[row["row"]] = float(np.mean([c["f1"] for c in cloaks.values()]))
-            parts.append(f"loses most to {short_name(worst)} ({change(cloaks[worst]['drop'])} macro-F1), "
-                         f"{change(means[row['row']])} on average over {len(cloaks)} cloak attacks")
-        for a in attacks:
-            cell = row["cells"].get(a) or {}
-            if attack_kind(a) == "search" and cell.get("success_rate") is not None:
-                by_label = ", ".join(f"label {k}: {v:.0%}" for k, v in cell["by_label"].items() if v is not None)
-                parts.append(f"{short_name(a)} flips {cell['success_rate']:.0%} of the posts it got right"
-                             + (f" ({by_label})" if len(cell["by_label"]) > 1 else ""))
-        if parts:
-            lines.append(f"{row['row']} (clean macro-F1 {row['clean_f1']:.3f}): " + "; ".join(parts) + ".")
-    if len(means) > 1:
-        best = min(means, key=means.get)
-        lines.append(f"Holds up best under cloaking: {best} ({change(means[best])} on average).")
-        highest = max(attacked, key=attacked.get)
-        if highest != best:
-            lines.append(f"Scores best under cloaking: {highest} (macro-F1 {attacked[highest]:.3f} on average over the "
-                         f"cloak attacks, against {attacked[best]:.3f} for {best}).")
-    return lines
+        under = {a: c["f1"] for a in attacks if (c := row["cells"].get(a) or {}).get("kind") == "cloak"}
+        if not under or row["useless"]:
+            continue
+        worst = min(under, key=under.get)
+        entries.append({"row": row["row"], "results": row["results"], "victim": row["victim"],
+                        "clean_f1": row["clean_f1"], "mean_f1": float(np.mean(list(under.values()))),
+                        "mean_drop": float(np.mean([row["cells"][a]["drop"] for a in under])),
+                        "worst_f1": under[worst], "worst_attack": worst, "attacks": sorted(under)})
+    entries.sort(key=lambda e: -e["mean_f1"])
+    if entries:
+        best = entries[0]
+        for entry in entries[1:]:
+            entry["lead"] = {"over": entry["row"], "of": best["row"], "value": best["mean_f1"] - entry["mean_f1"],
+                             "interval": _lead_interval(by_label[best["results"]], best, by_label[entry["results"]],
+                                                        entry)}
+            entry["lead"]["noise"] = not excludes_zero(entry["lead"]["interval"])
+    return entries
 
 
-def success_by_label(figures: dict) -> dict[str, float | None]:
-    """The success rate on the posts of each gold label: on offensive posts a success evades the
-    detector, on clean ones it raises a false alarm (summaries written before it have none)."""
-    return {k: v["success_rate"] for k, v in figures.get("textattack_by_label", {}).items()}
+def _lead_interval(first: Results, a: dict, second: Results, b: dict) -> list[float] | None:
+    if a["attacks"] != b["attacks"] or not first.comparable(second):
+        return None
+    labels = _labels(first, a["victim"])
+    if not np.array_equal(labels, _labels(second, b["victim"])):
+        return None
+    width = max(len(first.summary["data"].get("label_names") or {}), int(labels.max()) + 1, 2)
+    return mean_difference_interval(labels, [_predictions(first, a["victim"], x) for x in a["attacks"]],
+                                     [_predictions(second, b["victim"], x) for x in b["attacks"]], width)
+
+
+def _outcomes(result: Results, victim: str, name: str) -> list[dict]:
+    with open(os.path.join(result.path, victim, name), encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _labels(result: Results, victim: str) -> np.ndarray:
+    return np.array([o["label"] for o in _outcomes(result, victim, "clean.jsonl")])
+
+
+def _predictions(result: Results, victim: str, attack: str) -> np.ndarray:
+    """Each post's predicted label under ``attack``; -1 where unanswered."""
+    return np.array([-1 if o["probs"] is None else int(np.argmax(o["probs"]))
+                     for o in _outcomes(result, victim, outcome_file(attack))])
 
 
 def search_rows(results: Sequence[Results], attacks: Sequence[str]) -> list[dict]:
+    """The searches, counted as TextAttack counts, overall and by gold label (``by_label``: per label, the
+    posts the victim got right and how many of them the search flipped)."""
     rows = []
     for r in results:
         for victim, entry in r.summary["victims"].items():
             for attack in attacks:
                 figures = entry["attacks"].get(attack)
-                if attack_kind(attack) != "search" or figures is None or "skipped" in figures:
+                if figures is None or "skipped" in figures or r.kind(attack) != "search":
                     continue
                 counts = figures["textattack"]
                 rows.append({"row": victim if len(results) == 1 else f"{r.label} / {victim}", "attack": attack,
                              "clean_f1": entry["clean"]["f1"], "f1": figures["all"]["f1"],
-                             "success_rate": counts["success_rate"], "by_label": success_by_label(figures),
+                             "success_rate": counts["success_rate"], "by_label": {
+                                 k: {"right": c["successes"] + c["failures"], "flipped": c["successes"],
+                                     "rate": c["success_rate"]}
+                                 for k, c in figures.get("textattack_by_label", {}).items()},
                              "accuracy_under_attack": counts["accuracy_under_attack"],
                              "perturbed_share": figures["perturbed_share"],
                              "queries_per_example": counts["queries_per_example"],
@@ -178,15 +253,71 @@ def search_rows(results: Sequence[Results], attacks: Sequence[str]) -> list[dict
     return rows
 
 
-def embedding_curves(rows: Sequence[dict], attacks: Sequence[str]) -> list[dict]:
+def flipped_text(label: str, counts: dict, names: dict[str, str]) -> str:
+    """``106 of 106 offensive posts it caught get past it`` / ``155 of 180 non-offensive posts it cleared
+    become false alarms``: what a search's flips of one gold label mean."""
+    if label == "0":
+        return f"{counts['flipped']} of {counts['right']} {names[label]} posts it cleared become false alarms"
+    return f"{counts['flipped']} of {counts['right']} {names[label]} posts it caught get past it"
+
+
+def headlines(rows: Sequence[dict], ranked: Sequence[dict], search: Sequence[dict], names: dict[str, str]) -> list[str]:
+    """What the figures say, in sentences: per row its worst cloak attack and mean drop, and what the search
+    does by gold label; useless rows named; then which row holds up best under cloaking and by how much, or
+    that its lead is within the noise."""
+    lines = []
+    for row in rows:
+        if row["useless"]:
+            lines.append(f"{row['row']} is useless as trained: {row['useless']}; its figures under attack mean nothing "
+                         "and it is left out of the ranking.")
+            continue
+        cloaks = {a: c for a, c in row["cells"].items() if c.get("kind") == "cloak"}
+        parts = []
+        if cloaks:
+            worst = max(cloaks, key=lambda a: cloaks[a]["drop"])
+            parts.append(f"loses most to {short_name(worst)} ({change(cloaks[worst]['drop'])} macro-F1"
+                         f"{interval_text(cloaks[worst]['interval'])}), "
+                         f"{change(float(np.mean([c['drop'] for c in cloaks.values()])))} on average over "
+                         f"{len(cloaks)} cloak attack{'s' if len(cloaks) != 1 else ''}")
+        for s in search:
+            if s["row"] == row["row"] and s["success_rate"] is not None:
+                by_label = [flipped_text(k, c, names) for k, c in sorted(s["by_label"].items(), reverse=True)
+                            if c["right"]]
+                parts.append(f"{short_name(s['attack'])} flips {s['success_rate']:.0%} of the posts it got right"
+                             + (f" ({'; '.join(by_label)})" if by_label else ""))
+        if parts:
+            lines.append(f"{row['row']} (clean macro-F1 {row['clean_f1']:.3f}): " + "; ".join(parts) + ".")
+    if len(ranked) > 1:
+        best, second = ranked[0], ranked[1]
+        lines.append(f"Holds up best under cloaking: {best['row']}, macro-F1 {best['mean_f1']:.3f} on average under "
+                     f"the {len(best['attacks'])} cloak attacks ({best['worst_f1']:.3f} at worst, under "
+                     f"{short_name(best['worst_attack'])}).")
+        lead = second["lead"]
+        if lead["interval"] is None:
+            verdict = "they attacked other posts or ran other attacks, so the lead has no interval"
+        elif lead["noise"]:
+            verdict = f"within the noise (95% interval {lead_bounds(lead['interval'])})"
+        else:
+            verdict = f"95% interval {lead_bounds(lead['interval'])}"
+        lines.append(f"Next: {second['row']}, {second['mean_f1']:.3f} ({second['worst_f1']:.3f} at worst); "
+                     f"{best['row']} leads by {lead['value']:.3f}, {verdict}.")
+        least = min(ranked, key=lambda e: e["mean_drop"])
+        if least is not best:
+            lines.append(f"{least['row']} loses the least to cloaking ({change(least['mean_drop'])} on average) but "
+                         f"scores lower under it: it starts at {least['clean_f1']:.3f}.")
+    return lines
+
+
+def embedding_curves(results: Sequence[Results], rows: Sequence[dict], attacks: Sequence[str]) -> list[dict]:
     """Accuracy against eps per row for FGM and PGD (eps 0 is the clean accuracy)."""
+    settings = {a: s for r in results for a, s in r.summary["attacks"].items()}
     curves = []
     for row in rows:
         for kind in ("fgm", "pgd"):
             points = [(0.0, row["clean_accuracy"])]
             for attack in attacks:
                 cell = row["cells"].get(attack)
-                eps = float(attack.split("@")[1]) if attack_kind(attack) == kind else 0.0
+                eps = float(settings[attack]["eps"]) if settings[attack]["kind"] == kind else 0.0
                 if eps > 0 and cell and "skipped" not in cell:  # eps 0 is the clean point already there
                     points.append((eps, cell["accuracy"]))
             if len(points) > 1:
@@ -195,23 +326,24 @@ def embedding_curves(rows: Sequence[dict], attacks: Sequence[str]) -> list[dict]
 
 
 def examples_of(result: Results, victim: str, attacks: Sequence[str], limit: int) -> list[dict]:
-    """Up to ``limit`` posts the victim got right and an attack flipped, one per attack (the most damaging
-    first) and no post twice, each the shortest of at least ``MIN_EXAMPLE_CHARS`` characters: the original
-    and the adversarial text as segments, the edited ones marked with their op."""
+    """Up to ``limit`` posts the victim got right and an attack flipped, one per attack — the searches
+    first (the most damaging attack, which the cloak ops would otherwise crowd out), then the cloak attacks,
+    the most damaging first — and no post twice, each the shortest of at least ``MIN_EXAMPLE_CHARS``
+    characters: the original and the adversarial text as segments, the edited ones marked with their op."""
     entry = result.summary["victims"][victim]
     folder = os.path.join(result.path, victim)
     clean_path = os.path.join(folder, "clean.jsonl")
     if not os.path.isfile(clean_path):
         return []
-    clean = [json.loads(line) for line in open(clean_path, encoding="utf-8") if line.strip()]
+    clean = _outcomes(result, victim, "clean.jsonl")
     chosen: list[dict] = []
     seen: set = set()
-    for attack in attacks:
+    textual = [a for a in attacks if result.kind(a) in ("search", "cloak")] if attacks else []
+    for attack in sorted(textual, key=lambda a: result.kind(a) != "search"):
         if len(chosen) >= limit:
             break
         path = os.path.join(folder, outcome_file(attack))
-        if attack_kind(attack) in ("fgm", "pgd") or "skipped" in entry["attacks"].get(attack, {"skipped": ""}) \
-                or not os.path.isfile(path):
+        if "skipped" in entry["attacks"].get(attack, {"skipped": ""}) or not os.path.isfile(path):
             continue
         best = None
         with open(path, encoding="utf-8") as f:
@@ -241,8 +373,8 @@ def _example_rank(text: str) -> tuple:
     return (len(text) < MIN_EXAMPLE_CHARS, len(text))
 
 
-def _flipped(label: int, before: list, after: list) -> bool:
-    if any(p is None for p in after):
+def _flipped(label: int, before: list, after: list | None) -> bool:
+    if after is None or any(p is None for p in after):
         return False
     return int(np.argmax(before)) == label and int(np.argmax(after)) != label
 
@@ -269,29 +401,33 @@ def _segments(text: str, spans: Sequence[tuple[int, int, str]]) -> list[dict]:
 
 
 def build_report(results: Sequence[Results], *, curves: Sequence[str] = (), routing: Sequence[str] = (),
-                 examples: int = 3) -> dict:
+                 examples: int = 3, label_names: dict[int, str] | None = None) -> dict:
     """Everything the report shows, as plain data (``report.json``). ``curves``: folders of ``attacks
-    curve``; ``routing``: folders of ``mmbert routing``."""
+    curve``; ``routing``: folders of ``mmbert routing``; ``label_names`` overrides what each label is called."""
     labels = [r.label for r in results]
     if len(set(labels)) < len(labels):
         raise ValueError(f"two results folders share the label {labels}: give each its own (--label)")
     attacks = attack_order(results)
     rows = matrix_rows(results, attacks)
+    names = names_of_labels(results, label_names)
+    ranked = ranking(results, rows, attacks)
+    search = search_rows(results, attacks)
     return {
         "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "versions": {k: v for k, v in versions("torch", "scikit-learn").items() if v},
+        "label_names": names,
         "results": [{"label": r.label, "path": os.path.abspath(r.path), "written": r.written,
                      "data": r.summary["data"], "attacks": r.summary["attacks"], "attack_groups": attack_groups(r),
                      "versions": {k: v for k, v in r.summary["versions"].items() if v},
                      "skipped": {v: e["skipped"] for v, e in r.run.get("victims", {}).items() if e.get("skipped")},
-                     "victims": {v: e["description"] for v, e in r.run.get("victims", {}).items()
-                                 if e.get("description", "as trained") != "as trained"},
+                     "victims": {v: victim_facts(r, v) for v in r.summary["victims"]},
                      "summary": r.summary} for r in results],
         "attacks": attacks,
-        "headlines": headlines(rows, attacks),
+        "headlines": headlines(rows, ranked, search, names),
         "matrix": rows,
-        "search": search_rows(results, attacks),
-        "embedding": embedding_curves(rows, attacks),
+        "ranking": ranked,
+        "search": search,
+        "embedding": embedding_curves(results, rows, attacks),
         "examples": {row["row"]: examples_of(next(r for r in results if r.label == row["results"]), row["victim"],
                                              attacks, examples) for row in rows},
         "curves": [_read_json(d, "curve.json", "attacks curve") for d in curves],
@@ -309,6 +445,8 @@ def _read_json(folder: str, name: str, command: str) -> dict:
 
 def write_report(report: dict, out_dir: str) -> dict[str, str]:
     """``report.json``, ``report.md`` and ``report.html`` in ``out_dir``; returns their paths."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ValueError(f"--out {out_dir}: is a file, not a folder")
     os.makedirs(out_dir, exist_ok=True)
     paths = {kind: os.path.join(out_dir, f"report.{kind}") for kind in ("json", "md", "html")}
     write_atomic(paths["json"], (json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode())
@@ -317,24 +455,55 @@ def write_report(report: dict, out_dir: str) -> dict[str, str]:
     return paths
 
 
+# --- text -----------------------------------------------------------------------------------------------
+
 def change(drop: float) -> str:
     """A drop in macro-F1 as the signed change a reader expects (-0.123: lost 0.123), 0.000 for no change."""
     return "0.000" if abs(drop) < 0.0005 else f"{-drop:+.3f}"
 
 
-# --- markdown -------------------------------------------------------------------------------------------
+def bounds(interval: Sequence[float] | None) -> str:
+    """A drop's interval as the change it bounds: drop [0.06, 0.12] -> ``[-0.120, -0.060]``."""
+    if interval is None:
+        return ""
+    low, high = sorted(-x for x in interval)
+    return lead_bounds([low, high])
+
+
+def interval_text(interval: Sequence[float] | None) -> str:
+    return "" if interval is None else f", 95% interval {bounds(interval)}"
+
+
+def lead_bounds(interval: Sequence[float] | None) -> str:
+    """``[-0.013, +0.045]`` (no -0.000: a bound that rounds to zero is zero)."""
+    if interval is None:
+        return ""
+    low, high = (round(x, 3) or 0.0 for x in interval)
+    return f"[{low:+.3f}, {high:+.3f}]"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 query``, ``2 queries``."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
 
 def _pct(x: float | None) -> str:
     return _num(x, ".1%")
 
 
-def by_label_text(by_label: dict[str, float | None]) -> str:
-    """Success rates by gold label, as ``0: 84.0% · 1: 99.4%`` (empty for one label or none)."""
-    return " · ".join(f"{k}: {_pct(v)}" for k, v in by_label.items()) if len(by_label) > 1 else ""
-
-
 def _num(x: float | None, spec: str) -> str:
     return "" if x is None else format(x, spec)
+
+
+def flips_cell(counts: dict | None) -> str:
+    """``106 / 106 (100.0%)``: posts of a gold label the search flipped, of those the victim got right."""
+    if not counts or not counts["right"]:
+        return ""
+    return f"{counts['flipped']} / {counts['right']} ({_pct(counts['rate'])})"
+
+
+def flips_heading(label: str, names: dict[str, str]) -> str:
+    return f"{names[label]} posts flipped ({'false alarms' if label == '0' else 'evasion'})"
 
 
 def _md(text: str) -> str:
@@ -345,30 +514,63 @@ def _md(text: str) -> str:
     return text
 
 
+def trained_on_text(trained_on: dict | None) -> str:
+    """``cold_train.jsonl (sha256 1a2b3c4d5e6f, 2,000 posts, 412 kB; 700 of them cloaked: homophone 300, ...)``."""
+    if not trained_on or "train" not in trained_on:
+        return "not recorded (train it with `attacks train` to have it recorded)"
+    train = trained_on["train"]
+    where = (f"{train['path']} (sha256 {train['sha256'][:12]}, {train['bytes'] / 1000:,.0f} kB, "
+             if "path" in train else "(")
+    labels = ", ".join(f"{n:,} label {k}" for k, n in train["labels"].items())
+    cloaked = train["cloaked"]
+    seen = (f"{cloaked['records']:,} of them cloaked: " + ", ".join(f"{op} {n:,}" for op, n in cloaked["ops"].items())
+            if cloaked["records"] else "no cloaked posts")
+    return f"{where}{train['records']:,} posts: {labels}; {seen})"
+
+
 def markdown(report: dict) -> str:
+    names = report["label_names"]
     out = ["# Robustness report", ""]
     out += [f"- `{r['label']}`: {r['data'].get('records')} records of {_md(str(r['data'].get('path')))} "
             f"(sha256 {str(r['data'].get('sha256'))[:12]}), written {r['written']}" for r in report["results"]]
-    described = dict.fromkeys(pair for r in report["results"] for pair in r["victims"].items())  # each victim once
-    out += [f"- `{_md(victim)}`: {_md(text)}" for victim, text in described]
+    described = {v: f for r in report["results"] for v, f in r["victims"].items()}  # each victim once
+    out += [f"- `{_md(victim)}`: {_md(f['kind'])}, {_md(f['settings'])}; trained on {_md(trained_on_text(f['trained_on']))}"
+            for victim, f in described.items()]
     out += [""] + [f"- {_md(line)}" for line in report["headlines"]]
     out += ["", "## Macro-F1 under each attack", "",
-            "Clean macro-F1, then its change under each attack (attacked - clean); `-` where the attack does "
-            "not apply.", ""]
+            "Clean macro-F1, then its change under each attack (attacked - clean) with the paired bootstrap 95% "
+            "interval of the change; `~` marks a change within the noise (its interval holds zero); `-` where the "
+            "attack does not apply.", ""]
     attacks = report["attacks"]
     out.append("| victim | clean | " + " | ".join(short_name(a) for a in attacks) + " |")
     out.append("|---|---:|" + "---:|" * len(attacks))
     for row in report["matrix"]:
-        cells = [("-" if "skipped" in c else change(c["drop"])) if (c := row["cells"].get(a)) else "" for a in attacks]
-        out.append(f"| {_md(row['row'])} | {row['clean_f1']:.3f} | " + " | ".join(cells) + " |")
+        cells = [_md_cell(row["cells"].get(a)) for a in attacks]
+        flag = " (useless as trained)" if row["useless"] else ""
+        out.append(f"| {_md(row['row'])}{flag} | {row['clean_f1']:.3f} | " + " | ".join(cells) + " |")
+    if report["ranking"]:
+        out += ["", "## Under cloaking", "", "Macro-F1 under the cloak attacks, the best first; the lead of the best "
+                "row over each other row, with its paired bootstrap 95% interval.", "",
+                "| victim | clean | mean under cloaking | worst case | lead of the best |", "|---|---:|---:|---|---|"]
+        for e in report["ranking"]:
+            lead = e.get("lead")
+            lead_text = "" if lead is None else f"{lead['value']:+.3f} {lead_bounds(lead['interval'])}" + \
+                (" (within the noise)" if lead["noise"] else "")
+            out.append(f"| {_md(e['row'])} | {e['clean_f1']:.3f} | {e['mean_f1']:.3f} | {e['worst_f1']:.3f} "
+                       f"({short_name(e['worst_attack'])}) | {lead_text} |")
     if report["search"]:
+        labels = sorted({k for s in report["search"] for k in s["by_label"]}, reverse=True)
         out += ["", "## Search attack", "",
-                "| victim | attack | clean F1 | attacked F1 | success rate | by gold label | accuracy under attack | "
-                "characters changed | queries a post |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+                "Counted as TextAttack counts (posts the victim already gets wrong are skipped). By gold label: an "
+                "offensive post flipped gets past the detector; a non-offensive one flipped is a false alarm.", "",
+                "| victim | attack | clean F1 | attacked F1 | success rate | "
+                + " | ".join(flips_heading(k, names) for k in labels)
+                + " | accuracy under attack | characters changed | queries a post |",
+                "|---|---|---:|---:|---:|" + "---:|" * len(labels) + "---:|---:|---:|"]
         out += [f"| {_md(s['row'])} | {s['attack']} | {s['clean_f1']:.3f} | {s['f1']:.3f} | {_pct(s['success_rate'])} | "
-                f"{by_label_text(s['by_label'])} | {_pct(s['accuracy_under_attack'])} | {_pct(s['perturbed_share'])} | "
-                f"{_num(s['queries_per_example'], '.1f')} |"
-                for s in report["search"]]
+                + " | ".join(flips_cell(s["by_label"].get(k)) for k in labels)
+                + f" | {_pct(s['accuracy_under_attack'])} | {_pct(s['perturbed_share'])} | "
+                f"{_num(s['queries_per_example'], '.1f')} |" for s in report["search"]]
     if report["embedding"]:
         eps = sorted({e for c in report["embedding"] for e, _ in c["points"]})
         out += ["", "## Accuracy under FGM / PGD", "", "| victim | attack | " + " | ".join(f"eps {e:g}" for e in eps)
@@ -383,7 +585,7 @@ def markdown(report: dict) -> str:
             if examples:
                 out += ["", f"### {_md(row)}", ""]
                 for ex in examples:
-                    out.append(f"- {short_name(ex['attack'])} (p(true label {ex['label']}) {ex['clean_p']:.2f} -> "
+                    out.append(f"- {short_name(ex['attack'])} (p({names[str(ex['label'])]}) {ex['clean_p']:.2f} -> "
                                f"{ex['attacked_p']:.2f}): {_md_segments(ex['original'])} -> "
                                f"{_md_segments(ex['adversarial'])}")
     for curve in report["curves"]:
@@ -392,6 +594,14 @@ def markdown(report: dict) -> str:
         out += [f"| {b['size']} | {b['mean_macro_f1']:.3f} | {b['min_macro_f1']:.3f} | {b['max_macro_f1']:.3f} |"
                 for b in curve["by_size"]]
     return "\n".join(out) + "\n"
+
+
+def _md_cell(cell: dict | None) -> str:
+    if cell is None:
+        return ""
+    if "skipped" in cell:
+        return "-"
+    return f"{'~' if cell['noise'] else ''}{change(cell['drop'])} {bounds(cell['interval'])}".strip()
 
 
 def _md_segments(segments: Sequence[dict]) -> str:
@@ -412,11 +622,14 @@ def html(report: dict) -> str:
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("attacks", "templates"),
                              autoescape=jinja2.select_autoescape(default=True), undefined=jinja2.StrictUndefined)
-    env.filters.update(pct=_pct, by_label=by_label_text, short=short_name, colour=drop_colour, change=change)
+    env.filters.update(pct=_pct, short=short_name, colour=drop_colour, change=change, bounds=bounds,
+                       lead_bounds=lead_bounds, flips=flips_cell, trained_on=trained_on_text)
+    env.globals.update(plural=plural, flips_heading=flips_heading)
     plots = {"ops": op_bars_svg(report), "eps": eps_svg(report),
              "curves": [_svg(lambda path, c=c: _plot_curve(c, path)) for c in report["curves"]],
              "routing": [_svg(lambda path, t=t: _plot_routing(t, path)) for t in report["routing"]]}
-    return env.get_template(TEMPLATE).render(report=report, plots=plots)
+    search_labels = sorted({k for s in report["search"] for k in s["by_label"]}, reverse=True)
+    return env.get_template(TEMPLATE).render(report=report, plots=plots, search_labels=search_labels)
 
 
 def _plot_curve(curve: dict, path: str) -> None:
@@ -464,28 +677,27 @@ def _save(fig, path: str) -> None:
 
 
 def op_bars_svg(report: dict) -> str | None:
-    """Macro-F1 per cloak attack, one bar per row, the row's clean macro-F1 as a dashed line."""
-    ops = [a for a in report["attacks"] if attack_kind(a) == "cloak"]
+    """Macro-F1 per cloak attack, one bar per row on an axis from zero, the row's clean macro-F1 as a
+    dashed line; the legend below, at the text's size."""
+    ops = [a for a in report["attacks"] if any(r["cells"].get(a, {}).get("kind") == "cloak" for r in report["matrix"])]
     rows = [r for r in report["matrix"] if any(a in r["cells"] and "f1" in r["cells"][a] for a in ops)]
     if not ops or not rows:
         return None
 
     def draw(path: str) -> None:
-        fig, ax = _figure(7.5, 1.4 + 0.13 * len(ops) * (len(rows) + 1))
+        fig, ax = _figure(7.5, 1.4 + 0.16 * len(ops) * (len(rows) + 1) + 0.2 * len(rows))
         height = 0.8 / len(rows)
         colours = [f"C{i % 10}" for i in range(len(rows))]
         for i, row in enumerate(rows):
             y = np.arange(len(ops)) + (i - (len(rows) - 1) / 2) * height
             values = [row["cells"].get(a, {}).get("f1", np.nan) for a in ops]
-            ax.barh(y, values, height=height, color=colours[i], label=row["row"])
+            ax.barh(y, values, height=height, color=colours[i], label=f"{row['row']} (dashed: clean)")
             ax.axvline(row["clean_f1"], color=colours[i], linestyle="--", linewidth=1)
-        ax.set_yticks(range(len(ops)), [short_name(a) for a in ops])
+        ax.set_yticks(range(len(ops)), [short_name(a) for a in ops], fontsize=10)
         ax.invert_yaxis()
-        ax.set_xlabel("macro-F1 under the attack (dashed: clean)")
-        # the drops are a few hundredths: an axis from 0 would hide them
-        low = min((v for r in rows for a in ops if (v := r["cells"].get(a, {}).get("f1")) is not None), default=0.0)
-        ax.set_xlim(max(0.0, low - 0.05), min(1.0, max(r["clean_f1"] for r in rows) + 0.02))
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("macro-F1 under the attack", fontsize=10)
+        fig.legend(loc="outside lower center", ncol=min(len(rows), 3), fontsize=10, frameon=False)
         _save(fig, path)
     return _svg(draw)
 
@@ -504,14 +716,14 @@ def eps_svg(report: dict) -> str | None:
         ax.set_xlabel("eps (L2 norm of the perturbation per post)")
         ax.set_ylabel("accuracy")
         ax.set_ylim(0, 1)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=10)
         _save(fig, path)
     return _svg(draw)
 
 
 def terminal_matrix(report: dict) -> str:
     """The matrix for a terminal, attacks down and rows across (a few rows fit a terminal's width, a dozen
-    attacks do not)."""
+    attacks do not); ``~`` marks a change within the noise."""
     rows = report["matrix"]
     width = max(10, *(len(r["row"]) for r in rows))
     head = max(12, *(len(short_name(a)) for a in report["attacks"]), len("clean macro-F1"))
@@ -522,7 +734,10 @@ def terminal_matrix(report: dict) -> str:
         cells = []
         for r in rows:
             cell = r["cells"].get(attack)
-            text = "" if cell is None else "skipped" if "skipped" in cell else change(cell["drop"])
+            text = "" if cell is None else "skipped" if "skipped" in cell else \
+                ("~" if cell["noise"] else "") + change(cell["drop"])
             cells.append(f"{text:>{width}}")
         out.write(f"{short_name(attack):<{head}}  " + "  ".join(cells) + "\n")
+    if any(c.get("noise") for r in rows for c in r["cells"].values()):
+        out.write("~: within the noise (the change's paired bootstrap 95% interval holds zero)\n")
     return out.getvalue()

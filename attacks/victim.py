@@ -24,6 +24,7 @@ perturb one example's embeddings without touching the shared embedding matrix, a
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import json
 import os
@@ -101,27 +102,26 @@ class Victim:
         self.training = training if isinstance(training, Settings) else \
             self.Training.from_dict(training, f"{self.kind} training")
         self.num_labels: int | None = None
+        self.trained_on: dict | None = None  # the data it was fitted on (training_data): attacks train sets it
+        self.fingerprint: str | None = None  # SHA-256 of its victim.json, once saved or loaded
 
     @property
     def name(self) -> str:
         """What the victim is called in reports (``tfidf-lr``, ``bert``, ...)."""
         return self.kind
 
-    def description(self) -> str:
-        """What a person reading its figures wants to know of how it was built: its head, attention
-        regulariser and adversarial training where it has them ("as trained" otherwise)."""
-        config, training = self.config.to_dict(), self.training.to_dict()
-        parts = []
-        if "head" in config:
-            parts.append(f"head {config['head']}" + (f" x{config['gattention_heads']}"
-                                                     if config["head"] == "gattention" else ""))
-        if training.get("regularizer", "none") != "none":
-            alpha = training.get("regularizer_alpha")
-            parts.append(f"regularizer {training['regularizer']}" + (f" alpha {alpha}" if alpha is not None else "")
-                         + (f" share {training['klar_share']}" if training["regularizer"] == "klar" else ""))
-        if training.get("adv", "none") != "none":
-            parts.append(f"adversarial training {training['adv']}")
-        return ", ".join(parts) or "as trained"
+    def settings_text(self) -> str:
+        """The settings that differ from the kind's defaults, for a person reading its figures
+        (``backbone bb/, head gattention; epochs 2, regularizer ear``); "defaults" when none do."""
+        return settings_text(type(self), self.config.to_dict(), self.training.to_dict())
+
+    @property
+    def facts(self) -> dict:
+        """What a report says of the victim: kind, name, settings, what it was trained on (where recorded)
+        and the fingerprint its outcomes are kept by (None until it is saved or loaded)."""
+        return {"kind": self.kind, "name": self.name, "num_labels": self.num_labels, "config": self.config.to_dict(),
+                "training": self.training.to_dict(), "settings": self.settings_text(),
+                "trained_on": self.trained_on, "fingerprint": self.fingerprint}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(config={self.config.to_dict()}, training={self.training.to_dict()})"
@@ -150,9 +150,11 @@ class Victim:
         meta = {"format": FORMAT, "kind": self.kind, "name": self.name, "num_labels": self.num_labels,
                 "config": self.config.to_dict(), "training": self.training.to_dict(),
                 "versions": versions(*self.packages),
-                "files": {name: sha256(os.path.join(directory, name)) for name in files}}
-        write_atomic(os.path.join(directory, VICTIM_FILE),
-                     (json.dumps(meta, indent=1, ensure_ascii=False) + "\n").encode())
+                "files": {name: sha256(os.path.join(directory, name)) for name in files},
+                **({"trained_on": self.trained_on} if self.trained_on else {})}
+        text = (json.dumps(meta, indent=1, ensure_ascii=False) + "\n").encode()
+        write_atomic(os.path.join(directory, VICTIM_FILE), text)
+        self.fingerprint = hashlib.sha256(text).hexdigest()
 
     def _save_weights(self, directory: str) -> list[str]:
         raise NotImplementedError
@@ -164,7 +166,9 @@ class Victim:
     def load(cls, directory: str, meta: dict) -> Victim:
         victim = cls(meta.get("config"), meta.get("training"))
         victim.num_labels = int(meta["num_labels"])
+        victim.trained_on = meta.get("trained_on")
         victim._load_weights(directory)
+        victim.fingerprint = fingerprint(directory)
         return victim
 
 
@@ -232,9 +236,105 @@ def load_victim(directory: str) -> Victim:
     from mmbert.folder import is_mmbert
 
     if not os.path.isfile(os.path.join(directory, VICTIM_FILE)) and is_mmbert(directory):
-        return victim_kind("mmbert").from_folder(directory)  # type: ignore[attr-defined]
+        victim = victim_kind("mmbert").from_folder(directory)  # type: ignore[attr-defined]
+        victim.fingerprint = fingerprint(directory)
+        return victim
     meta = read_meta(directory)
     return victim_kind(meta["kind"]).load(directory, meta)
+
+
+# Files of an MMBERT folder that are records of its training, not the model.
+_MMBERT_LOGS = ("log.json", "training.json")
+
+
+def fingerprint(directory: str) -> str:
+    """What outcomes of a victim folder are kept by: the SHA-256 of its ``victim.json``, which records the
+    SHA-256 of every weight file; for a folder of ``mmbert train``, of its config, tokenizer and weights.
+    Retrained or replaced, a folder has another fingerprint."""
+    path = os.path.join(directory, VICTIM_FILE)
+    if os.path.isfile(path):
+        return sha256(path)
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(directory)):
+        file = os.path.join(directory, name)
+        if os.path.isfile(file) and name not in _MMBERT_LOGS:
+            digest.update(f"{name}\0{sha256(file)}\n".encode())
+    return digest.hexdigest()
+
+
+@dataclasses.dataclass(frozen=True)
+class VictimFolder:
+    """A saved victim, checked (weights against their hashes, kind known) but not loaded: what an
+    evaluation needs to know of it before it writes anything."""
+
+    path: str
+    facts: dict  # as Victim.facts() gives them
+
+    @property
+    def num_labels(self) -> int:
+        return int(self.facts["num_labels"])
+
+    def load(self) -> Victim:
+        return load_victim(self.path)
+
+
+def inspect_victim(directory: str) -> VictimFolder:
+    """Check a victim folder without loading its model (VictimError if it is not one, or was tampered with)."""
+    from mmbert.folder import mmbert_config
+
+    if not os.path.isfile(os.path.join(directory, VICTIM_FILE)):
+        config = mmbert_config(directory) if os.path.isdir(directory) else None
+        if config is not None:
+            return VictimFolder(directory, {
+                "kind": "mmbert", "name": "mmbert", "num_labels": len(config["id2label"]) if config.get("id2label") else int(config.get("num_labels", 2)),
+                "config": {"folder": "trained by mmbert train"}, "training": {}, "settings": "trained by mmbert train",
+                "trained_on": None, "fingerprint": fingerprint(directory)})
+    meta = read_meta(directory)
+    cls = victim_kind(meta["kind"])
+    config, training = cls.Config.from_dict(meta.get("config"), directory), \
+        cls.Training.from_dict(meta.get("training"), directory)
+    return VictimFolder(directory, {
+        "kind": meta["kind"], "name": meta.get("name", meta["kind"]), "num_labels": int(meta["num_labels"]),
+        "config": config.to_dict(), "training": training.to_dict(),
+        "settings": settings_text(cls, config.to_dict(), training.to_dict()),
+        "trained_on": meta.get("trained_on"), "fingerprint": fingerprint(directory)})
+
+
+def settings_text(cls: type[Victim], config: dict, training: dict) -> str:
+    """The settings of a victim of class ``cls`` that differ from its defaults, as a person reads them."""
+    parts = []
+    for settings, defaults in ((config, cls.Config), (training, cls.Training)):
+        default = {f.name: f.default for f in dataclasses.fields(defaults)
+                   if f.default is not dataclasses.MISSING}
+        changed = [f"{k.replace('_', ' ')} {_plain(v)}" for k, v in settings.items() if default.get(k, object()) != v]
+        if changed:
+            parts.append(", ".join(changed))
+    return "; ".join(parts) or "defaults"
+
+
+def _plain(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)
+
+
+def training_data(records: Sequence[dict], path: str | None = None) -> dict:
+    """What a victim was trained on, for its victim.json: the file (path, SHA-256, bytes), the posts by
+    label, and the cloaks they carried (records with ``cloak`` provenance, and how many of them each op
+    edited), so a report can say which attacks the victim saw in training."""
+    labels: dict[str, int] = {}
+    cloaked, ops = 0, {}
+    for record in records:
+        key = str(record["label"])
+        labels[key] = labels.get(key, 0) + 1
+        provenance = record.get("cloak")
+        if isinstance(provenance, dict) and provenance.get("edits"):
+            cloaked += 1
+            for op in dict.fromkeys(e.get("op") for e in provenance["edits"] if isinstance(e, dict)):
+                ops[str(op)] = ops.get(str(op), 0) + 1
+    facts: dict = {"records": len(records), "labels": dict(sorted(labels.items())),
+                   "cloaked": {"records": cloaked, "ops": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0])))}}
+    if path is not None and path != "-" and os.path.isfile(path):
+        facts = {"path": path, "sha256": sha256(path), "bytes": os.path.getsize(path), **facts}
+    return facts
 
 
 def labels_of(records: Sequence[dict], where: str = "records") -> np.ndarray:

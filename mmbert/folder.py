@@ -5,7 +5,7 @@ import json
 import os
 
 
-def _mmbert_config(path: str | None) -> dict | None:
+def mmbert_config(path: str | None) -> dict | None:
     """The config.json of an MMBERT folder, or None for anything else."""
     config = os.path.join(path or "", "config.json")
     if not os.path.isfile(config):
@@ -19,12 +19,12 @@ def _mmbert_config(path: str | None) -> dict | None:
 
 
 def is_mmbert(path: str | None) -> bool:
-    return _mmbert_config(path) is not None
+    return mmbert_config(path) is not None
 
 
 def peek_features(model_dir: str) -> dict:
     """The ``features`` section saved in a trained MMBERT folder's config."""
-    fields = _mmbert_config(model_dir)
+    fields = mmbert_config(model_dir)
     if fields is None:
         raise ValueError(f"{model_dir} is not an MMBERT model folder (no config.json with model_type 'mmbert')")
     return fields.get("features") or {}

@@ -26,30 +26,38 @@ def routing_table(records: Sequence[dict], routing: np.ndarray, experts: Sequenc
 
 def plot_routing(table: dict, path: str) -> None:
     """One heat map per group (layers down, experts across), on one colour scale spanning the weights
-    seen (routing differences are a few hundredths; a 0-1 scale would hide them)."""
+    seen (routing differences are a few hundredths; a 0-1 scale would hide them), its range written on
+    the colour bar. Cells are drawn as shapes, not as an image: a report's page, whose policy loads no
+    images, shows them."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.colors import BoundaryNorm
 
     groups = list(table["groups"])
     every = np.array([table["groups"][g]["weights"] for g in groups])
     low, high = float(every.min()), float(every.max())
     high = max(high, low + 1e-3)
-    fig, axes = plt.subplots(1, len(groups), figsize=(1.2 + 1.6 * len(groups), 0.9 + 0.35 * table["layers"]),
+    # a few discrete steps: a colour bar of 50 or more is drawn as a bitmap
+    norm = BoundaryNorm(np.linspace(low, high, 11), plt.get_cmap("viridis").N)
+    fig, axes = plt.subplots(1, len(groups), figsize=(1.6 + 1.6 * len(groups), max(2.2, 1.1 + 0.35 * table["layers"])),
                              squeeze=False, constrained_layout=True)
     for ax, group in zip(axes[0], groups):
         weights = np.array(table["groups"][group]["weights"])
-        image = ax.imshow(weights, vmin=low, vmax=high, cmap="viridis", aspect="auto")
+        cells = ax.pcolormesh(weights, cmap="viridis", norm=norm, edgecolors="white", linewidth=0.5)
+        ax.invert_yaxis()
         ax.set_title(f"{group}\n(n={table['groups'][group]['n']})", fontsize=9)
-        ax.set_xticks(range(len(table["experts"])), table["experts"], rotation=45, fontsize=8)
-        ax.set_yticks(range(table["layers"]), [str(i + 1) for i in range(table["layers"])], fontsize=8)
+        ax.set_xticks(np.arange(len(table["experts"])) + 0.5, table["experts"], rotation=45, fontsize=8)
+        ax.set_yticks(np.arange(table["layers"]) + 0.5, [str(i + 1) for i in range(table["layers"])], fontsize=8)
         for (layer, expert), w in np.ndenumerate(weights):
-            ax.text(expert, layer, f"{w:.2f}", ha="center", va="center", fontsize=7,
+            ax.text(expert + 0.5, layer + 0.5, f"{w:.2f}", ha="center", va="center", fontsize=7,
                     color="white" if w < (low + high) / 2 else "black")
     axes[0][0].set_ylabel("layer")
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="mean routing weight")
-    fig.savefig(path, dpi=120)
+    bar = fig.colorbar(cells, ax=axes[0].tolist(), shrink=0.8, ticks=[low, (low + high) / 2, high], format="%.3f",
+                       label="mean routing weight")
+    bar.solids.set_rasterized(False)
+    fig.savefig(path, dpi=120, metadata={"Date": None} if path.endswith(".svg") else None)
     plt.close(fig)
 
 

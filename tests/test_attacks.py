@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 
 import numpy as np
 import pytest
@@ -420,3 +422,130 @@ def test_the_search_tries_each_ops_best_substitution_before_any_seconds():
         == merged[:4]
     everything = [(c.start, c.end, c.dst) for c in SearchAttack(max_candidates=1000).span_candidates(text, start, end)]
     assert set(everything) == {k for found in keys for k in found}
+
+
+# ---- the commands as a new user meets them: nothing stale, nothing half-written, nothing overwritten ----
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+def _invoke(*args):
+    from click.testing import CliRunner
+
+    from attacks.cli import main
+
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture
+def split_files(sample_path, tmp_path):
+    rows = read_jsonl(sample_path)
+    return _write(tmp_path / "train.jsonl", rows[:200]), _write(tmp_path / "test.jsonl", rows[200:260])
+
+
+def test_a_victim_retrained_into_its_folder_is_not_judged_by_the_old_outcomes(split_files, tmp_path):
+    """Retrained into the same folder, a victim once kept its old figures (0.7363 -> 0.6753 printed for a
+    model that scores 0.7091 -> 0.6829); outcomes are now kept by the victim's fingerprint."""
+    train, test = split_files
+    victim, out = tmp_path / "tfidf-lr", tmp_path / "eval"
+    evaluate = ["evaluate", "--victim", victim, "--data", test, "--ops", "homophone", "--out", out, "-q"]
+    assert _invoke("train", "--model", "tfidf-lr", "--train", train, "--out", victim).exit_code == 0
+    assert _invoke(*evaluate).exit_code == 0
+    before = (out / "summary.json").read_bytes()
+    smaller = _write(tmp_path / "small.jsonl", read_jsonl(train)[:60])
+    assert _invoke("train", "--model", "tfidf-lr", "--train", smaller, "--out", victim, "--overwrite").exit_code == 0
+    result = _invoke(*evaluate)
+    assert result.exit_code == 1 and f"{out} holds outcomes of another victim named tfidf-lr" in result.output
+    assert f"delete {out / 'tfidf-lr'} to attack it afresh" in result.output
+    assert (out / "summary.json").read_bytes() == before
+    shutil.rmtree(out / "tfidf-lr")
+    assert _invoke(*evaluate).exit_code == 0
+    fresh = out.parent / "fresh"
+    assert _invoke(*evaluate[:-3], "--out", fresh, "-q").exit_code == 0
+    figures = json.loads((out / "summary.json").read_text())["victims"]["tfidf-lr"]
+    assert figures == json.loads((fresh / "summary.json").read_text())["victims"]["tfidf-lr"]
+    assert figures["facts"]["trained_on"]["train"]["records"] == 60
+
+
+def test_a_label_the_victim_does_not_know_is_named_and_nothing_is_written(split_files, tmp_path):
+    train, test = split_files
+    rows = read_jsonl(test)
+    rows[2]["label"] = 2
+    bad = _write(tmp_path / "three.jsonl", rows)
+    assert _invoke("train", "--model", "tfidf-lr", "--train", train, "--out", tmp_path / "v").exit_code == 0
+    result = _invoke("evaluate", "--victim", tmp_path / "v", "--data", bad, "--out", tmp_path / "eval")
+    assert result.exit_code == 1
+    assert result.output == f"attacks: error: {bad}, line 3: field 'label': 2, but victim v knows labels 0, 1\n"
+    assert not (tmp_path / "eval").exists()
+
+
+def test_a_refused_victim_leaves_no_half_written_folder(split_files, tmp_path):
+    train, test = split_files
+    for name in ("good", "tampered"):
+        assert _invoke("train", "--model", "tfidf-lr", "--train", train, "--out", tmp_path / name).exit_code == 0
+    weights = next(p for p in (tmp_path / "tampered").iterdir() if p.suffix == ".skops")
+    weights.write_bytes(weights.read_bytes() + b"\0")
+    result = _invoke("evaluate", "--victim", tmp_path / "good", "--victim", tmp_path / "tampered", "--data", test,
+                     "--out", tmp_path / "eval")
+    assert result.exit_code == 1 and "changed after the victim was saved" in result.output
+    assert not (tmp_path / "eval").exists()
+
+
+def test_train_replaces_a_saved_victim_only_when_told(split_files, tmp_path):
+    train, _ = split_files
+    victim = tmp_path / "victim"
+    assert _invoke("train", "--model", "tfidf-lr", "--train", train, "--out", victim).exit_code == 0
+    saved = (victim / "victim.json").read_bytes()
+    result = _invoke("train", "--model", "bow-lr", "--train", train, "--out", victim)
+    assert result.exit_code == 1
+    assert f"--out {victim}: holds a saved tfidf-lr victim; pass --overwrite to replace it" in result.output
+    assert (victim / "victim.json").read_bytes() == saved
+    assert _invoke("train", "--model", "bow-lr", "--train", train, "--out", victim, "--overwrite").exit_code == 0
+    assert json.loads((victim / "victim.json").read_text())["name"] == "bow-lr"
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    result = _invoke("train", "--model", "tfidf-lr", "--train", train, "--out", afile)
+    assert result.output == f"attacks: error: --out {afile}: is a file, not a folder\n"  # no model-hub hint
+
+
+def test_training_warns_of_a_detector_that_says_one_label_for_everything(sample_path, tmp_path):
+    rows = read_jsonl(sample_path)
+    lopsided = [r for r in rows if r["label"] == 0][:150] + [r for r in rows if r["label"] == 1][:2]
+    train, dev = _write(tmp_path / "train.jsonl", lopsided), _write(tmp_path / "dev.jsonl", rows[200:260])
+    result = _invoke("train", "--model", "tfidf-lr", "--train", train, "--dev", dev, "--out", tmp_path / "v")
+    assert result.exit_code == 0
+    assert "attacks: warning: tfidf-lr is useless as trained: it predicts label 0 for every one of the 60 dev posts" \
+        in result.output
+    assert "predicts label 0" in json.loads((tmp_path / "v" / "training.json").read_text())["warning"]
+
+
+def test_the_command_line_says_what_it_means(split_files, tmp_path):
+    train, test = split_files
+    assert _invoke("train", "--model", "tfidf-lr", "--train", train, "--out", tmp_path / "v").exit_code == 0
+    result = _invoke("evaluate", "--victim", tmp_path / "v", "--data", test, "--attacks", "fgsm", "--out", tmp_path / "e")
+    assert result.exit_code == 1 and "--attacks: unknown attack 'fgsm'; did you mean 'fgm'?" in result.output
+    result = _invoke("evaluate", "--victim", tmp_path / "v", "--data", test, "--ops", "homophone", "--limit", "5",
+                     "--out", f"{tmp_path / 'e'}/")
+    assert result.exit_code == 0 and f"evaluate: {tmp_path / 'e' / 'summary.json'}\n" in result.output
+    help_text = _invoke("--help").output
+    assert re.search(r"--adv adaptive \\\n +--train train\.jsonl", help_text)  # two lines, as a shell reads them
+    for command in ("train", "evaluate", "predict", "curve", "report", "merge", "pretrain-habertor"):
+        from attacks.cli import main
+
+        for option in main.commands[command].params:
+            if getattr(option, "hidden", False) or option.name == "help" or not option.param_type_name == "option":
+                continue
+            assert option.help, f"attacks {command} {option.opts[0]} has no help text"
+
+
+def test_the_report_of_an_unfinished_evaluation_says_to_finish_it(tfidf, posts, tmp_path, monkeypatch):
+    import attacks.evaluate as evaluator
+
+    monkeypatch.setattr(evaluator, "summarize", lambda out_dir: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        evaluator.evaluate({"tfidf": tfidf}, posts[2][:10], [], str(tmp_path / "eval"), progress=False)
+    result = _invoke("report", tmp_path / "eval", "--out", tmp_path / "report")
+    assert result.output == (f"attacks: error: {tmp_path / 'eval'}: unfinished (`attacks evaluate` stopped before it "
+                             "wrote summary.json): rerun the same command to finish it\n")

@@ -151,7 +151,7 @@ def test_a_gattention_head_trains_saves_exports_gates_and_differentiates(name, b
                                 "gattention_heads": 2, **extra},
                          {"epochs": 1, "lr": 1e-3, "batch_size": 16, "regularizer": "ear"})
     victim.fit(train, dev, out_dir=str(tmp_path), progress=False)
-    assert victim.name == f"{name}-gattention" and "head gattention x2" in victim.description()
+    assert victim.name == f"{name}-gattention" and "head gattention, gattention heads 2" in victim.settings_text()
     texts = [r["text"] for r in dev]
     again = load_victim(str(tmp_path))
     np.testing.assert_array_equal(again.predict_proba(texts), victim.predict_proba(texts))
@@ -189,7 +189,7 @@ def test_the_commands_train_a_regularised_gattention_bert_and_export_its_gates(b
     result = CliRunner().invoke(main, ["predict", "--victim", str(out), "--in", str(tmp_path / "dev.jsonl"),
                                        "--out", str(tmp_path / "scored.jsonl"), "--gates"])
     assert result.exit_code == 0, result.output
-    assert "head gattention x2, regularizer klar" in result.output
+    assert "head gattention, gattention heads 2; epochs 1, lr 0.001, regularizer klar" in result.output
     scored = [json.loads(line) for line in (tmp_path / "scored.jsonl").read_text().splitlines()]
     assert len(scored) == len(dev) and all(len(t["z"]) == 2 for r in scored for t in r["victim"]["gates"])
     result = CliRunner().invoke(main, ["predict", "--victim", str(tmp_path / "victim"), "--in",

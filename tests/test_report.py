@@ -10,7 +10,12 @@ from html.parser import HTMLParser
 
 import pytest
 
+import dataclasses
+
+import numpy as np
+
 from attacks import make_victim
+from attacks.victim import Settings, Victim, register_victim
 
 from .conftest import read_jsonl
 
@@ -42,12 +47,30 @@ def results(sample_path, backbone, tmp_path_factory):
     return out
 
 
+CURVE = {"victim": "tfidf-lr", "test_records": 60, "seed": 0, "repeats": 2, "sizes": [50, 100], "runs": [],
+         "by_size": [{"size": 50, "mean_macro_f1": 0.6, "min_macro_f1": 0.55, "max_macro_f1": 0.65},
+                     {"size": 100, "mean_macro_f1": 0.7, "min_macro_f1": 0.68, "max_macro_f1": 0.72}]}
+ROUTING = {"experts": ["text", "speech", "vision"], "layers": 2,
+           "groups": {"clean": {"n": 3, "weights": [[0.4, 0.3, 0.3], [0.5, 0.25, 0.25]]},
+                      "homophone": {"n": 2, "weights": [[0.3, 0.4, 0.3], [0.4, 0.35, 0.25]]}}}
+
+
 @pytest.fixture(scope="module")
-def report_dir(results, tmp_path_factory):
+def extras(tmp_path_factory):
+    """An `attacks curve` folder and an `mmbert routing` folder, as those commands write them."""
+    root = tmp_path_factory.mktemp("extras")
+    for name, table in (("curve", CURVE), ("routing", ROUTING)):
+        (root / name).mkdir()
+        (root / name / f"{name}.json").write_text(json.dumps(table))
+    return str(root / "curve"), str(root / "routing")
+
+
+@pytest.fixture(scope="module")
+def report_dir(results, extras, tmp_path_factory):
     from attacks.report import build_report, load_results, write_report
 
     out = tmp_path_factory.mktemp("report")
-    write_report(build_report([load_results(str(results))]), str(out))
+    write_report(build_report([load_results(str(results))], curves=[extras[0]], routing=[extras[1]]), str(out))
     return out
 
 
@@ -77,9 +100,12 @@ def test_the_report_holds_every_number_of_the_summary(results, report_dir):
     assert set(by_label) == {"0", "1"}
     for key in ("successes", "failures", "skipped"):
         assert sum(c[key] for c in by_label.values()) == figures["textattack"][key]
-    assert search["by_label"] == {k: c["success_rate"] for k, c in by_label.items()}
+    assert search["by_label"] == {k: {"right": c["successes"] + c["failures"], "flipped": c["successes"],
+                                      "rate": c["success_rate"]} for k, c in by_label.items()}
     md = (report_dir / "report.md").read_text(encoding="utf-8")
-    assert f"0: {by_label['0']['success_rate']:.1%} · 1: {by_label['1']['success_rate']:.1%}" in md
+    offensive = by_label["1"]
+    assert (f"| {offensive['successes']} / {offensive['successes'] + offensive['failures']} "
+            f"({offensive['success_rate']:.1%}) |") in md
 
 
 def test_examples_are_flipped_posts_with_their_edits_marked(report_dir):
@@ -124,15 +150,18 @@ def test_the_html_runs_nothing_and_fetches_nothing(report_dir):
     assert page.matrix_rows == 2
 
 
-def test_the_header_says_how_each_victim_was_built(report_dir):
+def test_the_header_says_what_each_victim_is(report_dir):
     html, md = (report_dir / "report.html").read_text(), (report_dir / "report.md").read_text()
-    assert "- `bert`: head linear, regularizer ear" in md
-    assert "<dt>bert</dt><dd>head linear, regularizer ear</dd>" in html and "<dt>tfidf-lr</dt>" not in html
+    line = next(x for x in md.splitlines() if x.startswith("- `bert`: "))
+    assert line.startswith("- `bert`: bert, backbone ") and "regularizer ear" in line and "epochs 2" in line
+    assert "trained on not recorded" in line  # fitted in Python and never saved: nothing to say of its data
+    assert "<dt>bert</dt><dd>bert, backbone " in html and "<dt>tfidf-lr</dt><dd>conventional, " in html
 
 
 def test_the_markdown_has_a_row_per_victim_and_no_live_markup(report_dir):
     md = (report_dir / "report.md").read_text(encoding="utf-8")
-    assert re.search(r"^\| tfidf-lr \| 0\.\d{3} \|", md, re.M) and re.search(r"^\| bert \| 0\.\d{3} \|", md, re.M)
+    for victim in ("tfidf-lr", "bert"):  # the tiny victims score below 0.5 on these posts: flagged so
+        assert re.search(rf"^\| {victim}( \(useless as trained\))? \| 0\.\d{{3}} \|", md, re.M)
     assert "<script>" not in md and "\\<script\\>" in md
 
 
@@ -142,7 +171,7 @@ def test_folders_compare_side_by_side(results, tmp_path):
     twice = build_report([load_results(str(results), "before"), load_results(str(results), "after")])
     assert [r["row"] for r in twice["matrix"]] == ["before / tfidf-lr", "before / bert", "after / tfidf-lr",
                                                    "after / bert"]
-    assert markdown(twice).count("- `bert`: head linear, regularizer ear") == 1  # a victim in both: said once
+    assert sum(line.startswith("- `bert`: ") for line in markdown(twice).splitlines()) == 1  # in both: said once
     with pytest.raises(ValueError, match="share the label"):
         build_report([load_results(str(results)), load_results(str(results))])
 
@@ -187,7 +216,8 @@ def test_the_report_renders_in_a_browser_and_the_hostile_post_stays_text(report_
     assert "&lt;script&gt;document.body.setAttribute('data-pwned','1')&lt;/script&gt;" in dom.stdout
     rendered = _Page()
     rendered.feed(dom.stdout)
-    assert rendered.matrix_rows == 2 and "img" not in rendered.tags
+    assert rendered.matrix_rows == 2 and "img" not in rendered.tags and "image" not in rendered.tags
+    assert "MMBERT routing" in dom.stdout  # the routing heat map, which once was a bitmap the policy blocked
     shot = tmp_path / "report.png"
     run = subprocess.run([*flags, "--window-size=1200,1600", f"--screenshot={shot}", page], capture_output=True,
                          text=True, timeout=120)
@@ -198,38 +228,141 @@ def test_the_report_renders_in_a_browser_and_the_hostile_post_stays_text(report_
         assert len(image.convert("L").getcolors(maxcolors=1 << 16) or range(1 << 16)) > 16  # not a blank page
 
 
-def test_curves_and_routing_are_drawn_when_given(results, tmp_path):
-    from attacks.report import build_report, html, load_results
-
-    curve = {"victim": "tfidf-lr", "test_records": 60, "seed": 0, "repeats": 2, "sizes": [50, 100], "runs": [],
-             "by_size": [{"size": 50, "mean_macro_f1": 0.6, "min_macro_f1": 0.55, "max_macro_f1": 0.65},
-                         {"size": 100, "mean_macro_f1": 0.7, "min_macro_f1": 0.68, "max_macro_f1": 0.72}]}
-    routing = {"experts": ["text", "speech", "vision"], "layers": 2,
-               "groups": {"clean": {"n": 3, "weights": [[0.4, 0.3, 0.3], [0.5, 0.25, 0.25]]},
-                          "homophone": {"n": 2, "weights": [[0.3, 0.4, 0.3], [0.4, 0.35, 0.25]]}}}
-    (tmp_path / "curve").mkdir()
-    (tmp_path / "curve" / "curve.json").write_text(json.dumps(curve))
-    (tmp_path / "routing").mkdir()
-    (tmp_path / "routing" / "routing.json").write_text(json.dumps(routing))
-    report = build_report([load_results(str(results))], curves=[str(tmp_path / "curve")],
-                          routing=[str(tmp_path / "routing")])
-    page = html(report)
+def test_curves_and_routing_are_drawn_inline_as_shapes(report_dir):
+    page = (report_dir / "report.html").read_text(encoding="utf-8")
     assert "Training-size curve: tfidf-lr" in page and "MMBERT routing" in page
     assert page.count("<svg") == 4  # per-op bars, accuracy against eps, the curve and the routing, all inline
+    assert "<image" not in page and "data:" not in page  # a bitmap in an SVG is an image the page's policy blocks
 
 
-def test_the_headlines_name_the_smallest_loss_and_the_highest_score_when_they_differ():
-    from attacks.report import headlines
+def test_the_plots_read_without_hovering(results, monkeypatch):
+    """The bars start at zero; the routing's colour bar is labelled with its range; each matrix cell shows
+    the macro-F1 under the attack, not only on hover."""
+    import matplotlib.pyplot as plt
 
-    def row(name, clean, *attacked):
-        cells = {f"cloak:{op}": {"f1": f1, "drop": clean - f1} for op, f1 in zip(("homophone", "emoji"), attacked)}
-        return {"row": name, "clean_f1": clean, "cells": cells}
+    import attacks.report as report_module
+    from attacks.report import build_report, html, load_results, op_bars_svg
+    from mmbert.routing import plot_routing
 
-    attacks = ["cloak:homophone", "cloak:emoji"]
-    # the multimodal model loses less but starts lower: under cloaking the text-only one still scores higher
-    lines = headlines([row("mmbert", 0.74, 0.72, 0.70), row("text-only", 0.80, 0.74, 0.76)], attacks)
-    assert lines[-2] == "Holds up best under cloaking: mmbert (-0.030 on average)."
-    assert lines[-1] == ("Scores best under cloaking: text-only (macro-F1 0.750 on average over the cloak attacks, "
-                         "against 0.710 for mmbert).")
-    lines = headlines([row("mmbert", 0.80, 0.78, 0.76), row("text-only", 0.80, 0.74, 0.76)], attacks)
-    assert lines[-1] == "Holds up best under cloaking: mmbert (-0.030 on average)."
+    saved = []
+    monkeypatch.setattr(report_module, "_save", lambda fig, path: (saved.append(fig), plt.close(fig),
+                                                                   open(path, "w").write("<svg></svg>")))
+    report = build_report([load_results(str(results))])
+    op_bars_svg(report)
+    assert saved[0].axes[0].get_xlim() == (0.0, 1.0)
+    monkeypatch.setattr(plt.Figure, "savefig", lambda fig, *a, **k: saved.append(fig))
+    plot_routing(ROUTING, "routing.svg")
+    bar = saved[-1].axes[-1]
+    assert [t.get_text() for t in bar.get_yticklabels()] == ["0.250", "0.375", "0.500"]
+    page = html(report)
+    cell = report["matrix"][0]["cells"]["cloak:homophone"]
+    assert f'<span class="attacked">{cell["f1"]:.3f}</span>' in page
+
+
+@dataclasses.dataclass
+class Terms(Settings):
+    terms: str = ""
+
+
+@register_victim
+class KeywordFilter(Victim):
+    """A keyword filter: offensive if the post holds one of its terms (none: it flags nothing)."""
+
+    kind = "test-keyword-filter"
+    Config = Terms
+
+    @property
+    def name(self) -> str:
+        return f"filter:{len(self.config.terms.split(',')) if self.config.terms else 0}"
+
+    def fit(self, train, dev=None, **_):
+        self.num_labels = 2
+        return self
+
+    def predict_proba(self, texts):
+        terms = [t for t in self.config.terms.split(",") if t]
+        return np.array([[0.1, 0.9] if any(t in text for t in terms) else [0.9, 0.1] for text in texts])
+
+
+@pytest.fixture(scope="module")
+def filters(sample_path, tmp_path_factory):
+    """Keyword filters attacked by two cloak ops: every lexicon term, a fifth of them, and none (a filter
+    that flags nothing: it loses nothing to any attack, and detects nothing)."""
+    from attacks.cloaking import CloakAttack
+    from attacks.evaluate import evaluate
+    from cloak.targets import default_lexicon
+
+    terms = sorted(default_lexicon().terms)
+    victims = {"every-term": KeywordFilter({"terms": ",".join(terms)}).fit([]),
+               "fifth": KeywordFilter({"terms": ",".join(terms[::5])}).fit([]),
+               "flags-nothing": KeywordFilter({"terms": ""}).fit([])}
+    out = tmp_path_factory.mktemp("filters") / "eval"
+    evaluate(victims, read_jsonl(sample_path), [CloakAttack(ops="homophone"), CloakAttack(ops="pinyin")], str(out),
+             progress=False)
+    return out
+
+
+def test_holds_up_best_ranks_by_macro_f1_under_attack_and_leaves_out_a_useless_victim(filters):
+    from attacks.report import build_report, load_results
+
+    report = build_report([load_results(str(filters))])
+    rows = {r["row"]: r for r in report["matrix"]}
+    assert rows["flags-nothing"]["useless"] == "it predicts label 0 for every one of the 300 clean posts"
+    assert all(c["drop"] == 0 for c in rows["flags-nothing"]["cells"].values())  # the old rule's winner
+    ranked = report["ranking"]
+    assert [e["row"] for e in ranked] == sorted(("every-term", "fifth"), key=lambda r: -np.mean(
+        [c["f1"] for c in rows[r]["cells"].values()]))
+    best, second = ranked
+    assert best["mean_f1"] >= second["mean_f1"] and best["worst_f1"] == min(c["f1"] for c in rows[best["row"]]["cells"].values())
+    lead = second["lead"]
+    assert lead["value"] == pytest.approx(best["mean_f1"] - second["mean_f1"])
+    assert lead["interval"][0] <= lead["value"] <= lead["interval"][1]
+    said = " ".join(report["headlines"])
+    assert f"Holds up best under cloaking: {best['row']}, macro-F1 {best['mean_f1']:.3f}" in said
+    assert "flags-nothing is useless as trained" in said and "Holds up best under cloaking: flags-nothing" not in said
+    verdict = "within the noise" if lead["noise"] else "95% interval"
+    assert f"{best['row']} leads by {lead['value']:.3f}, {verdict}" in said
+
+
+def test_every_drop_carries_a_paired_interval_and_noise_is_said_to_be_so(filters):
+    summary = json.loads((filters / "summary.json").read_text(encoding="utf-8"))
+    for entry in summary["victims"].values():
+        for figures in entry["attacks"].values():
+            low, high = figures["drop_interval"]["f1"]
+            assert low <= figures["drop"]["f1"] <= high
+    constant = summary["victims"]["flags-nothing"]["attacks"]["cloak:homophone"]
+    assert constant["drop_interval"] == {"f1": [0.0, 0.0], "accuracy": [0.0, 0.0]}  # the same predictions: no noise
+    from attacks.report import build_report, load_results, markdown, terminal_matrix
+
+    report = build_report([load_results(str(filters))])
+    cell = report["matrix"][0]["cells"]["cloak:homophone"]
+    assert cell["noise"] == (cell["interval"][0] <= 0 <= cell["interval"][1])
+    assert "~: within the noise" in terminal_matrix(report) and "~0.000 [+0.000, +0.000]" in markdown(report)
+
+
+def test_the_paired_bootstrap_is_scikit_learns_macro_f1_resampled():
+    from sklearn.metrics import f1_score
+
+    from attacks.bootstrap import macro_f1, paired_intervals
+
+    rng = np.random.default_rng(0)
+    for num_labels in (2, 3):
+        labels, predictions = rng.integers(0, num_labels, 50), rng.integers(-1, num_labels, 50)
+        draws = rng.integers(0, 50, (5, 50))
+        expected = [f1_score(labels[d], predictions[d], labels=range(num_labels), average="macro", zero_division=0)
+                    for d in draws]
+        assert macro_f1(labels, predictions, num_labels, draws) == pytest.approx(expected)
+    labels = rng.integers(0, 2, 300)
+    right, half = labels.copy(), np.where(rng.random(300) < 0.5, labels, 1 - labels)
+    low, high = paired_intervals(labels, right, half, 2)["f1"]
+    assert 0.3 < low < 0.5 < high < 0.7 and paired_intervals(labels, right, half, 2)["f1"] == [low, high]
+
+
+def test_labels_are_named_never_bare(filters, tmp_path):
+    from attacks.report import build_report, html, load_results
+
+    page = html(build_report([load_results(str(filters))]))
+    assert "label 1" not in page and "label 0" not in page.replace("predicts label 0", "")
+    renamed = build_report([load_results(str(filters))], label_names={0: "safe", 1: "hateful"})
+    assert renamed["label_names"] == {"0": "safe", "1": "hateful"}
+    assert "p(hateful)" in html(renamed) or not any(renamed["examples"].values())
