@@ -14,6 +14,7 @@ import click
 import numpy as np
 
 from cloak.io import RecordError, batched, check_files, check_records, dump_record, read_records, write_atomic
+from cloak.ops.base import STRENGTHS
 from cloak.params import ParameterError, validate
 
 from .search import SearchAttack  # its defaults are the CLI's; importing it loads neither torch nor jieba
@@ -404,7 +405,18 @@ def _numbers(option: str, text: str) -> list[float]:
               help="The search: words it neither ranks nor cloaks. zh: stopwords-iso's Chinese list (的, 了, "
                    "我们, ...; TextAttack's Chinese recipe uses it), or a file of one word a line.")
 @click.option("--mode", type=click.Choice(["keyword", "full", "both"]), default="keyword", show_default=True,
-              help="Cloak the lexicon's terms (keyword), any word at --rate (full), or both.")
+              help="Cloak the target terms (keyword), any word at --rate (full), or both.")
+@click.option("--targets", type=click.Choice(["lexicon", "mined", "lexicon+mined"]), default="lexicon+mined",
+              show_default=True,
+              help="Keyword mode: the lexicon's terms, the terms most associated with the offensive label in "
+                   "--data (or --mine-from; `cloak mine-terms`), or both.")
+@click.option("--lexicon", default=None, metavar="FILE",
+              help="The lexicon instead of the default one (one term a line, or a TSV with a term column).")
+@click.option("--mine-from", "--train", "mine_from", default=None, metavar="FILE",
+              help="Labelled records to mine the targets from [default: --data].")
+@click.option("--strength", type=click.Choice(STRENGTHS), default="poster", show_default=True,
+              help="How much of each term: every character, with rarer same-sound characters as posters "
+                   "write them (poster); every character (whole); each op's own share (op).")
 @click.option("--rate", type=click.FloatRange(0, 1, min_open=True), default=0.3, show_default=True,
               help="Full mode: the share of words cloaked.")
 @click.option("--variants", type=click.IntRange(1), default=1, show_default=True,
@@ -424,12 +436,13 @@ def _numbers(option: str, text: str) -> list[float]:
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, max_candidates, importance, stopwords,
-             mode, rate, variants, eps, steps, limit, seed, shard, batch_size, label_names, quiet) -> None:
+             mode, targets, lexicon, mine_from, strength, rate, variants, eps, steps, limit, seed, shard, batch_size,
+             label_names, quiet) -> None:
     """Attack every victim with every attack; per-post outcomes and summary.json in OUT (resumable)."""
     from cloak.params import unknown_key
     from cloak.run import parse_shard
 
-    check_files([data_path])
+    check_files([data_path, *([mine_from] if mine_from else []), *([lexicon] if lexicon else [])])
     shard = parse_shard(shard)
     names = _label_names(label_names)
     kinds = [k.strip() for k in attack_kinds.split(",") if k.strip()]
@@ -441,6 +454,7 @@ def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, m
         raise ValueError(f"--victim: two folders share a name ({', '.join(folders)}); outcomes are kept by folder name")
     numbered = list(read_records(data_path, labels=True))[:limit]
     from cloak import available_ops
+    from cloak.mining import build_targets
 
     from .cloaking import CloakAttack
     from .evaluate import data_info, first_unknown_label
@@ -467,8 +481,10 @@ def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, m
         else:
             mixes = [m.strip().replace("+", ",") for m in (ops or ",".join(available_ops())).split(",") if m.strip()]
             modes = ["keyword", "full"] if mode == "both" else [mode]
-            attacks += [CloakAttack(ops=m, mode=md, rate=rate, variants=variants, seed=seed) for m in mixes
-                        for md in modes]
+            terms = build_targets(targets, lexicon=lexicon, labelled=_labelled(mine_from) if mine_from else records) \
+                if "keyword" in modes else None
+            attacks += [CloakAttack(ops=m, mode=md, rate=rate, variants=variants, seed=seed, strength=strength,
+                                    targets=terms) for m in mixes for md in modes]
     _quiet_libraries()
     summary = run_evaluation(victims, records, attacks, out_dir,
                              data={**data_info(data_path), "limit": limit}, shard=shard, batch_size=batch_size,

@@ -1,7 +1,11 @@
 """The cloak attack: the victim reads each post as posters would write it, cloaked by an op (or a mix).
 
-- ``keyword`` mode cloaks the lexicon's hateful terms (``cloak perturb``'s default targets); ``full``
-  mode cloaks any word with probability ``rate``.
+- ``keyword`` mode cloaks the target terms: the default lexicon's, or ``targets`` (a ``Lexicon``, e.g.
+  the lexicon and the terms mined from the data: ``cloak.mining.build_targets``); ``full`` mode cloaks
+  any word with probability ``rate``.
+- ``strength`` says how much of each term: ``poster`` (the default) cloaks every character of a term,
+  or the term as a unit, with rarer same-sound characters among the homophones, as posters who want
+  past a filter do; ``whole`` the same with common characters only; ``op`` each op's own share.
 - ``variants`` cloaks per post, each seeded by (seed, the post's position, the variant), as ``cloak
   perturb --variants K`` makes them; the worst case counts: the variant with the lowest probability of
   the gold label is the post's attacked version, so a post is broken if any variant flips it.
@@ -15,7 +19,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from cloak import Perturber
-from cloak.params import Interval, Options, validate_fields
+from cloak.mining import describe_targets
+from cloak.ops.base import STRENGTHS
+from cloak.params import InstanceOf, Interval, Options, validate_fields
+from cloak.targets import Lexicon, default_lexicon
 
 from .victim import Victim
 
@@ -29,13 +36,18 @@ class CloakAttack:
     rate: float = 0.3
     variants: int = 1
     seed: int = 0
+    strength: str = "poster"
+    targets: Lexicon | None = dataclasses.field(default=None, repr=False)
     _parameter_constraints = {"mode": Options("keyword", "full"), "rate": Interval(float, 0, 1, closed="right"),
-                              "variants": Interval(int, 1), "seed": Interval(int, 0)}
+                              "variants": Interval(int, 1), "seed": Interval(int, 0),
+                              "strength": Options(*STRENGTHS), "targets": [InstanceOf(Lexicon), None]}
 
     def __post_init__(self) -> None:
         validate_fields(self, "cloak attack")
-        self.perturber = Perturber(ops=self.ops, targets="lexicon" if self.mode == "keyword" else "all",
-                                   rate=None if self.mode == "keyword" else self.rate, seed=self.seed)
+        keyword = self.targets or default_lexicon()
+        self.perturber = Perturber(ops=self.ops, targets=keyword if self.mode == "keyword" else "all",
+                                   rate=None if self.mode == "keyword" else self.rate, seed=self.seed,
+                                   strength=self.strength)
 
     @property
     def name(self) -> str:
@@ -43,7 +55,8 @@ class CloakAttack:
 
     def settings(self) -> dict:
         return {"kind": "cloak", "ops": self.ops, "mode": self.mode, "variants": self.variants, "seed": self.seed,
-                **({"rate": self.rate} if self.mode == "full" else {})}
+                "strength": self.strength,
+                **({"rate": self.rate} if self.mode == "full" else describe_targets(self.targets or default_lexicon()))}
 
     def attack(self, victim: Victim, records: Sequence[dict], positions: Sequence[int],
                clean: np.ndarray) -> list[dict]:

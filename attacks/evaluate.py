@@ -284,13 +284,30 @@ def figures_of(labels: np.ndarray, clean: np.ndarray, outcomes: list[dict]) -> d
                "textattack_by_label": {str(k): textattack_counts(right_before[labels == k], right_after[labels == k],
                                                                  queries[labels == k])
                                        for k in np.unique(labels).tolist()},
-               "perturbed_share": float(np.mean(share)) if share else 0.0}
+               "perturbed_share": float(np.mean(share)) if share else 0.0,
+               "coverage": coverage(labels, changed)}
+    figures["barely_applied"] = figures["coverage"]["share"] < MIN_COVERAGE
     if 0 < changed.sum() < len(labels):
         on_changed = (detection_metrics(labels[changed], clean[changed]),
                       detection_metrics(labels[changed], attacked[changed]))
         figures["on_changed"] = {"clean": _finite(on_changed[0]), "attacked": _finite(on_changed[1]),
-                                 "drop": _finite(drops(*on_changed))}
+                                 "drop": _finite(drops(*on_changed)),
+                                 "drop_interval": paired_intervals(labels[changed], predictions_of(clean[changed]),
+                                                                   predictions_of(attacked[changed]), clean.shape[1])}
     return figures
+
+
+# An attack that changes fewer posts than this share has barely been applied (fullwidth on Chinese posts:
+# 2 of 300): its "0.000" says nothing of the detector, so reports leave it out of averages and headlines.
+MIN_COVERAGE = 0.05
+
+
+def coverage(labels: np.ndarray, changed: np.ndarray) -> dict:
+    """How many posts an attack reached: of all posts, and of the offensive ones (label other than 0)."""
+    offensive = labels != 0
+    return {"changed": int(changed.sum()), "posts": len(labels), "share": float(changed.mean()) if len(labels) else 0.0,
+            "offensive_changed": int((changed & offensive).sum()), "offensive_posts": int(offensive.sum()),
+            "offensive_share": float(changed[offensive].mean()) if offensive.any() else 0.0}
 
 
 def _fill(path: str, records: Sequence[dict], batch_size: int, compute: Callable[[list[dict], int], list[dict]],

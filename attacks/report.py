@@ -150,10 +150,14 @@ def names_of_labels(results: Sequence[Results], given: dict[int, str] | None = N
 
 def matrix_rows(results: Sequence[Results], attacks: Sequence[str]) -> list[dict]:
     """One row per (folder, victim): clean macro-F1, whether the victim is useless as trained, and per
-    attack the attacked macro-F1, the drop and its interval, and the success rate (or why it was skipped)."""
+    attack the attacked macro-F1, the drop and its interval, the posts it reached, whether it was barely
+    applied (under 5% of the posts) or seen in training (its op cloaked the victim's training data), and
+    the success rate (or why it was skipped)."""
     kinds, rows = attack_kinds(results), []
     for r in results:
         for victim, entry in r.summary["victims"].items():
+            facts = victim_facts(r, victim)
+            trained_ops = set(((facts["trained_on"] or {}).get("train", {}).get("cloaked") or {}).get("ops", {}))
             cells = {}
             for attack in attacks:
                 figures = entry["attacks"].get(attack)
@@ -163,54 +167,76 @@ def matrix_rows(results: Sequence[Results], attacks: Sequence[str]) -> list[dict
                     cells[attack] = {"skipped": figures["skipped"]}
                     continue
                 interval = (figures.get("drop_interval") or {}).get("f1")
+                ops = attack_ops(r.summary["attacks"][attack])
                 cells[attack] = {"kind": kinds[attack], "f1": figures["all"]["f1"], "drop": figures["drop"]["f1"],
                                  "interval": interval, "noise": interval is not None and not excludes_zero(interval),
                                  "accuracy": figures["all"]["accuracy"],
-                                 "success_rate": figures["textattack"]["success_rate"], "changed": figures["changed"]}
+                                 "success_rate": figures["textattack"]["success_rate"], "changed": figures["changed"],
+                                 "coverage": figures.get("coverage"), "barely": bool(figures.get("barely_applied")),
+                                 "on_changed": (figures.get("on_changed") or {}).get("drop", {}).get("f1"),
+                                 "on_changed_interval": ((figures.get("on_changed") or {}).get("drop_interval") or {})
+                                 .get("f1"),
+                                 "seen": kinds[attack] == "cloak" and bool(ops & trained_ops)}
             predicted = entry.get("clean_predictions")  # summaries before it have none: macro-F1 alone then
             warning = useless_reason(entry["clean"]["f1"], entry["clean"]["n"], predicted, "clean posts")
             rows.append({"row": victim if len(results) == 1 else f"{r.label} / {victim}", "results": r.label,
-                         "victim": victim, "facts": victim_facts(r, victim), "clean_f1": entry["clean"]["f1"],
+                         "victim": victim, "facts": facts, "clean_f1": entry["clean"]["f1"],
                          "clean_accuracy": entry["clean"]["accuracy"], "posts": entry["clean"]["n"],
                          "predicted": predicted or {}, "useless": warning, "cells": cells})
     return rows
 
 
+def attack_ops(settings: dict) -> set[str]:
+    """The op names an attack cloaks with (``homophone:share=1,emoji`` -> {homophone, emoji})."""
+    return {spec.split(":")[0] for spec in str(settings.get("ops", "")).split(",") if spec}
+
+
+def counted(row: dict, attacks: Sequence[str]) -> dict[str, dict]:
+    """The cloak attacks a row's robustness is judged by: those applied to at least 5% of the posts whose
+    op the victim did not see in training (an augmented detector attacked by its own generator is tested
+    in distribution, which flatters it)."""
+    return {a: c for a in attacks if (c := row["cells"].get(a) or {}).get("kind") == "cloak"
+            and not c["barely"] and not c["seen"]}
+
+
 def ranking(results: Sequence[Results], rows: Sequence[dict], attacks: Sequence[str]) -> list[dict]:
-    """The rows by macro-F1 under the cloak attacks (the mean over them; the worst case beside it), best
-    first, useless rows left out; each after the first with the best row's lead over it and that lead's
-    paired bootstrap 95% interval (where both attacked the same posts with the same attacks)."""
+    """The rows by macro-F1 under the cloak attacks each did not see in training (the mean over them; the
+    worst case beside it), best first, useless rows left out; each after the first with the best row's
+    lead over it on the attacks both are judged by, and that lead's paired bootstrap 95% interval (where
+    both attacked the same posts)."""
     by_label = {r.label: r for r in results}
     entries = []
     for row in rows:
-        under = {a: c["f1"] for a in attacks if (c := row["cells"].get(a) or {}).get("kind") == "cloak"}
+        under = {a: c["f1"] for a, c in counted(row, attacks).items()}
         if not under or row["useless"]:
             continue
         worst = min(under, key=under.get)
         entries.append({"row": row["row"], "results": row["results"], "victim": row["victim"],
                         "clean_f1": row["clean_f1"], "mean_f1": float(np.mean(list(under.values()))),
                         "mean_drop": float(np.mean([row["cells"][a]["drop"] for a in under])),
-                        "worst_f1": under[worst], "worst_attack": worst, "attacks": sorted(under)})
+                        "worst_f1": under[worst], "worst_attack": worst, "attacks": sorted(under), "f1": under})
     entries.sort(key=lambda e: -e["mean_f1"])
     if entries:
         best = entries[0]
         for entry in entries[1:]:
-            entry["lead"] = {"over": entry["row"], "of": best["row"], "value": best["mean_f1"] - entry["mean_f1"],
-                             "interval": _lead_interval(by_label[best["results"]], best, by_label[entry["results"]],
-                                                        entry)}
-            entry["lead"]["noise"] = not excludes_zero(entry["lead"]["interval"])
+            common = sorted(set(best["attacks"]) & set(entry["attacks"]))
+            value = float(np.mean([best["f1"][a] - entry["f1"][a] for a in common])) if common else None
+            interval = _lead_interval(by_label[best["results"]], best["victim"], by_label[entry["results"]],
+                                      entry["victim"], common) if common else None
+            entry["lead"] = {"over": entry["row"], "of": best["row"], "value": value, "attacks": len(common),
+                             "interval": interval, "noise": not excludes_zero(interval)}
     return entries
 
 
-def _lead_interval(first: Results, a: dict, second: Results, b: dict) -> list[float] | None:
-    if a["attacks"] != b["attacks"] or not first.comparable(second):
+def _lead_interval(first: Results, a: str, second: Results, b: str, attacks: list[str]) -> list[float] | None:
+    if not first.comparable(second):
         return None
-    labels = _labels(first, a["victim"])
-    if not np.array_equal(labels, _labels(second, b["victim"])):
+    labels = _labels(first, a)
+    if not np.array_equal(labels, _labels(second, b)):
         return None
     width = max(len(first.summary["data"].get("label_names") or {}), int(labels.max()) + 1, 2)
-    return mean_difference_interval(labels, [_predictions(first, a["victim"], x) for x in a["attacks"]],
-                                     [_predictions(second, b["victim"], x) for x in b["attacks"]], width)
+    return mean_difference_interval(labels, [_predictions(first, a, x) for x in attacks],
+                                    [_predictions(second, b, x) for x in attacks], width)
 
 
 def _outcomes(result: Results, victim: str, name: str) -> list[dict]:
@@ -261,24 +287,37 @@ def flipped_text(label: str, counts: dict, names: dict[str, str]) -> str:
     return f"{counts['flipped']} of {counts['right']} {names[label]} posts it caught get past it"
 
 
-def headlines(rows: Sequence[dict], ranked: Sequence[dict], search: Sequence[dict], names: dict[str, str]) -> list[str]:
-    """What the figures say, in sentences: per row its worst cloak attack and mean drop, and what the search
-    does by gold label; useless rows named; then which row holds up best under cloaking and by how much, or
-    that its lead is within the noise."""
+def headlines(rows: Sequence[dict], ranked: Sequence[dict], search: Sequence[dict], names: dict[str, str],
+              attacks: Sequence[str]) -> list[str]:
+    """What the figures say, in sentences: per row its worst cloak attack and mean drop over the attacks it
+    is judged by (unseen in training, applied to at least 5% of the posts), what was left out and why, and
+    what the search does by gold label; useless rows named; then which row holds up best under cloaking
+    and by how much, or that its lead is within the noise."""
     lines = []
     for row in rows:
         if row["useless"]:
             lines.append(f"{row['row']} is useless as trained: {row['useless']}; its figures under attack mean nothing "
                          "and it is left out of the ranking.")
             continue
-        cloaks = {a: c for a, c in row["cells"].items() if c.get("kind") == "cloak"}
+        cloaks = counted(row, attacks)
+        every = [a for a in attacks if row["cells"].get(a, {}).get("kind") == "cloak"]
+        seen = [a for a in every if row["cells"][a]["seen"]]
+        barely = [a for a in every if row["cells"][a]["barely"]]
         parts = []
         if cloaks:
             worst = max(cloaks, key=lambda a: cloaks[a]["drop"])
             parts.append(f"loses most to {short_name(worst)} ({change(cloaks[worst]['drop'])} macro-F1"
                          f"{interval_text(cloaks[worst]['interval'])}), "
                          f"{change(float(np.mean([c['drop'] for c in cloaks.values()])))} on average over "
-                         f"{len(cloaks)} cloak attack{'s' if len(cloaks) != 1 else ''}")
+                         f"{plural(len(cloaks), 'cloak attack')}" + (" it did not see in training" if seen else ""))
+        elif seen:
+            parts.append(f"every cloak attack applied here cloaks with an op it was trained on ({len(seen)} of them): "
+                         "its figures under them are in-distribution and flatter it, so they are no robustness "
+                         "estimate; attack it with ops it did not see")
+        if seen and cloaks:
+            parts.append(f"{plural(len(seen), 'attack')} whose op it saw in training left out ({change(float(np.mean([row['cells'][a]['drop'] for a in seen])))} on average under them, in distribution)")
+        if barely:
+            parts.append(f"barely applied, left out: {', '.join(short_name(a) for a in barely)}")
         for s in search:
             if s["row"] == row["row"] and s["success_rate"] is not None:
                 by_label = [flipped_text(k, c, names) for k, c in sorted(s["by_label"].items(), reverse=True)
@@ -290,17 +329,22 @@ def headlines(rows: Sequence[dict], ranked: Sequence[dict], search: Sequence[dic
     if len(ranked) > 1:
         best, second = ranked[0], ranked[1]
         lines.append(f"Holds up best under cloaking: {best['row']}, macro-F1 {best['mean_f1']:.3f} on average under "
-                     f"the {len(best['attacks'])} cloak attacks ({best['worst_f1']:.3f} at worst, under "
+                     f"{plural(len(best['attacks']), 'cloak attack')} ({best['worst_f1']:.3f} at worst, under "
                      f"{short_name(best['worst_attack'])}).")
         lead = second["lead"]
-        if lead["interval"] is None:
-            verdict = "they attacked other posts or ran other attacks, so the lead has no interval"
-        elif lead["noise"]:
-            verdict = f"within the noise (95% interval {lead_bounds(lead['interval'])})"
+        if lead["value"] is None:
+            verdict = "no cloak attack counts for both (seen in training, or barely applied), so they are not compared"
         else:
-            verdict = f"95% interval {lead_bounds(lead['interval'])}"
-        lines.append(f"Next: {second['row']}, {second['mean_f1']:.3f} ({second['worst_f1']:.3f} at worst); "
-                     f"{best['row']} leads by {lead['value']:.3f}, {verdict}.")
+            over = (f"over the {plural(lead['attacks'], 'attack')} both are judged by, {best['row']} leads by "
+                    f"{lead['value']:.3f}")
+            if lead["interval"] is None:
+                verdict = f"{over}; they attacked other posts, so the lead has no interval"
+            elif lead["noise"]:
+                verdict = f"{over}, within the noise (95% interval {lead_bounds(lead['interval'])})"
+            else:
+                verdict = f"{over}, 95% interval {lead_bounds(lead['interval'])}"
+        lines.append(f"Next: {second['row']}, {second['mean_f1']:.3f} under {plural(len(second['attacks']), 'attack')} "
+                     f"({second['worst_f1']:.3f} at worst); {verdict}.")
         least = min(ranked, key=lambda e: e["mean_drop"])
         if least is not best:
             lines.append(f"{least['row']} loses the least to cloaking ({change(least['mean_drop'])} on average) but "
@@ -423,9 +467,10 @@ def build_report(results: Sequence[Results], *, curves: Sequence[str] = (), rout
                      "victims": {v: victim_facts(r, v) for v in r.summary["victims"]},
                      "summary": r.summary} for r in results],
         "attacks": attacks,
-        "headlines": headlines(rows, ranked, search, names),
+        "headlines": headlines(rows, ranked, search, names, attacks),
         "matrix": rows,
         "ranking": ranked,
+        "coverage": coverage_rows(rows, attacks),
         "search": search,
         "embedding": embedding_curves(results, rows, attacks),
         "examples": {row["row"]: examples_of(next(r for r in results if r.label == row["results"]), row["victim"],
@@ -548,13 +593,26 @@ def markdown(report: dict) -> str:
         cells = [_md_cell(row["cells"].get(a)) for a in attacks]
         flag = " (useless as trained)" if row["useless"] else ""
         out.append(f"| {_md(row['row'])}{flag} | {row['clean_f1']:.3f} | " + " | ".join(cells) + " |")
+    if report["coverage"]:
+        out += ["", "## Coverage", "", "The posts each cloak attack changed, and each row's change in macro-F1 over all "
+                "posts and over the posts it changed. An attack that changed under 5% of the posts is barely applied "
+                "and counts in no average.", "",
+                "| attack | posts changed | " + " | ".join(f"{_md(r['row'])}: all / changed" for r in
+                                                         report["coverage"][0]["rows"]) + " |",
+                "|---|---|" + "---|" * len(report["coverage"][0]["rows"])]
+        for c in report["coverage"]:
+            cells = [f"{change(x['drop'])} / {'' if x['on_changed'] is None else change(x['on_changed'])}"
+                     f"{' (seen)' if x['seen'] else ''}" for x in c["rows"]]
+            out.append(f"| {short_name(c['attack'])}{' (barely applied)' if c['barely'] else ''} | "
+                       f"{coverage_text(c['coverage'])} | " + " | ".join(cells) + " |")
     if report["ranking"]:
         out += ["", "## Under cloaking", "", "Macro-F1 under the cloak attacks, the best first; the lead of the best "
                 "row over each other row, with its paired bootstrap 95% interval.", "",
                 "| victim | clean | mean under cloaking | worst case | lead of the best |", "|---|---:|---:|---|---|"]
         for e in report["ranking"]:
             lead = e.get("lead")
-            lead_text = "" if lead is None else f"{lead['value']:+.3f} {lead_bounds(lead['interval'])}" + \
+            lead_text = "" if lead is None else "no attack counts for both" if lead["value"] is None else \
+                f"{lead['value']:+.3f} {lead_bounds(lead['interval'])} over {plural(lead['attacks'], 'attack')}" + \
                 (" (within the noise)" if lead["noise"] else "")
             out.append(f"| {_md(e['row'])} | {e['clean_f1']:.3f} | {e['mean_f1']:.3f} | {e['worst_f1']:.3f} "
                        f"({short_name(e['worst_attack'])}) | {lead_text} |")
@@ -601,7 +659,31 @@ def _md_cell(cell: dict | None) -> str:
         return ""
     if "skipped" in cell:
         return "-"
-    return f"{'~' if cell['noise'] else ''}{change(cell['drop'])} {bounds(cell['interval'])}".strip()
+    marks = " (seen)" if cell.get("seen") else ""
+    if cell.get("barely"):
+        marks += f" (barely applied: {cell['coverage']['changed']}/{cell['coverage']['posts']})"
+    return f"{'~' if cell['noise'] else ''}{change(cell['drop'])} {bounds(cell['interval'])}{marks}".strip()
+
+
+def coverage_rows(rows: Sequence[dict], attacks: Sequence[str]) -> list[dict]:
+    """Per cloak attack: the posts it changed (of all, of the offensive), and per row the drop over all posts
+    and over the posts it reached, each with its interval."""
+    out = []
+    for attack in attacks:
+        cells = [(row["row"], c) for row in rows if (c := row["cells"].get(attack) or {}).get("kind")
+                 == "cloak" and c.get("coverage")]
+        if cells:
+            out.append({"attack": attack, "coverage": cells[0][1]["coverage"], "barely": cells[0][1]["barely"],
+                        "rows": [{"row": name, "drop": c["drop"], "interval": c["interval"], "seen": c["seen"],
+                                  "on_changed": c["on_changed"], "on_changed_interval": c["on_changed_interval"]}
+                                 for name, c in cells]})
+    return out
+
+
+def coverage_text(coverage: dict) -> str:
+    """``218 of 300 (72.7%); offensive 140 of 150 (93.3%)``."""
+    return (f"{coverage['changed']} of {coverage['posts']} ({_pct(coverage['share'])}); offensive "
+            f"{coverage['offensive_changed']} of {coverage['offensive_posts']} ({_pct(coverage['offensive_share'])})")
 
 
 def _md_segments(segments: Sequence[dict]) -> str:

@@ -16,6 +16,7 @@ from .convert import FORMATS, convert_file
 from .edits import apply_edits
 from .io import ON_ERROR, RecordError, read_records
 from .ops import available_ops, cloakable, make_op
+from .ops.base import STRENGTHS
 from .perturber import Perturber
 from .rng import Rng
 from .run import perturb_file
@@ -27,6 +28,8 @@ EXAMPLES = """
 Examples:
   cloak convert --from cold --in test.csv --out cold_test.jsonl
   cloak perturb --in cold_test.jsonl --out cloaked.jsonl --ops homophone,emoji --variants 2
+  cloak mine-terms --train cold_train.jsonl --out terms.tsv
+  cloak perturb --in cold_test.jsonl --out cloaked.jsonl --lexicon terms.tsv --strength poster
   cloak show cloaked.jsonl --limit 10
 """
 
@@ -117,8 +120,17 @@ def main() -> None:
 @click.option("--ops", default="homophone", show_default=True, metavar="OPS",
               help="Comma-separated ops, each NAME[:param=value...], e.g. homophone:tone=fuzzy,emoji. "
                    "Each target is cloaked by one of them, tried in random order. See `cloak ops`.")
-@click.option("--targets", default="lexicon", show_default=True, metavar="lexicon[:FILE]|all",
-              help="What to cloak: terms of the default lexicon (or of FILE), or all words.")
+@click.option("--targets", default="lexicon", show_default=True, metavar="lexicon|mined|lexicon+mined|all",
+              help="What to cloak: the lexicon's terms; terms mined from labelled records (`cloak mine-terms`; "
+                   "from --in, or --mine-from); both; or all words.")
+@click.option("--lexicon", default=None, metavar="FILE",
+              help="The lexicon instead of the default one: one term a line, or a TSV/CSV with a term column "
+                   "(what `cloak mine-terms` writes).")
+@click.option("--mine-from", default=None, metavar="FILE",
+              help="--targets mined / lexicon+mined: the labelled records to mine [default: --in].")
+@click.option("--strength", type=click.Choice(STRENGTHS), default="op", show_default=True,
+              help="How much of each target: each op's own parameters (op), every character of the term "
+                   "(whole), or that with rarer same-sound characters, as posters write (poster).")
 @click.option("--rate", type=click.FloatRange(0, 1), default=None,
               help="Probability that a target is cloaked [default: 1.0 for lexicon, 0.3 for all].")
 @click.option("--variants", type=click.IntRange(1), default=1, show_default=True,
@@ -142,8 +154,8 @@ def main() -> None:
 @click.option("--plugin", "plugins", multiple=True, metavar="MODULE|FILE.py",
               help="Import MODULE (or FILE.py) first, e.g. one that registers your own ops.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary line.")
-def perturb(in_path, out_path, ops, targets, rate, variants, seed, workers, shard, on_error, resume,
-            protect, text_field, plugins, quiet) -> None:
+def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate, variants, seed, workers, shard,
+            on_error, resume, protect, text_field, plugins, quiet) -> None:
     """Cloak each record's text and write the cloaked records.
 
     Every output record keeps all input fields, replaces `text`, and adds `source_text` and
@@ -156,7 +168,8 @@ def perturb(in_path, out_path, ops, targets, rate, variants, seed, workers, shar
         from .targets import DEFAULT_PROTECT
 
         pattern = DEFAULT_PROTECT + (f"|{protect}" if protect else "")
-        perturber = Perturber(ops=ops, targets=targets, rate=rate, seed=seed, protect=pattern)
+        perturber = Perturber(ops=ops, targets=_targets(targets, lexicon, mine_from or in_path), rate=rate,
+                              seed=seed, protect=pattern, strength=strength)
         perturber.prepare()
         stats = perturb_file(in_path, out_path, perturber, variants=variants, workers=workers,
                              shard=shard, on_error=on_error, resume=resume, text_field=text_field,
@@ -172,6 +185,61 @@ def perturb(in_path, out_path, ops, targets, rate, variants, seed, workers, shar
         click.echo(f"cloak perturb: {stats.summary()}", err=True)
         for example in stats.skipped.examples:
             click.echo(f"  skipped {example}", err=True)
+
+
+def _targets(spec: str, lexicon: str | None, mine_from: str):
+    """``--targets`` / ``--lexicon`` / ``--mine-from`` as the Perturber takes them."""
+    from .mining import build_targets
+
+    labelled = None
+    if spec.split(":")[0] in ("mined", "lexicon+mined"):
+        if mine_from == "-":
+            raise ValueError(f"--targets {spec} reads its records twice (to mine, then to cloak): give a file, "
+                             "or --mine-from FILE")
+        labelled = [r for _, r in read_records(mine_from, labels=True)]
+    return build_targets(spec, lexicon=lexicon, labelled=labelled)
+
+
+@main.command("mine-terms")
+@click.option("--train", "train_path", required=True, metavar="FILE",
+              help="Labelled records (JSONL): label 0 not offensive, any other offensive.")
+@click.option("--out", "out_path", required=True, metavar="FILE",
+              help="The terms, a TSV lexicon (term, category, z, offensive_posts, other_posts): give it to "
+                   "--lexicon or --targets lexicon:FILE.")
+@click.option("--z", "z", type=click.FloatRange(0), default=2.0, show_default=True,
+              help="Keep terms whose weighted log-odds z-score reaches this (2: p < 0.023, one-sided).")
+@click.option("--min-count", type=click.IntRange(1), default=5, show_default=True,
+              help="Keep terms that at least this many offensive posts hold.")
+@click.option("--no-lexicon", is_flag=True, help="Write the mined terms only, not the default lexicon's too.")
+def mine_terms_command(train_path, out_path, z, min_count, no_lexicon) -> None:
+    """Mine the terms most associated with the offensive label (weighted log-odds with an informative
+    Dirichlet prior, Monroe et al. 2008): the targets posters would cloak."""
+    from .mining import mine_terms, write_terms
+
+    try:
+        if os.path.exists(out_path) and os.path.samefile(out_path, train_path):
+            raise ValueError(f"--out {out_path} is the input file")
+        records = [r for _, r in read_records(train_path, labels=True)]
+        mined = mine_terms(records, z=z, min_count=min_count)
+        base = None if no_lexicon else default_lexicon()
+        n = write_terms(out_path, mined, base)
+    except (RecordError, ValueError, OSError) as e:
+        _fail(str(e))
+    offensive = [r["text"] for r in records if r["label"] != 0]
+    reach = _reach(offensive, [m.term for m in mined] + (base.terms if base else []))
+    line = f"cloak mine-terms: {len(mined)} terms mined from {len(records)} posts ({len(offensive)} offensive)"
+    if base:
+        line += f", with the default lexicon's {len(base)}: {n} terms"
+        line += f"; they reach {reach:.1%} of the offensive posts (the lexicon alone {_reach(offensive, base.terms):.1%})"
+    click.echo(f"{line} -> {out_path}", err=True)
+
+
+def _reach(texts: list[str], terms: list[str]) -> float:
+    """The share of ``texts`` holding at least one of ``terms``."""
+    from .targets import Lexicon
+
+    lexicon = Lexicon(terms) if terms else None
+    return sum(bool(lexicon and lexicon.find(t)) for t in texts) / max(1, len(texts))
 
 
 @main.command()

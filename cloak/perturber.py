@@ -14,7 +14,8 @@ from typing import NamedTuple
 
 from .edits import Edit
 from .ops import Op, parse_ops
-from .params import Interval, validate
+from .ops.base import STRENGTHS
+from .params import Interval, Options, validate
 from .rng import Rng, text_key
 from .targets import DEFAULT_PROTECT, Lexicon, LexiconTargets, WordTargets, drop_protected, make_targets
 
@@ -68,6 +69,9 @@ class Perturber:
     ops: op specs or ``Op`` objects (``"homophone:tone=fuzzy,emoji"``, ``["homophone", Emoji()]``);
     targets: ``"lexicon"`` (default lexicon), ``"lexicon:FILE"``, a ``Lexicon``, or ``"all"``;
     rate: probability that a target span is cloaked (default 1.0 for lexicon, 0.3 for all);
+    strength: how much of each target the ops cloak: ``op`` (each op's own parameters), ``whole``
+    (every character of a term, or the term as a unit), ``poster`` (that, and rarer same-sound
+    characters as posters dodging a filter write them); an op parameter given explicitly is kept;
     seed: with the record key and variant, decides every random choice;
     protect: regular expression of spans never to touch (None to protect nothing).
 
@@ -77,14 +81,17 @@ class Perturber:
     True
     """
 
-    _parameter_constraints = {"rate": [Interval(float, 0, 1), None], "seed": Interval(int)}
+    _parameter_constraints = {"rate": [Interval(float, 0, 1), None], "seed": Interval(int),
+                              "strength": Options(*STRENGTHS)}
 
     def __init__(self, ops: str | Sequence[str | Op] = "homophone",
                  targets: str | Lexicon | LexiconTargets | WordTargets = "lexicon",
                  rate: float | None = None, seed: int = 0,
-                 protect: str | None = DEFAULT_PROTECT) -> None:
-        checked = validate({"rate": rate, "seed": seed}, self._parameter_constraints, "Perturber")
-        self.ops = parse_ops(ops)
+                 protect: str | None = DEFAULT_PROTECT, strength: str = "op") -> None:
+        checked = validate({"rate": rate, "seed": seed, "strength": strength}, self._parameter_constraints,
+                           "Perturber")
+        self.strength = strength
+        self.ops = [op.at_strength(strength) for op in parse_ops(ops)]
         self.targets = make_targets(targets)
         if checked["rate"] is None:
             checked["rate"] = DEFAULT_RATE_ALL if isinstance(self.targets, WordTargets) else 1.0
@@ -95,7 +102,8 @@ class Perturber:
 
     def __repr__(self) -> str:
         ops = ",".join(op.spec() for op in self.ops)
-        return f"Perturber(ops={ops!r}, targets={self.targets!r}, rate={self.rate}, seed={self.seed})"
+        return (f"Perturber(ops={ops!r}, targets={self.targets!r}, rate={self.rate}, seed={self.seed}"
+                + (f", strength={self.strength!r})" if self.strength != "op" else ")"))
 
     def prepare(self) -> Perturber:
         """Load every table now (otherwise on first use); returns self."""

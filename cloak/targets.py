@@ -92,7 +92,7 @@ def default_lexicon() -> Lexicon:
     """The lexicon shipped with mmcloak (race, region, gender, LGBT and insult terms)."""
     with resources.as_file(resources.files("cloak") / "data" / "lexicon.tsv") as path:
         lexicon = Lexicon.from_file(path)
-    lexicon.name = "default"
+    lexicon.name = "lexicon"
     return lexicon
 
 

@@ -139,7 +139,7 @@ def test_a_cloak_attack_keeps_the_worst_variant_and_its_edits(tfidf, posts):
     clean = tfidf.predict_proba([r["text"] for r in rows])
     attack = CloakAttack(ops="homophone,emoji", variants=3, seed=4)
     outcomes = attack.attack(tfidf, rows, range(len(rows)), clean)
-    perturber = Perturber(ops="homophone,emoji", seed=4)
+    perturber = Perturber(ops="homophone,emoji", seed=4, strength="poster")  # the attack's default strength
     assert any(o["changed"] for o in outcomes) and not all(o["changed"] for o in outcomes)
     for i, (row, out) in enumerate(zip(rows, outcomes)):
         if not out["changed"]:  # no lexicon term: the clean prediction, no query
@@ -147,7 +147,7 @@ def test_a_cloak_attack_keeps_the_worst_variant_and_its_edits(tfidf, posts):
             continue
         assert out["text"] == apply_edits(row["text"], [Edit(**e) for e in out["edits"]])
         variants = [perturber(row["text"], key=i, variant=k).text for k in range(3)]
-        assert out["text"] == variants[out["variant"]]  # the cloaks `cloak perturb --seed 4` makes
+        assert out["text"] == variants[out["variant"]]  # what `cloak perturb --seed 4 --strength poster` makes
         gold = [p[row["label"]] for p in tfidf.predict_proba(variants)]
         assert out["probs"][row["label"]] == pytest.approx(min(gold))
 

@@ -321,7 +321,7 @@ def test_holds_up_best_ranks_by_macro_f1_under_attack_and_leaves_out_a_useless_v
     assert f"Holds up best under cloaking: {best['row']}, macro-F1 {best['mean_f1']:.3f}" in said
     assert "flags-nothing is useless as trained" in said and "Holds up best under cloaking: flags-nothing" not in said
     verdict = "within the noise" if lead["noise"] else "95% interval"
-    assert f"{best['row']} leads by {lead['value']:.3f}, {verdict}" in said
+    assert f"over the 2 attacks both are judged by, {best['row']} leads by {lead['value']:.3f}, {verdict}" in said
 
 
 def test_every_drop_carries_a_paired_interval_and_noise_is_said_to_be_so(filters):
@@ -366,3 +366,38 @@ def test_labels_are_named_never_bare(filters, tmp_path):
     renamed = build_report([load_results(str(filters))], label_names={0: "safe", 1: "hateful"})
     assert renamed["label_names"] == {"0": "safe", "1": "hateful"}
     assert "p(hateful)" in html(renamed) or not any(renamed["examples"].values())
+
+
+def test_attacks_seen_in_training_are_marked_and_left_out_of_the_ranking(sample_path, tmp_path):
+    """A detector trained on homophone cloaks and attacked by homophones is tested in distribution: the
+    report marks that attack seen, and judges the detector by the attacks it did not see."""
+    from click.testing import CliRunner
+
+    from attacks.cli import main
+    from attacks.report import build_report, load_results, markdown
+    from cloak import Perturber
+    from cloak.run import cloak_record
+
+    posts = read_jsonl(sample_path)
+    perturber = Perturber(ops="homophone", seed=0)
+    cloaked = [json.loads(cloak_record(perturber, i, r, 1)[0][0]) for i, r in enumerate(posts[:200])]
+    train, test = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
+    train.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in posts[:200] + cloaked), encoding="utf-8")
+    test.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in posts[200:]), encoding="utf-8")
+    runner = CliRunner()
+    assert runner.invoke(main, ["train", "--model", "tfidf-lr", "--train", str(train), "--out",
+                                str(tmp_path / "augmented")]).exit_code == 0
+    saved = json.loads((tmp_path / "augmented" / "victim.json").read_text())
+    assert set(saved["trained_on"]["train"]["cloaked"]["ops"]) == {"homophone"}
+    assert saved["trained_on"]["train"]["cloaked"]["records"] == sum(bool(r["cloak"]["edits"]) for r in cloaked)
+    result = runner.invoke(main, ["evaluate", "--victim", str(tmp_path / "augmented"), "--data", str(test), "--ops",
+                                  "homophone,pinyin", "--out", str(tmp_path / "eval"), "-q"])
+    assert result.exit_code == 0, result.output
+    report = build_report([load_results(str(tmp_path / "eval"))])
+    cells = report["matrix"][0]["cells"]
+    assert cells["cloak:homophone"]["seen"] and not cells["cloak:pinyin"]["seen"]
+    if report["ranking"]:
+        assert report["ranking"][0]["attacks"] == ["cloak:pinyin"]
+    said = " ".join(report["headlines"])
+    assert "1 attack whose op it saw in training left out" in said
+    assert "(seen)" in markdown(report)

@@ -25,6 +25,10 @@ from ..rng import Rng
 Span = tuple[int, int]
 
 SHARE = Interval(float, 0, 1)  # the share of a span's characters an op changes
+# How much of a target term an op cloaks: "op", its own parameters (a share of a word's characters, a
+# mix of styles); "whole", every character of the term (or the term as a unit); "poster", that and the
+# styles real posters add to it (rarer same-sound characters): what the robustness figures default to.
+STRENGTHS = ("op", "whole", "poster")
 
 
 class Op:
@@ -35,9 +39,21 @@ class Op:
     # (parameters, word) pairs that show the op's styles: ``cloak ops`` prints what each makes of its
     # word, and the property tests run every one of them.
     examples: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # the parameters that cloak a whole term (strength "whole"), and what posters add (strength "poster")
+    whole_term: ClassVar[dict[str, object]] = {}
+    poster_style: ClassVar[dict[str, object]] = {}
 
     def __post_init__(self) -> None:
         validate_fields(self, f"op {self.name}")
+
+    def at_strength(self, strength: str) -> Op:
+        """This op at ``strength`` (see ``STRENGTHS``); a parameter set away from its default is kept."""
+        if strength not in STRENGTHS:
+            raise unknown_key(strength, STRENGTHS, "strength", kind="strength")
+        changes = {} if strength == "op" else {**self.whole_term, **(self.poster_style if strength == "poster" else {})}
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        kept = {k: v for k, v in changes.items() if getattr(self, k) == defaults[k]}
+        return dataclasses.replace(self, **kept) if kept else self  # type: ignore[type-var]
 
     def apply(self, text: str, rng: Rng, targets: Sequence[Span]) -> list[Edit]:
         """Edits cloaking ``text`` inside each target span (sorted, non-overlapping spans)."""

@@ -147,6 +147,7 @@ class Emoji(Op):
     _parameter_constraints = {"share": SHARE}
     examples = (("", "狗"), ("", "猴子"), ("", "走"), ("", "屁股"), ("", "几"), ("share=1", "麻烦"),
                 ("share=1", "操你妈"))
+    whole_term = {"share": 1.0}
 
     def prepare(self) -> None:
         emoji_tables()

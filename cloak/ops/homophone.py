@@ -123,6 +123,8 @@ class Homophone(Op):
                               "rare": Options("gb2312", "cjk")}
     examples = (("", "白人"), ("", "河南人"), ("word=false", "白人"), ("tone=fuzzy", "死"),
                 ("common_share=0", "白人"), ("common_share=0:rare=cjk", "黑鬼"))
+    whole_term = {"share": 1.0}
+    poster_style = {"common_share": 0.8}  # 嗨了铯 for 黑乐色: posters dodging a filter reach past the IME's first choices
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -120,6 +120,7 @@ class Radical(Op):
     share: float = 0.5
     _parameter_constraints = {"sound": Options(*SOUNDS), "reach": Options(*REACHES), "share": SHARE}
     examples = (("", "黑人"), ("", "妈"), ("reach=gb2312", "级"), ("reach=cjk", "蛆"))
+    whole_term = {"share": 1.0}
 
     def prepare(self) -> None:
         load_readings()

@@ -187,6 +187,7 @@ class Pinyin(Op):
                 ("mode=word:case=upper", "白人"), ("mode=word:tones=marks", "白人"),
                 ("mode=word:tones=numbers", "白人"), ("mode=word:tones=marks", "女权"),
                 ("mode=word:lookalike=1", "垃圾"))
+    whole_term = {"mode": "word"}
 
     def prepare(self) -> None:
         load_readings()

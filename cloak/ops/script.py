@@ -68,6 +68,7 @@ class Variant(Op):
 
     name = "variant"
     share: float = 0.5
+    whole_term = {"share": 1.0}
     _parameter_constraints = {"share": SHARE}
 
     def prepare(self) -> None:

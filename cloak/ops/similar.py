@@ -62,6 +62,7 @@ class Similar(Op):
     name = "similar"
     top: int = 3
     share: float = 0.5
+    whole_term = {"share": 1.0}
     table: str = ""
     _parameter_constraints = {"top": Interval(int, 1), "share": SHARE,
                               "table": Satisfies(lambda p: p == "" or os.path.isfile(os.path.expanduser(p)),

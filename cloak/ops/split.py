@@ -126,6 +126,7 @@ class Split(Op):
     depth: int = 1
     _parameter_constraints = {"share": SHARE, "depth": Interval(int, 1)}
     examples = (("", "婊子"), ("depth=2", "婊子"), ("share=1", "默认"))
+    whole_term = {"share": 1.0}
 
     def prepare(self) -> None:
         deep_split_table(self.depth)

@@ -42,6 +42,7 @@ class Noise(Op):
     name = "noise"
     symbols: str = "*.·-_|/~"
     share: float = 0.5
+    whole_term = {"share": 1.0}
     _parameter_constraints = {"symbols": Satisfies(lambda s: isinstance(s, str) and s != "", "a non-empty string"),
                               "share": SHARE}
 
