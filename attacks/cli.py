@@ -177,7 +177,8 @@ def list_models() -> None:
 @click.option("--klar-share", type=click.FloatRange(0, 1), default=None,
               help="KLAR: the attention share of the relevant tokens [default: 0.4].")
 @click.option("--relevant", default=None, metavar="FILE",
-              help="KLAR: the lexicon whose terms are the relevant tokens (term per line) [default: the default lexicon].")
+              help="KLAR: the lexicon whose terms are the relevant tokens (term per line) "
+                   "[default: the default lexicon].")
 @click.option("--resume", is_flag=True, help="Torch victims: continue from OUT/checkpoint.")
 @click.option("--overwrite", is_flag=True, help="Replace a victim already saved in OUT.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
@@ -261,7 +262,8 @@ def check_victim_out(out_dir: str, overwrite: bool, resume: bool) -> None:
               show_default=True, help="Which of vocabulary, attention, feed-forward, output are factorised.")
 @click.option("--config", "config_path", default=None, metavar="YAML",
               help="{model: {sizes...}, training: {vocab_size, tau, epochs, lr, batch_size, max_length, ...}}.")
-@click.option("--tau", type=click.IntRange(1), default=None, help="Masking factor: copies of each text an epoch [default: 10].")
+@click.option("--tau", type=click.IntRange(1), default=None,
+              help="Masking factor: copies of each text an epoch [default: 10].")
 @click.option("--epochs", type=click.IntRange(1), default=None, help="Epochs [default: 5].")
 @click.option("--vocab-size", type=click.IntRange(8), default=None, help="SentencePiece vocabulary [default: 40000].")
 @click.option("--seed", type=click.IntRange(0), default=None, help="Seed [default: 0].")

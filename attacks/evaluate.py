@@ -90,8 +90,9 @@ def evaluate(victims: dict[str, Victim | str], records: Sequence[dict], attacks:
         bad = first_unknown_label(records, victim.num_labels)
         if bad is not None:
             where = (data or {}).get("path") or "records"
-            raise ValueError(f"{where}, record {bad + 1} (id {records[bad].get('id')!r}): label {records[bad]['label']}, "
-                             f"but victim {name} knows labels {', '.join(map(str, range(victim.num_labels)))}")
+            known = ", ".join(map(str, range(victim.num_labels)))
+            raise ValueError(f"{where}, record {bad + 1} (id {records[bad].get('id')!r}): label "
+                             f"{records[bad]['label']}, but victim {name} knows labels {known}")
     meta = {"data": {**(data or {}), "records": len(records), "shard": list(shard) if shard else None,
                      "label_names": {str(k): v for k, v in resolve_label_names(records, label_names).items()}},
             "attacks": {attack_name(a): attack_settings(a) for a in attacks},

@@ -315,7 +315,9 @@ def headlines(rows: Sequence[dict], ranked: Sequence[dict], search: Sequence[dic
                          "its figures under them are in-distribution and flatter it, so they are no robustness "
                          "estimate; attack it with ops it did not see")
         if seen and cloaks:
-            parts.append(f"{plural(len(seen), 'attack')} whose op it saw in training left out ({change(float(np.mean([row['cells'][a]['drop'] for a in seen])))} on average under them, in distribution)")
+            seen_drop = float(np.mean([row["cells"][a]["drop"] for a in seen]))
+            parts.append(f"{plural(len(seen), 'attack')} whose op it saw in training left out ({change(seen_drop)} "
+                         "on average under them, in distribution)")
         if barely:
             parts.append(f"barely applied, left out: {', '.join(short_name(a) for a in barely)}")
         for s in search:
@@ -579,7 +581,8 @@ def markdown(report: dict) -> str:
     out += [f"- `{r['label']}`: {r['data'].get('records')} records of {_md(str(r['data'].get('path')))} "
             f"(sha256 {str(r['data'].get('sha256'))[:12]}), written {r['written']}" for r in report["results"]]
     described = {v: f for r in report["results"] for v, f in r["victims"].items()}  # each victim once
-    out += [f"- `{_md(victim)}`: {_md(f['kind'])}, {_md(f['settings'])}; trained on {_md(trained_on_text(f['trained_on']))}"
+    out += [f"- `{_md(victim)}`: {_md(f['kind'])}, {_md(f['settings'])}; "
+            f"trained on {_md(trained_on_text(f['trained_on']))}"
             for victim, f in described.items()]
     out += [""] + [f"- {_md(line)}" for line in report["headlines"]]
     out += ["", "## Macro-F1 under each attack", "",

@@ -286,7 +286,8 @@ def inspect_victim(directory: str) -> VictimFolder:
         config = mmbert_config(directory) if os.path.isdir(directory) else None
         if config is not None:
             return VictimFolder(directory, {
-                "kind": "mmbert", "name": "mmbert", "num_labels": len(config["id2label"]) if config.get("id2label") else int(config.get("num_labels", 2)),
+                "kind": "mmbert", "name": "mmbert",
+                "num_labels": len(config["id2label"]) if config.get("id2label") else int(config.get("num_labels", 2)),
                 "config": {"folder": "trained by mmbert train"}, "training": {}, "settings": "trained by mmbert train",
                 "trained_on": None, "fingerprint": fingerprint(directory)})
     meta = read_meta(directory)

@@ -15,8 +15,8 @@ that repeats a word is not more offensive for it), ``n_o`` / ``n_c`` those count
 term, and the prior ``a_w`` the term's count in both groups together (the corpus is its own background:
 a term seen often needs a larger difference to stand out), ``a_0`` its sum. A term is kept when
 ``z_w`` reaches ``z`` (2.0 by default: p < 0.023, one-sided; z grows with the corpus, and 5,000 posts
-give their clearest terms a z of 5 to 10) and at least ``min_count`` offensive posts hold it, unless it is mostly a fragment of a longer kept term (族歧 of 种族歧视); the default lexicon's
-terms are kept too. Single characters count only where they stand as words of their own; function
+give their clearest terms a z of 5 to 10) and at least ``min_count`` offensive posts hold it, unless it
+is mostly a fragment of a longer kept term (族歧 of 种族歧视); the default lexicon's terms are kept too. Single characters count only where they stand as words of their own; function
 words (stopwords-iso's Chinese list) and phrases that start or end with one (是歧视) are never kept:
 cloaking 的 is not what posters do.
 """

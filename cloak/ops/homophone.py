@@ -124,7 +124,8 @@ class Homophone(Op):
     examples = (("", "白人"), ("", "河南人"), ("word=false", "白人"), ("tone=fuzzy", "死"),
                 ("common_share=0", "白人"), ("common_share=0:rare=cjk", "黑鬼"))
     whole_term = {"share": 1.0}
-    poster_style = {"common_share": 0.8}  # 嗨了铯 for 黑乐色: posters dodging a filter reach past the IME's first choices
+    # 嗨了铯 for 黑乐色: a poster dodging a filter reaches past the IME's first choices
+    poster_style = {"common_share": 0.8}
 
     def __post_init__(self) -> None:
         super().__post_init__()
