@@ -4,19 +4,19 @@ Inputs are checked before anything heavy is imported or loaded; torch victims im
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
-import sys
 import time
 
 import click
 import numpy as np
 
+from cloak.commands import check_out_folder, reports_errors
 from cloak.io import RecordError, batched, check_files, check_records, dump_record, read_records, write_atomic
 from cloak.ops.base import STRENGTHS
 from cloak.params import ParameterError, validate
 
+from .attack import attack_kinds, make_attacks
 from .search import SearchAttack  # its defaults are the CLI's; importing it loads neither torch nor jieba
 
 EXAMPLES = """
@@ -40,34 +40,11 @@ Examples:
 """
 
 
-def _fail(message: str) -> None:
-    click.echo(f"attacks: error: {message}", err=True)
-    sys.exit(1)
-
-
-def _errors_reported(func):
-    """Bad input ends with one line naming what is wrong; Ctrl-C with one saying what was kept."""
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except KeyboardInterrupt:
-            kept = {"train": "; a torch victim's last checkpoint is kept in OUT/checkpoint: rerun with --resume",
-                    "curve": "; finished runs are kept in OUT/runs.jsonl: rerun the same command to finish",
-                    "evaluate": "; finished outcomes are kept in OUT: rerun the same command to finish"}
-            click.echo(f"attacks: interrupted{kept.get(func.__name__, '')}", err=True)
-            sys.exit(130)
-        except (ValueError, RecordError, FileNotFoundError, IsADirectoryError) as e:
-            filename = getattr(e, "filename", None)  # an OSError of a path: which path, and what is wrong
-            _fail(f"{filename}: {e.strerror}" if filename is not None else str(e))
-        except ImportError as e:
-            _fail(f"{e}: this victim needs an optional package (pip install mmcloak[attacks])")
-        except OSError as e:
-            if e.filename is not None:  # a path: say which, and what is wrong with it
-                _fail(f"{e.filename}: {e.strerror or e}")
-            # transformers' error for a model named by hub name, on a machine without a hub
-            _fail(f"{e} (models given by name are downloaded; without a model hub pass a folder: --backbone DIR)")
-    return wrapper
+_errors_reported = reports_errors("attacks", extra="attacks", interrupted={
+    "train": "; a torch victim's last checkpoint is kept in OUT/checkpoint: rerun with --resume",
+    "curve": "; finished runs are kept in OUT/runs.jsonl: rerun the same command to finish",
+    "evaluate": "; finished outcomes are kept in OUT: rerun the same command to finish"},
+    model_hint=" (models given by name are downloaded; without a model hub pass a folder: --backbone DIR)")
 
 
 def _quiet_libraries() -> None:
@@ -196,8 +173,10 @@ def train(name, train_path, dev_path, out_dir, backbone, vectors, config_path, g
                                  seed=seed, preset=preset, adv=adv, source_field=source_field, head=head,
                                  gattention_heads=gattention_heads, regularizer=regularizer,
                                  regularizer_alpha=regularizer_alpha, klar_share=klar_share, relevant=relevant)
+    from mmbert.metrics import useless_reason
+
     from . import make_victim
-    from .metrics import detection_metrics, prediction_counts, useless_reason
+    from .metrics import detection_metrics, prediction_counts
     from .victim import training_data
 
     victim = make_victim(name, config, training)
@@ -238,8 +217,7 @@ def check_victim_out(out_dir: str, overwrite: bool, resume: bool) -> None:
     evaluation of the old one would no longer match its folder)."""
     from .victim import VICTIM_FILE
 
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise ValueError(f"--out {out_dir}: is a file, not a folder")
+    check_out_folder("--out", out_dir)
     saved = os.path.join(out_dir, VICTIM_FILE)
     if os.path.isfile(saved) and not overwrite and not resume:
         try:
@@ -391,7 +369,7 @@ def _numbers(option: str, text: str) -> list[float]:
               help="A saved victim (repeat for several); named by its folder.")
 @click.option("--data", "data_path", required=True, metavar="FILE", help="Labelled records to attack (JSONL).")
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="Outcomes per (victim, attack) and summary.json.")
-@click.option("--attacks", "attack_kinds", default="cloak", show_default=True, metavar="fgm,pgd,cloak,search",
+@click.option("--attacks", "attack_names", default="cloak", show_default=True, metavar="fgm,pgd,cloak,search",
               help="Which attacks: FGM and PGD on input embeddings (differentiable victims), cloaking, the search.")
 @click.option("--ops", default=None, metavar="OPS",
               help="Cloak attacks, one per op; join ops with + for a mix (homophone+emoji). The search uses "
@@ -437,7 +415,7 @@ def _numbers(option: str, text: str) -> list[float]:
                    "0=non-offensive,1=offensive].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
-def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, max_candidates, importance, stopwords,
+def evaluate(victim_dirs, data_path, out_dir, attack_names, ops, query_budget, max_candidates, importance, stopwords,
              mode, targets, lexicon, mine_from, strength, rate, variants, eps, steps, limit, seed, shard, batch_size,
              label_names, quiet) -> None:
     """Attack every victim with every attack; per-post outcomes and summary.json in OUT (resumable)."""
@@ -447,21 +425,18 @@ def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, m
     check_files([data_path, *([mine_from] if mine_from else []), *([lexicon] if lexicon else [])])
     shard = parse_shard(shard)
     names = _label_names(label_names)
-    kinds = [k.strip() for k in attack_kinds.split(",") if k.strip()]
+    kinds = [k.strip() for k in attack_names.split(",") if k.strip()]
     for kind in kinds:
-        if kind not in ATTACK_KINDS:
-            raise unknown_key(kind, ATTACK_KINDS, "--attacks", kind="attack")
+        if kind not in attack_kinds():
+            raise unknown_key(kind, attack_kinds(), "--attacks", kind="attack")
     folders = [os.path.basename(os.path.normpath(d)) for d in victim_dirs]
     if len(set(folders)) < len(folders):
         raise ValueError(f"--victim: two folders share a name ({', '.join(folders)}); outcomes are kept by folder name")
     numbered = list(read_records(data_path, labels=True))[:limit]
-    from cloak import available_ops
     from cloak.mining import build_targets
 
-    from .cloaking import CloakAttack
     from .evaluate import data_info, first_unknown_label
     from .evaluate import evaluate as run_evaluation
-    from .fgm import EmbeddingAttack
     from .victim import inspect_victim
 
     # every victim checked, and every label against it, before anything is written
@@ -472,29 +447,18 @@ def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, m
         if bad is not None:
             raise RecordError(data_path, numbered[bad][0], f"{records[bad]['label']}, but victim {name} knows labels "
                               + ", ".join(map(str, range(victim.num_labels))), "label")
-    attacks: list = []
-    for kind in kinds:
-        if kind in ("fgm", "pgd"):
-            attacks += [EmbeddingAttack(eps=e, steps=1 if kind == "fgm" else steps) for e in _numbers("--eps", eps)]
-        elif kind == "search":
-            searched = ",".join(dict.fromkeys(o for m in (ops or "").split(",") for o in m.split("+") if o.strip()))
-            attacks.append(SearchAttack(ops=searched, query_budget=query_budget, max_candidates=max_candidates,
-                                        importance=importance, stopwords=stopwords))
-        else:
-            mixes = [m.strip().replace("+", ",") for m in (ops or ",".join(available_ops())).split(",") if m.strip()]
-            modes = ["keyword", "full"] if mode == "both" else [mode]
-            terms = build_targets(targets, lexicon=lexicon, labelled=_labelled(mine_from) if mine_from else records) \
-                if "keyword" in modes else None
-            attacks += [CloakAttack(ops=m, mode=md, rate=rate, variants=variants, seed=seed, strength=strength,
-                                    targets=terms) for m in mixes for md in modes]
+    # the cloak attacks' targets: the lexicon's terms and those mined from the labelled records
+    terms = build_targets(targets, lexicon=lexicon, labelled=_labelled(mine_from) if mine_from else records) \
+        if "cloak" in kinds and mode != "full" else None
+    options = {"ops": ops, "mode": mode, "targets": terms, "strength": strength, "rate": rate, "variants": variants,
+               "seed": seed, "query_budget": query_budget, "max_candidates": max_candidates, "importance": importance,
+               "stopwords": stopwords, "eps": _numbers("--eps", eps), "steps": steps}
+    attacks = [attack for kind in kinds for attack in make_attacks(kind, options)]
     _quiet_libraries()
     summary = run_evaluation(victims, records, attacks, out_dir,
                              data={**data_info(data_path), "limit": limit}, shard=shard, batch_size=batch_size,
                              label_names=names, progress=False if quiet else None)
     _print_summary(summary, out_dir)
-
-
-ATTACK_KINDS = ("fgm", "pgd", "cloak", "search")
 
 
 def _label_names(text: str | None) -> dict[int, str] | None:

@@ -14,7 +14,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -24,12 +25,15 @@ from cloak.ops.base import STRENGTHS
 from cloak.params import InstanceOf, Interval, Options, validate_fields
 from cloak.targets import Lexicon, default_lexicon
 
+from .attack import Outcome, register_attack
 from .victim import Victim
 
 
 @dataclasses.dataclass
 class CloakAttack:
     """Cloaking by ``ops`` (``cloak perturb``'s form: ``homophone``, ``homophone,emoji`` as one mix)."""
+
+    kind: ClassVar[str] = "cloak"
 
     ops: str = "homophone"
     mode: str = "keyword"
@@ -58,8 +62,22 @@ class CloakAttack:
                 "strength": self.strength,
                 **({"rate": self.rate} if self.mode == "full" else describe_targets(self.targets or default_lexicon()))}
 
+    def skip_reason(self, facts: dict) -> str | None:
+        return None  # every victim reads text
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> list[CloakAttack]:
+        """One attack per op or mix of ``--ops`` (``a+b`` is one mix; default: every op), per mode."""
+        from cloak import available_ops
+
+        mixes = [m.strip().replace("+", ",") for m in (options["ops"] or ",".join(available_ops())).split(",")
+                 if m.strip()]
+        modes = ["keyword", "full"] if options["mode"] == "both" else [options["mode"]]
+        return [cls(ops=m, mode=mode, rate=options["rate"], variants=options["variants"], seed=options["seed"],
+                    strength=options["strength"], targets=options["targets"]) for m in mixes for mode in modes]
+
     def attack(self, victim: Victim, records: Sequence[dict], positions: Sequence[int],
-               clean: np.ndarray) -> list[dict]:
+               clean: np.ndarray) -> list[Outcome]:
         """One outcome per record: the worst variant's text, edits and probabilities. ``positions``
         are the records' places in the data (the cloaks' seeds); ``clean`` their clean probabilities."""
         cloaks = [[self.perturber(r["text"], key=p, variant=k, protected=[tuple(s) for s in r.get("protected") or ()])
@@ -73,13 +91,15 @@ class CloakAttack:
         for i, record in enumerate(records):
             label, tried = int(record["label"]), by_example.get(i, [])
             if not tried:
-                outcomes.append({"text": record["text"], "edits": [], "probs": clean[i], "changed": False,
-                                 "queries": 0})
+                outcomes.append(Outcome(record["text"], [], clean[i], changed=False, queries=0))
                 continue
             k, p = min(tried, key=lambda kp: _gold(kp[1], label))
-            outcomes.append({"text": cloaks[i][k].text, "edits": [e.to_dict() for e in cloaks[i][k].edits],
-                             "probs": p, "changed": True, "variant": k, "queries": len(tried)})
+            outcomes.append(Outcome(cloaks[i][k].text, [e.to_dict() for e in cloaks[i][k].edits], p, changed=True,
+                                    queries=len(tried), details={"variant": k}))
         return outcomes
+
+
+register_attack("cloak", CloakAttack.from_options)
 
 
 def _gold(probs: np.ndarray, label: int) -> float:

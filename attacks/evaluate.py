@@ -21,22 +21,17 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from cloak.commands import check_out_folder
+from cloak.progress import progress_bar
 from cloak.io import dump_record, file_sha256, write_atomic
 
-from .cloaking import CloakAttack
-from .fgm import EmbeddingAttack
+from .attack import Attack
 from .bootstrap import paired_intervals
 from .metrics import detection_metrics, drops, prediction_counts
-from .search import SearchAttack
-from .victim import Victim, VictimFolder, inspect_victim, versions, victim_kind
+from .victim import Victim, VictimFolder, inspect_victim, versions
 
 SUMMARY = "summary.json"
 META = "run.json"  # what was run: data, attacks, versions, victims and the pairs skipped
-Attack = CloakAttack | EmbeddingAttack | SearchAttack
-
-
-def attack_name(attack: Attack) -> str:
-    return f"{attack.name}@{attack.eps:g}" if isinstance(attack, EmbeddingAttack) else attack.name
 
 
 def outcome_file(name: str) -> str:
@@ -44,34 +39,18 @@ def outcome_file(name: str) -> str:
     return name.replace(":", "-") + ".jsonl"
 
 
-def attack_settings(attack: Attack) -> dict:
-    if isinstance(attack, EmbeddingAttack):
-        return {"kind": attack.name, "eps": attack.eps, "steps": attack.steps, "alpha": attack.alpha}
-    return attack.settings()
-
-
 def run_attack(attack: Attack, victim: Victim, records: Sequence[dict], positions: Sequence[int],
                clean: np.ndarray) -> list[dict]:
-    """One outcome per record: {text, edits, probs, changed, queries}."""
-    if not isinstance(attack, EmbeddingAttack):
-        return attack.attack(victim, records, positions, clean)
-    probs = attack.attack(victim, [r["text"] for r in records], [r["label"] for r in records])
-    return [{"text": r["text"], "edits": [], "probs": p, "changed": True, "queries": attack.steps}
-            for r, p in zip(records, probs)]
+    """One outcome per record, as its outcome file keeps it: {text, edits, probs, changed, queries, ...}."""
+    return [o.to_dict() for o in attack.attack(victim, records, positions, clean)]
 
 
-def skip_reason(attack: Attack, facts: dict) -> str | None:
-    """Why ``attack`` cannot run on the victim ``facts`` describe (None if it can)."""
-    if isinstance(attack, EmbeddingAttack) and not victim_kind(facts["kind"]).differentiable:
-        return f"{facts['name']} is not differentiable: no input embeddings to perturb"
-    return None
-
-
-def evaluate(victims: dict[str, Victim | str], records: Sequence[dict], attacks: Sequence[Attack], out_dir: str, *,
-             data: dict | None = None, shard: tuple[int, int] | None = None, batch_size: int = 64,
+def evaluate(victims: dict[str, Victim | VictimFolder | str], records: Sequence[dict], attacks: Sequence[Attack],
+             out_dir: str, *, data: dict | None = None, shard: tuple[int, int] | None = None, batch_size: int = 64,
              label_names: dict[int, str] | None = None, progress: bool | None = None) -> dict:
-    """Run every attack on every victim (``{name: a victim, or the folder of a saved one}``) and return the
-    summary (also written to ``OUT/summary.json``). ``records`` need ``id``, ``text`` and ``label``.
+    """Run every attack on every victim (``{name: a victim, a checked folder (``inspect_victim``), or the
+    path of a saved one}``) and return the summary (also written to ``OUT/summary.json``). ``records``
+    need ``id``, ``text`` and ``label``.
     ``shard=(i, n)`` attacks the i-th of n contiguous blocks of the records (:func:`merge` joins them).
 
     Everything is checked before anything is written: each folder (its weights against their hashes),
@@ -79,8 +58,6 @@ def evaluate(victims: dict[str, Victim | str], records: Sequence[dict], attacks:
     data, its attacks' settings and its victims' fingerprints: a victim retrained into the same folder
     is another victim, whose outcomes the old ones must not stand for). A folder is loaded only if some
     of its outcomes are missing."""
-    from tqdm.auto import tqdm
-
     first, last = shard_bounds(len(records), shard)
     block_records = records[first:last]
     inspected = {name: inspect_victim(v) if isinstance(v, str) else v for name, v in victims.items()}
@@ -95,10 +72,10 @@ def evaluate(victims: dict[str, Victim | str], records: Sequence[dict], attacks:
                              f"{records[bad]['label']}, but victim {name} knows labels {known}")
     meta = {"data": {**(data or {}), "records": len(records), "shard": list(shard) if shard else None,
                      "label_names": {str(k): v for k, v in resolve_label_names(records, label_names).items()}},
-            "attacks": {attack_name(a): attack_settings(a) for a in attacks},
+            "attacks": {a.name: a.settings() for a in attacks},
             "versions": versions("torch", "scikit-learn"),
             "victims": {name: {"facts": victim.facts, "skipped": {a: reason for a, reason in (
-                (attack_name(attack), skip_reason(attack, victim.facts)) for attack in attacks) if reason}}
+                (attack.name, attack.skip_reason(victim.facts)) for attack in attacks) if reason}}
                 for name, victim in inspected.items()}}
     _check_same_run(out_dir, meta)
     os.makedirs(out_dir, exist_ok=True)
@@ -107,16 +84,16 @@ def evaluate(victims: dict[str, Victim | str], records: Sequence[dict], attacks:
         folder = os.path.join(out_dir, name)
         os.makedirs(folder, exist_ok=True)
         skipped = meta["victims"][name]["skipped"]
-        files = ["clean.jsonl", *(outcome_file(attack_name(a)) for a in attacks if attack_name(a) not in skipped)]
+        files = ["clean.jsonl", *(outcome_file(a.name) for a in attacks if a.name not in skipped)]
         if all(_complete(os.path.join(folder, f), len(block_records)) for f in files):
             continue
-        victim = victim.load() if isinstance(victim, VictimFolder) else victim
+        victim = victim.loaded()
         clean_path = os.path.join(folder, "clean.jsonl")
         _fill(clean_path, block_records, batch_size, lambda block, _: [
-            {"probs": p} for p in victim.predict_proba([r["text"] for r in block])], f"{name}: clean", progress, tqdm)
+            {"probs": p} for p in victim.predict_proba([r["text"] for r in block])], f"{name}: clean", progress)
         clean = _probs(_read(clean_path))
         for attack in attacks:
-            aname = attack_name(attack)
+            aname = attack.name
             if aname in skipped:
                 continue
 
@@ -125,7 +102,7 @@ def evaluate(victims: dict[str, Victim | str], records: Sequence[dict], attacks:
                                   clean[start:start + len(block)])
 
             _fill(os.path.join(folder, outcome_file(aname)), block_records, batch_size, outcomes, f"{name}: {aname}",
-                  progress, tqdm)
+                  progress)
     return summarize(out_dir)
 
 
@@ -158,8 +135,7 @@ def _check_same_run(out_dir: str, meta: dict) -> None:
     run with other settings, or from another victim under the same name (retrained, or another model saved
     into its folder): they would be counted as this run's."""
     path = os.path.join(out_dir, META)
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise ValueError(f"--out {out_dir}: is a file, not a folder")
+    check_out_folder("--out", out_dir)
     if not os.path.isfile(path):
         return
     with open(path, encoding="utf-8") as f:
@@ -312,13 +288,13 @@ def coverage(labels: np.ndarray, changed: np.ndarray) -> dict:
 
 
 def _fill(path: str, records: Sequence[dict], batch_size: int, compute: Callable[[list[dict], int], list[dict]],
-          desc: str, progress: bool | None, tqdm) -> None:
+          desc: str, progress: bool | None) -> None:
     """Append an outcome line per record to ``path`` from where it stops, a batch at a time."""
     done = _complete_lines(path)
     if done >= len(records):
         return
-    with open(path, "ab") as out, tqdm(total=len(records), initial=done, desc=desc, unit="post",
-                                       disable=progress is False, leave=False) as bar:
+    with open(path, "ab") as out, progress_bar(total=len(records), initial=done, desc=desc, unit="post",
+                                               progress=progress) as bar:
         for start in range(done, len(records), batch_size):
             block = list(records[start:start + batch_size])
             lines = [dump_record({"id": r.get("id"), "label": int(r["label"]), **_plain(o),

@@ -14,15 +14,15 @@ At ``eps = 0`` both give exactly the clean probabilities. Padding positions are 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cloak.params import Interval, validate_fields
 
-from .victim import Victim, check_texts
+from .attack import Outcome, register_attack
+from .victim import Victim, check_texts, victim_kind
 
 if TYPE_CHECKING:
     import torch
@@ -44,15 +44,38 @@ class EmbeddingAttack:
                               "alpha": [Interval(float, 0, closed="neither"), None], "batch_size": Interval(int, 1)}
 
     def __post_init__(self) -> None:
-        validate_fields(self, "fgm" if self.steps == 1 else "pgd")
+        validate_fields(self, self.kind)
+
+    @property
+    def kind(self) -> str:
+        return "fgm" if self.steps == 1 else "pgd"
 
     @property
     def name(self) -> str:
-        return "fgm" if self.steps == 1 else "pgd"
+        return f"{self.kind}@{self.eps:g}"
 
-    def attack(self, victim: Victim, texts: Sequence[str], labels: Sequence[int]) -> np.ndarray:
+    def settings(self) -> dict:
+        return {"kind": self.kind, "eps": self.eps, "steps": self.steps, "alpha": self.alpha}
+
+    def skip_reason(self, facts: dict) -> str | None:
+        if not victim_kind(facts["kind"]).differentiable:
+            return f"{facts['name']} is not differentiable: no input embeddings to perturb"
+        return None
+
+    @classmethod
+    def sweep(cls, options: Mapping[str, Any], steps: int) -> list[EmbeddingAttack]:
+        """One attack per eps of ``--eps``."""
+        return [cls(eps=eps, steps=steps) for eps in options["eps"]]
+
+    def attack(self, victim: Victim, records: Sequence[dict], positions: Sequence[int],
+               clean: np.ndarray) -> list[Outcome]:
+        """One outcome per record: its text as it is, the probabilities on its perturbed embeddings."""
+        probs = self.probabilities(victim, [r["text"] for r in records], [r["label"] for r in records])
+        return [Outcome(r["text"], [], p, changed=True, queries=self.steps) for r, p in zip(records, probs)]
+
+    def probabilities(self, victim: Victim, texts: Sequence[str], labels: Sequence[int]) -> np.ndarray:
         """The victim's probabilities (n, n_classes) on each text's perturbed embeddings."""
-        if not getattr(victim, "differentiable", False):
+        if not victim.differentiable:
             raise NotDifferentiable(f"{victim.name} has no input embeddings to perturb (conventional and LLM "
                                     "victims take cloaking and search attacks only)")
         texts, labels = check_texts(texts), np.asarray(labels, dtype=int)
@@ -90,7 +113,7 @@ class EmbeddingAttack:
         delta = step(delta, self.eps)  # the FGM point
         with torch.no_grad():
             best_loss, best_logits = loss_and_logits(delta)
-        if self.name == "pgd":
+        if self.kind == "pgd":
             alpha = self.alpha if self.alpha is not None else 2.5 * self.eps / self.steps
             best_flipped = best_logits.argmax(-1) != gold
             for _ in range(self.steps - 1):
@@ -113,10 +136,15 @@ def _norm(x: torch.Tensor) -> torch.Tensor:
 
 def fgm(victim: Victim, texts: Sequence[str], labels: Sequence[int], eps: float, batch_size: int = 32) -> np.ndarray:
     """The victim's probabilities under FGM at ``eps``."""
-    return EmbeddingAttack(eps=eps, batch_size=batch_size).attack(victim, texts, labels)
+    return EmbeddingAttack(eps=eps, batch_size=batch_size).probabilities(victim, texts, labels)
 
 
 def pgd(victim: Victim, texts: Sequence[str], labels: Sequence[int], eps: float, steps: int = 10,
         alpha: float | None = None, batch_size: int = 32) -> np.ndarray:
     """The victim's probabilities under PGD at ``eps`` (``steps`` steps of size ``alpha``)."""
-    return EmbeddingAttack(eps=eps, steps=steps, alpha=alpha, batch_size=batch_size).attack(victim, texts, labels)
+    return EmbeddingAttack(eps=eps, steps=steps, alpha=alpha, batch_size=batch_size).probabilities(victim, texts,
+                                                                                                  labels)
+
+
+register_attack("fgm", lambda options: EmbeddingAttack.sweep(options, steps=1))
+register_attack("pgd", lambda options: EmbeddingAttack.sweep(options, steps=options["steps"]))

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from cloak.io import usual_permissions
 from cloak.params import InstanceOf, Interval, Options
 
 from .bert import HEAD_SHARE, HeadTailTokens, encode_head_tail, pad
@@ -196,6 +197,7 @@ def pretrain_habertor(texts: Sequence[str], out_dir: str, model: HabertorConfig 
         if accelerator.is_main_process:
             config.save_pretrained(out_dir)
             save_model(accelerator.unwrap_model(m), os.path.join(out_dir, WEIGHTS))
+            usual_permissions([os.path.join(out_dir, WEIGHTS)])
             write_json(out_dir, "pretraining.json", settings.to_dict())
 
     groups = [{"params": list(network.parameters()), "lr": settings.lr, "weight_decay": 0.01, "name": "habertor"}]

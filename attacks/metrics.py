@@ -51,23 +51,6 @@ def drops(clean: dict[str, float], attacked: dict[str, float]) -> dict[str, floa
             for k in clean if k not in ("n", "unanswered") and k in attacked}
 
 
-USEFUL_F1 = 0.5  # a two-class detector at chance scores about 0.5 macro-F1
-
-
-def useless_reason(f1: float, n: int, predicted: dict[str, int] | None, where: str) -> str | None:
-    """Why a detector is useless, or None: on ``n`` posts (``where``: dev posts, clean test posts) it put
-    ``predicted[label]`` posts in each label — one label for every answered post — or scored macro-F1
-    ``f1`` below 0.5. Its figures under attack mean nothing (a constant detector loses nothing to any
-    attack), so training warns and the report leaves it out of "holds up best"."""
-    answered = {k: c for k, c in (predicted or {}).items() if k != "-1" and c}
-    if len(answered) == 1 and n > 1:
-        (label, count), = answered.items()
-        return f"it predicts label {label} for every one of the {count} {where}"
-    if f1 < USEFUL_F1:
-        return f"its macro-F1 on the {n} {where} is {f1:.3f}, below {USEFUL_F1} (chance for two labels)"
-    return None
-
-
 def prediction_counts(probs) -> dict[str, int]:
     """How many posts a victim put in each label; unanswered posts (NaN rows) as "-1"."""
     probs = np.asarray(probs, dtype=np.float64)

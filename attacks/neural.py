@@ -216,6 +216,7 @@ class TorchVictim(Victim):
             resume: bool = False, progress: bool | None = None, on_checkpoint=None) -> TorchVictim:
         """Fine-tune through ``mmbert.loop`` (checkpoints and ``resume`` in ``out_dir``); the best epoch
         by dev macro-F1 is saved to ``out_dir`` and kept."""
+        from mmbert.loading import quiet_loading
         from mmbert.loop import LoopSettings, train_epochs
         from mmbert.metrics import classification_metrics
 
@@ -230,7 +231,8 @@ class TorchVictim(Victim):
         labels, dev_labels = labels_of(train, "the training records"), labels_of(dev, "the dev records")
         self.num_labels = int(max(labels.max(), dev_labels.max())) + 1
         torch.manual_seed(t.seed)  # a new head (and any new part) depends on the seed alone
-        self.model = self.build(self.num_labels)
+        with quiet_loading():
+            self.model = self.build(self.num_labels)
         examples = [{**r, "label": int(y)} for r, y in zip(train, labels)]
         dev_texts = texts_of(dev)
 

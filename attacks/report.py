@@ -32,12 +32,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from cloak.commands import check_out_folder, plural
 from cloak.edits import invert_edits, output_spans
 from cloak.io import write_atomic
+from mmbert.metrics import useless_reason
 
 from .bootstrap import excludes_zero, mean_difference_interval
 from .evaluate import DEFAULT_LABEL_NAMES, META, SUMMARY, outcome_file
-from .metrics import useless_reason
 from .victim import versions
 
 TEMPLATE = "report.html.j2"
@@ -492,8 +493,7 @@ def _read_json(folder: str, name: str, command: str) -> dict:
 
 def write_report(report: dict, out_dir: str) -> dict[str, str]:
     """``report.json``, ``report.md`` and ``report.html`` in ``out_dir``; returns their paths."""
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise ValueError(f"--out {out_dir}: is a file, not a folder")
+    check_out_folder("--out", out_dir)
     os.makedirs(out_dir, exist_ok=True)
     paths = {kind: os.path.join(out_dir, f"report.{kind}") for kind in ("json", "md", "html")}
     write_atomic(paths["json"], (json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode())
@@ -527,11 +527,6 @@ def lead_bounds(interval: Sequence[float] | None) -> str:
         return ""
     low, high = (round(x, 3) or 0.0 for x in interval)
     return f"[{low:+.3f}, {high:+.3f}]"
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 query``, ``2 queries``."""
-    return f"{n} {word if n == 1 else many or word + 's'}"
 
 
 def _pct(x: float | None) -> str:

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from cloak.edits import Edit
 from cloak.params import InstanceOf, Interval, Options, validate_fields
 from cloak.targets import load_stopwords
 
+from .attack import Outcome, register_attack
 from .fgm import NotDifferentiable
 from .victim import Victim
 
@@ -38,6 +40,8 @@ from .victim import Victim
 @dataclasses.dataclass
 class SearchAttack:
     """Greedy word-importance search over the candidates of ``ops`` (default: every op)."""
+
+    kind: ClassVar[str] = "search"
 
     ops: str = ""
     query_budget: int = 200
@@ -66,9 +70,19 @@ class SearchAttack:
                 "max_candidates": self.max_candidates, "chunk": self.chunk, "importance": self.importance,
                 "stopwords": self.stopwords}
 
+    def skip_reason(self, facts: dict) -> str | None:
+        return None  # every victim answers queries
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> list[SearchAttack]:
+        """One search with every op of ``--ops`` at once (``a+b`` counts as its ops)."""
+        ops = ",".join(dict.fromkeys(o for m in (options["ops"] or "").split(",") for o in m.split("+") if o.strip()))
+        return [cls(ops=ops, query_budget=options["query_budget"], max_candidates=options["max_candidates"],
+                    importance=options["importance"], stopwords=options["stopwords"])]
+
     def importance_for(self, victim: Victim) -> str:
         """``deletion`` or ``gradient``: what ``importance`` means for this victim."""
-        has_gradient = getattr(victim, "differentiable", False) and hasattr(victim, "saliency")
+        has_gradient = victim.differentiable  # a differentiable victim gives its saliency
         if self.importance == "gradient" and not has_gradient:
             raise NotDifferentiable(f"{victim.name} has no input embeddings, so no gradient importance for the "
                                     "search: use importance 'deletion' or 'auto'")
@@ -80,7 +94,7 @@ class SearchAttack:
         return "gradient" if self.importance != "deletion" and has_gradient else "deletion"
 
     def attack(self, victim: Victim, records: Sequence[dict], positions: Sequence[int],
-               clean: np.ndarray) -> list[dict]:
+               clean: np.ndarray) -> list[Outcome]:
         """One outcome per record (``positions`` are not used: the search is deterministic). The posts
         are searched in lockstep: what every post asks at a step goes to the victim in one call."""
         saliency: list = [None] * len(records)
@@ -90,7 +104,7 @@ class SearchAttack:
             for i, chars in zip(attacked, found):
                 saliency[i] = chars
         searches = [self.search(r, p, s) for r, p, s in zip(records, clean, saliency)]
-        outcomes: list[dict] = [{}] * len(records)
+        outcomes: list[Outcome] = [None] * len(records)  # type: ignore[list-item]
         asked: dict[int, list[str]] = {}
 
         def advance(i: int, answer: np.ndarray | None) -> None:
@@ -111,15 +125,14 @@ class SearchAttack:
         return outcomes
 
     def search(self, record: dict, clean: np.ndarray,
-               saliency: np.ndarray | None = None) -> Generator[list[str], np.ndarray, dict]:
+               saliency: np.ndarray | None = None) -> Generator[list[str], np.ndarray, Outcome]:
         """One post's search: yields the texts it wants scored, receives their probabilities, and
         returns its outcome. With ``saliency`` (one value a character) the words are ranked by it and
         the gradient pass that made it counts as one query; without, by deletion."""
         text, label = record["text"], int(record["label"])
         ranked = "deletion" if saliency is None else "gradient"
-        outcome = {"text": text, "edits": [], "probs": clean, "changed": False, "queries": 0}
         if not _attacked(record, clean):
-            return {**outcome, "status": "skipped"}
+            return Outcome(text, [], clean, changed=False, queries=0, details={"status": "skipped"})
         protected = [tuple(s) for s in record.get("protected") or ()]
         words = [(s, e) for s, e in self.words.target_spans(text, None, protected)  # rate 1: no random draw
                  if text[s:e] not in self.stopword_set]
@@ -128,7 +141,8 @@ class SearchAttack:
         budget = self.query_budget
         queries = len(spans) if saliency is None else 1
         if not spans or budget < queries:
-            return {**outcome, "status": "failure", "queries": 0 if saliency is None else 1, "importance": ranked}
+            return Outcome(text, [], clean, changed=False, queries=0 if saliency is None else 1,
+                           details={"status": "failure", "importance": ranked})
         if saliency is None:
             deleted = yield [text[:s] + text[e:] for s, e in spans]
             order = np.argsort(deleted[:, label], kind="stable")  # the biggest drop in p(gold) first
@@ -157,8 +171,8 @@ class SearchAttack:
                 if int(probs.argmax()) != label:
                     break
         status = "success" if edits and int(probs.argmax()) != label else "failure"
-        return {"text": apply_edits(text, edits), "edits": [e.to_dict() for e in edits], "probs": probs,
-                "changed": bool(edits), "queries": queries, "importance": ranked, "status": status}
+        return Outcome(apply_edits(text, edits), [e.to_dict() for e in edits], probs, changed=bool(edits),
+                       queries=queries, details={"importance": ranked, "status": status})
 
     def span_candidates(self, text: str, start: int, end: int) -> list[Edit]:
         """The ops' candidates for a span, taking turns (each op's best, then each one's second, ...)."""
@@ -174,3 +188,6 @@ class SearchAttack:
 def _attacked(record: dict, clean: np.ndarray) -> bool:
     """Whether the search attacks a post: the victim gets it right (TextAttack skips the others)."""
     return not np.isnan(clean).any() and int(clean.argmax()) == int(record["label"])
+
+
+register_attack("search", SearchAttack.from_options)

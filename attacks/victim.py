@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from cloak.io import file_sha256 as sha256
-from cloak.io import write_atomic
+from cloak.io import usual_permissions, write_atomic
 from cloak.params import ParameterError, unknown_key, validate_fields
 
 VICTIM_FILE = "victim.json"
@@ -126,6 +126,10 @@ class Victim:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(config={self.config.to_dict()}, training={self.training.to_dict()})"
 
+    def loaded(self) -> Victim:
+        """The victim, ready to predict (it is: a ``VictimFolder`` loads one)."""
+        return self
+
     # -- the contract ---------------------------------------------------------------------------
 
     def fit(self, train: Sequence[dict], dev: Sequence[dict] | None = None, *, out_dir: str | None = None,
@@ -147,6 +151,7 @@ class Victim:
             raise ValueError(f"{self.name}: fit it before saving")
         os.makedirs(directory, exist_ok=True)
         files = self._save_weights(directory)
+        usual_permissions(os.path.join(directory, name) for name in files)
         meta = {"format": FORMAT, "kind": self.kind, "name": self.name, "num_labels": self.num_labels,
                 "config": self.config.to_dict(), "training": self.training.to_dict(),
                 "versions": versions(*self.packages),
@@ -274,7 +279,8 @@ class VictimFolder:
     def num_labels(self) -> int:
         return int(self.facts["num_labels"])
 
-    def load(self) -> Victim:
+    def loaded(self) -> Victim:
+        """The victim itself, loaded from its folder."""
         return load_victim(self.path)
 
 

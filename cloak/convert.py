@@ -169,6 +169,7 @@ def read_dataset(fmt: str, path: str, **options) -> Iterator[dict]:
 
 def convert_file(fmt: str, in_path: str, out_path: str, **options) -> int:
     """Convert a data set file to JSONL records; returns the number written."""
+    check_files([in_path], [out_path])
     def records() -> Iterator[dict]:
         n = 0
         for n, record in enumerate(read_dataset(fmt, in_path, **options), 1):

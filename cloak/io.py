@@ -110,17 +110,23 @@ def _check_input(path: str) -> None:
 
 
 def check_files(inputs: Iterable[str] = (), outputs: Iterable[str] = ()) -> None:
-    """Fail now, before slow work, if an input is missing or has no records, or an output file's
-    folder does not exist (``-`` is standard input / output and always fine)."""
+    """Fail now, before slow work, if an input is missing or has no records, an output file's folder
+    does not exist, or an output is one of the inputs however it is spelt (it would replace it); ``-``
+    is standard input / output and always fine."""
+    inputs, outputs = [p for p in inputs if p != "-"], [p for p in outputs if p != "-"]
     for path in inputs:
-        if path != "-":
-            _check_input(path)
-            if not has_records(path):
-                raise empty_input(path)
+        _check_input(path)
+        if not has_records(path):
+            raise empty_input(path)
     for path in outputs:
         directory = os.path.dirname(os.path.abspath(path))
-        if path != "-" and not os.path.isdir(directory):
+        if not os.path.isdir(directory):
             raise FileNotFoundError(f"output folder does not exist: {directory}")
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"output is a folder, not a file: {path}")
+        for source in inputs:
+            if os.path.exists(path) and os.path.samefile(path, source):
+                raise ValueError(f"the output {path} is the input {source}: write it somewhere else")
 
 
 def check_records(path: str, **options) -> None:
@@ -161,13 +167,23 @@ def parse_record(raw: bytes, path: str, line: int, text_field: str = "text") -> 
     try:
         record = json.loads(decoded)
     except json.JSONDecodeError as e:
-        raise RecordError(path, line, f"invalid JSON: {e.msg} at column {e.colno}") from None
+        raise RecordError(path, line, f"invalid JSON: {e.msg} at column {e.colno}{_table_hint(path, decoded)}") from None
     if not isinstance(record, dict):
         raise RecordError(path, line, f"expected a JSON object, got {json_type(record)}")
     if text_field not in record:
         raise RecordError(path, line, "missing", text_field)
     check_text(record[text_field], path, line, text_field)
     return record
+
+
+def _table_hint(path: str, line: str) -> str:
+    """What to do with a CSV or TSV given where JSON Lines are read."""
+    kind = "tsv" if path.lower().endswith(".tsv") or "\t" in line else \
+        "csv" if path.lower().endswith(".csv") or "," in line else None
+    if kind is None or line.lstrip().startswith(("{", "[")):
+        return ""
+    return (f"; this looks like {kind.upper()}, not JSON Lines: turn it into records first with `cloak convert "
+            f"--from {kind} --in {path} --out records.jsonl` (or --from cold / swsr / toxicn for those data sets)")
 
 
 def check_text(text: object, path: str, line: int | None, field: str = "text", item: int | None = None) -> str:
@@ -239,6 +255,13 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
+
+
+def usual_permissions(paths: Iterable[str | os.PathLike]) -> None:
+    """Give files the permissions the user's umask gives a new file: safetensors writes its files 0600,
+    so a saved model could not be read by the colleague it was made for."""
+    for path in paths:
+        os.chmod(path, 0o666 & ~_UMASK)
 
 
 def file_sha256(path: str | os.PathLike) -> str:

@@ -17,11 +17,11 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from tqdm import tqdm
+from .progress import progress_bar
 
 from .edits import Edit
-from .io import (UNICODE_JSON, AtomicWriter, RecordError, SkipLog, batched, count_lines, dump_record,
-                 empty_input, has_records, input_name, parse_record, read_lines)
+from .io import (UNICODE_JSON, AtomicWriter, RecordError, SkipLog, batched, check_files, count_lines, dump_record,
+                 input_name, parse_record, read_lines)
 from .perturber import Perturber
 from .workers import ordered_map
 
@@ -206,9 +206,8 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
     shard = parse_shard(shard)
     if in_path == "-" and shard is not None:
         raise ValueError("--shard needs an input file (standard input cannot be split)")
+    check_files([in_path], [out_path])  # an input with records; an output that is not the input
     total = count_lines(in_path) if in_path != "-" else None
-    if total is not None and not has_records(in_path):
-        raise empty_input(in_path)
     lo, hi = 0, total
     if shard is not None and total is not None:
         i, n = shard
@@ -228,8 +227,8 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
             stats.restore(out.resumed_state)
             lo = max(lo, out.resumed_state["line"])
         last_line = lo
-        bar = tqdm(total=None if hi is None else hi - lo, unit="line", disable=progress is False
-                   or None, leave=False, desc="cloak perturb")
+        bar = progress_bar(total=None if hi is None else hi - lo, unit="line", desc="cloak perturb",
+                           progress=progress)
         last_checkpoint = time.monotonic()
         initargs = (perturber, variants, text_field, input_name(in_path))
         results = _results(batched(read_lines(in_path, lo, hi), CHUNK), workers, initargs)

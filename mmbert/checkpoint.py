@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from cloak.io import write_atomic
+from cloak.io import usual_permissions, write_atomic
 
 
 class Objective(torch.nn.Module):
@@ -136,6 +136,7 @@ def save_model(out_dir: str, model, tokenizer, accelerator) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     accelerator.unwrap_model(model).save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
+    usual_permissions(os.path.join(tmp, name) for name in os.listdir(tmp))
     for name in os.listdir(tmp):
         os.replace(os.path.join(tmp, name), os.path.join(out_dir, name))
     os.rmdir(tmp)

@@ -5,16 +5,16 @@ imports torch and transformers only once it needs them.
 """
 from __future__ import annotations
 
-import functools
 import json
-import sys
+import os
 
 import click
 
-from cloak.io import RecordError, check_files, read_records
+from cloak.commands import check_out_folder, plural, reports_errors
+from cloak.io import check_files, read_records
 from speech import BACKENDS
 
-from .folder import peek_features
+from .folder import mmbert_config, peek_features
 
 EXAMPLES = """
 \b
@@ -26,47 +26,41 @@ Examples:
   mmbert evaluate --model s3/ --data test.jsonl
   mmbert predict --model s3/ --in posts.jsonl --out scored.jsonl
   mmbert routing --model s3/ --data cloaked_test.jsonl --out routing/
-Multi-GPU: accelerate launch -m mmbert.cli train ...
+Multi-GPU: accelerate launch --multi_gpu -m mmbert.cli train ...
 """
 
 
-def _fail(message: str) -> None:
-    click.echo(f"mmbert: error: {message}", err=True)
-    sys.exit(1)
+_errors_reported = reports_errors("mmbert", extra="train", interrupted=dict.fromkeys(
+    ("train", "pretrain"), "; the last checkpoint is kept in OUT/checkpoint: rerun with --resume to continue"),
+    model_hint=" (models given by name are downloaded; without a model hub pass local paths: --whisper FILE.pt, "
+               "--from DIR, features.clip: DIR; the tiny preset needs none)")
 
 
-def _errors_reported(func):
-    """Bad input ends with one line naming what is wrong, not a traceback; Ctrl-C with one saying
-    what was kept."""
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except KeyboardInterrupt:
-            resumable = func.__name__ in ("train", "pretrain")
-            click.echo("mmbert: interrupted" + ("; the last checkpoint is kept in OUT/checkpoint: rerun with "
-                                                "--resume to continue" if resumable else ""), err=True)
-            sys.exit(130)
-        except (ValueError, RecordError, FileNotFoundError) as e:
-            _fail(str(e))
-        except ImportError as e:
-            _fail(f"{e}: this needs an optional package (pip install {e.name or 'it'})")
-        except OSError as e:  # e.g. a hub name that cannot be fetched on this machine
-            _fail(f"{e.__class__.__name__}: {e} (models given by name are downloaded; without a model hub "
-                  "pass local paths: --whisper FILE.pt, --from DIR, features.clip: DIR)")
-    return wrapper
+def _warn(message: str) -> None:
+    click.echo(f"mmbert: warning: {message}", err=True)
+
+
+def _stage_warning(model_dir: str) -> None:
+    """A stage-1 model has trained aligners and nothing else: its classifier answers at random."""
+    stage = (mmbert_config(model_dir) or {}).get("stage")
+    if stage == 1:
+        _warn(f"{model_dir} is a stage-1 model: only its aligners are trained, its classifier is as random as "
+              "it started; train stages 2 and 3 (mmbert train --stage 2 --from ...) for a detector")
 
 
 def _feature_options(func):
     """Overrides of the config's (or the model's) ``features`` section."""
     options = [
         click.option("--tts", default=None, type=click.Choice(BACKENDS),
-                     help="TTS backend for the speech modality."),
-        click.option("--tts-model", default=None, metavar="PATH", help="TTS model (kokoro-onnx: the .onnx file)."),
-        click.option("--voice", default=None, help="TTS voice, e.g. zf_xiaobei."),
-        click.option("--whisper", default=None, metavar="NAME|PATH", help="Whisper model for speech features."),
+                     help="TTS backend for the speech modality [default: the config's, or the model's]."),
+        click.option("--tts-model", default=None, metavar="PATH",
+                     help="TTS model (kokoro-onnx: the .onnx file) [default: the config's, or the model's]."),
+        click.option("--voice", default=None, help="TTS voice, e.g. zf_xiaobei [default: the backend's]."),
+        click.option("--whisper", default=None, metavar="NAME|PATH|random-tiny",
+                     help="Whisper model for speech features [default: the config's, or the model's]."),
         click.option("--speech-cache", default=None, metavar="DIR",
-                     help="Folder of cached audio and Whisper frames (the layout `cloak synth` writes)."),
+                     help="Folder of cached audio and Whisper frames (the layout `cloak synth` writes) "
+                          "[default: speech/ in the user cache folder, $MMCLOAK_CACHE or ~/.cache/mmcloak]."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -143,6 +137,7 @@ def train(stage, config, train_path, dev_path, out_dir, from_dir, resume, skip_s
           whisper, speech_cache, quiet) -> None:
     """Train one stage of MMBERT; the best epoch's model is saved to OUT (save_pretrained)."""
     check_files([train_path, dev_path])
+    check_out_folder("--out", out_dir)
     from .presets import load_run_config
     from .train import train_stage
 
@@ -152,7 +147,10 @@ def train(stage, config, train_path, dev_path, out_dir, from_dir, resume, skip_s
     result = train_stage(stage, run, train_path, dev_path, out_dir, from_dir, resume=resume,
                          allow_skip=skip_stages, progress=False if quiet else None)
     click.echo(f"stage {stage}: best epoch {result['best_epoch']}, dev score {result['best_score']:.4f} "
-               f"(model in {out_dir}, log in {out_dir}/log.json)", err=True)
+               f"(model in {out_dir}, log in {os.path.join(out_dir, 'log.json')})", err=True)
+    if result["warning"]:
+        _warn(f"the stage-{stage} model is useless as trained: {result['warning']} (check the labels, or train "
+              "longer)")
 
 
 @main.command()
@@ -166,12 +164,14 @@ def train(stage, config, train_path, dev_path, out_dir, from_dir, resume, skip_s
 def pretrain(corpus, config, out_dir, resume, quiet) -> None:
     """Pre-train a from-scratch BERT backbone with masked language modelling."""
     check_files([corpus])
+    check_out_folder("--out", out_dir)
     from .presets import load_run_config
     from .pretrain import pretrain as run_pretrain
 
     _quiet_libraries()
     entry = run_pretrain(corpus, out_dir, load_run_config(config), resume=resume, progress=False if quiet else None)
-    click.echo(f"pretrain: {entry.get('epoch')} epochs, best held-out MLM loss {entry['best_mlm_loss']:.4f} "
+    click.echo(f"pretrain: {plural(entry.get('epoch') or 0, 'epoch')}, best held-out MLM loss "
+               f"{entry['best_mlm_loss']:.4f} "
                f"(epoch {entry['best_epoch']}; model in {out_dir})", err=True)
 
 
@@ -179,7 +179,7 @@ def pretrain(corpus, config, out_dir, resume, quiet) -> None:
 @click.option("--model", "model_dir", required=True, metavar="DIR", help="A trained MMBERT folder.")
 @click.option("--data", "data_path", required=True, metavar="FILE", help="Labelled records (JSONL).")
 @click.option("--out", "out_path", default=None, metavar="FILE", help="Also write the figures as JSON.")
-@click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True, help="Posts a forward pass.")
 @_feature_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
@@ -192,6 +192,8 @@ def evaluate(model_dir, data_path, out_path, batch_size, tts, tts_model, voice, 
 
     peek_features(model_dir)
     check_files([data_path], [out_path] if out_path else [])
+    _stage_warning(model_dir)
+    from .metrics import useless_reason
     from .train import read_labelled
 
     # The whole file checked before the model loads; a repeated id would count a post twice.
@@ -206,10 +208,12 @@ def evaluate(model_dir, data_path, out_path, batch_size, tts, tts_model, voice, 
     for group, m in [("all", result["overall"]), *result["by_op"].items()]:
         table.add_row(group, str(m["n"]), *(f"{m[k]:.4f}" for k in ("accuracy", "precision", "recall", "f1")))
     Console(stderr=True).print(table)
+    overall = result["overall"]
+    warning = useless_reason(overall["f1"], overall["n"], result["predicted"], "posts")
+    if warning:
+        _warn(f"{model_dir} is useless on these posts: {warning}")
     if out_path:
         write_atomic(out_path, json.dumps(result, indent=1).encode())
-    else:
-        click.echo(json.dumps(result))
 
 
 @main.command()
@@ -217,7 +221,7 @@ def evaluate(model_dir, data_path, out_path, batch_size, tts, tts_model, voice, 
 @click.option("--in", "in_path", required=True, metavar="FILE", help="Records to score (JSONL).")
 @click.option("--out", "out_path", required=True, metavar="FILE",
               help="Records plus mmbert: {probs, label, experts, routing[layer][expert]}.")
-@click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True, help="Posts a forward pass.")
 @click.option("--no-routing", is_flag=True, help="Leave out the per-layer routing weights.")
 @_feature_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
@@ -227,6 +231,7 @@ def predict(model_dir, in_path, out_path, batch_size, no_routing, tts, tts_model
     """Probabilities and per-layer routing weights for each record."""
     peek_features(model_dir)
     check_files([in_path], [out_path])
+    _stage_warning(model_dir)
     for _ in read_records(in_path, unique_ids=True):  # every line checked (streamed) before the model loads
         pass
     from .inference import predict_file
@@ -241,13 +246,15 @@ def predict(model_dir, in_path, out_path, batch_size, no_routing, tts, tts_model
 @click.option("--model", "model_dir", required=True, metavar="DIR", help="A trained MMBERT folder.")
 @click.option("--data", "data_path", required=True, metavar="FILE", help="Records, cloaked ones carrying cloak.edits.")
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="Folder for routing.json and routing.png.")
-@click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True, help="Posts a forward pass.")
 @_feature_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def routing(model_dir, data_path, out_dir, batch_size, tts, tts_model, voice, whisper, speech_cache, quiet) -> None:
     """Mean routing weight per layer and expert, grouped by cloaking op (the paper's Fig. 3)."""
     peek_features(model_dir)
+    check_out_folder("--out", out_dir)
+    _stage_warning(model_dir)
     records = _records(data_path)  # the whole file checked before the model loads
     from .routing import routing_analysis
 

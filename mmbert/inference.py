@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from cloak.progress import progress_bar
 
 from cloak.io import AtomicWriter, batched, dump_record, read_records
 
@@ -21,7 +21,7 @@ def predict(model: MMBertForSequenceClassification, batches, modalities=None, ex
     layer and expert over its real tokens (n, layers, experts)."""
     model.eval()
     probs, weights = [], []
-    for batch in tqdm(batches, desc="predict", unit="batch", leave=False, disable=progress is False or None):
+    for batch in progress_bar(batches, desc="predict", unit="batch", progress=progress):
         batch = {k: v.to(model.device) for k, v in batch.items() if k != "labels"}
         out = model(**batch, modalities=modalities, expert=expert)
         probs.append(torch.softmax(out.logits.float(), -1).cpu())
@@ -61,7 +61,9 @@ def evaluate_records(model, featurizer, records: Sequence[dict], batch_size: int
     for i, record in enumerate(records):
         for group in op_groups(record):
             groups.setdefault(group, []).append(i)
+    found, counts = np.unique(predictions, return_counts=True)
     return {"overall": classification_metrics(labels, predictions),
+            "predicted": {str(k): int(c) for k, c in zip(found.tolist(), counts.tolist())},
             "by_op": {g: classification_metrics(labels[rows], predictions[rows]) for g, rows in sorted(groups.items())}}
 
 

@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
@@ -17,6 +18,24 @@ from .modeling import MMBertForSequenceClassification, upcycle_from_bert
 from .presets import MM_FIELDS
 from .tokenization import build_tokenizer, vocabulary
 
+
+
+@contextlib.contextmanager
+def quiet_loading():
+    """transformers' load report ("classifier.weight: MISSING, newly initialized") and progress bars
+    silenced while a backbone loads: a new head on a pretrained encoder is what fine-tuning starts from,
+    and through the Python API nothing else would quiet them. Errors still show."""
+    from transformers.utils import logging
+
+    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()
 
 
 class StageError(ValueError):
@@ -39,6 +58,30 @@ def _grow_vocabulary(model: MMBertForSequenceClassification, bert_vocab: int) ->
         embeddings[bert_vocab:].normal_(0.0, model.config.initializer_range)
 
 
+def default_speech_cache() -> str:
+    """Where speech is cached unless told: ``speech/`` in the user cache folder (``MMCLOAK_CACHE``), not the
+    current folder (Kokoro's audio of a few thousand posts is gigabytes)."""
+    from cloak.cache import cache_dir
+
+    return str(cache_dir() / "speech")
+
+
+def saved_features(features: dict) -> dict:
+    """The ``features`` a model keeps in its config: no speech cache (a folder of this machine, given at
+    load or the default), and every file named by a path made absolute, so a model folder moved elsewhere,
+    or used from another folder, finds what it was trained with."""
+    out = {k: v for k, v in features.items() if k != "speech_cache"}
+
+    def absolute(value):
+        return os.path.abspath(value) if isinstance(value, str) and os.path.exists(value) else value
+
+    out["tts"] = {k: absolute(v) if k == "model" else v for k, v in (features.get("tts") or {}).items()}
+    for key in ("whisper", "clip"):
+        if key in out:
+            out[key] = absolute(out[key])
+    return out
+
+
 def speech_features(features: dict, speech_dim: int | None = None, stride: int = 4, max_tokens: int = 64):
     """The :class:`SpeechFeatures` that ``features`` (a run config's section) describes, pooling
     ``stride`` frames a token and keeping at most ``max_tokens``."""
@@ -50,7 +93,7 @@ def speech_features(features: dict, speech_dim: int | None = None, stride: int =
     if tts.get("name") == "kokoro-onnx" and not tts.get("model"):
         raise ValueError("the kokoro-onnx TTS backend needs features.tts.model (path to kokoro-v1.0.int8.onnx); "
                          "pass --tts-model or use --tts tone")
-    speech = SpeechFeatures(features.get("speech_cache") or "mmbert_cache/speech", tts, whisper,
+    speech = SpeechFeatures(features.get("speech_cache") or default_speech_cache(), tts, whisper,
                             stride, max_tokens, whisper_mode=features.get("whisper_mode", "trimmed"))
     if speech_dim is not None and speech.dim != speech_dim:
         raise ValueError(f"the model reads speech frames of width {speech_dim}, Whisper {whisper!r} gives {speech.dim}")
@@ -122,7 +165,8 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
     if backbone:
         from transformers import AutoModel
 
-        bert = AutoModel.from_pretrained(backbone)
+        with quiet_loading():
+            bert = AutoModel.from_pretrained(backbone)
         config = MMBertConfig.from_bert_config(bert.config, num_labels=num_labels, **mm)
         bert_vocab, config.vocab_size = config.vocab_size, max(config.vocab_size, len(tokenizer))
         model = upcycle_from_bert(bert, config)
@@ -131,7 +175,7 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
         shape = {k: v for k, v in run["model"].items() if k not in MM_FIELDS and k != "backbone"}
         config = MMBertConfig(vocab_size=len(tokenizer), num_labels=num_labels, **shape, **mm)
         model = MMBertForSequenceClassification(config)
-    model.config.features = dict(run["features"])
+    model.config.features = saved_features(run["features"])
     fill_vision_inputs(model, tokenizer, run["features"], progress)
     if stage > 1:  # the ablation that skips stage 1: the (untrained) glyph CNN is frozen all the same
         model.mmbert.freeze_vision_encoder()

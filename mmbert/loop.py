@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
-from tqdm import tqdm
+from cloak.progress import progress_bar
 
 from .checkpoint import Objective, start_run
 
@@ -106,9 +106,9 @@ def train_epochs(model: torch.nn.Module, loss: Loss, train: Sequence, collate: C
             state.update(totals={"loss": 0.0, "aux_loss": 0.0, "aux_batches": 0},
                          epoch_lr={g["name"]: g["lr"] for g in optimizer.param_groups})
         totals, started = state["totals"], time.time() - state.get("epoch_seconds", 0.0)
-        bar = tqdm(checkpointer.batches(loader, state), initial=state["step"], total=len(loader),
-                   desc=f"{desc} epoch {epoch + 1}/{settings.epochs}", unit="batch", leave=False,
-                   disable=progress is False or None or not accelerator.is_local_main_process)
+        bar = progress_bar(checkpointer.batches(loader, state), initial=state["step"], total=len(loader),
+                           desc=f"{desc} epoch {epoch + 1}/{settings.epochs}", unit="batch",
+                           progress=False if not accelerator.is_local_main_process else progress)
         for batch in bar:
             value = objective(batch, epoch)
             value, aux = value if isinstance(value, tuple) else (value, None)

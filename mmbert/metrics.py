@@ -11,3 +11,20 @@ def classification_metrics(labels, predictions) -> dict[str, float]:
                                                                zero_division=0)
     return {"accuracy": float(accuracy_score(labels, predictions)), "precision": float(precision),
             "recall": float(recall), "f1": float(f1), "n": int(len(labels))}
+
+
+USEFUL_F1 = 0.5  # a two-class detector at chance scores about 0.5 macro-F1
+
+
+def useless_reason(f1: float, n: int, predicted: dict[str, int] | None, where: str) -> str | None:
+    """Why a detector is useless, or None: on ``n`` posts (``where``: dev posts, clean test posts) it put
+    ``predicted[label]`` posts in each label — one label for every answered post — or scored macro-F1
+    ``f1`` below 0.5. Its figures under attack mean nothing (a constant detector loses nothing to any
+    attack), so training warns and the report leaves it out of "holds up best"."""
+    answered = {k: c for k, c in (predicted or {}).items() if k != "-1" and c}
+    if len(answered) == 1 and n > 1:
+        (label, count), = answered.items()
+        return f"it predicts label {label} for every one of the {count} {where}"
+    if f1 < USEFUL_F1:
+        return f"its macro-F1 on the {n} {where} is {f1:.3f}, below {USEFUL_F1} (chance for two labels)"
+    return None

@@ -5,8 +5,10 @@ A run configuration has three parts:
 - ``model``: :class:`MMBertConfig` fields for a model built from scratch, plus ``backbone``: a BERT
   checkpoint (hub name or folder, e.g. the output of ``mmbert pretrain``) to upcycle in stage 1.
 - ``features``: how inputs are made from text: ``tts`` (backend arguments for ``speech.make_backend``),
-  ``whisper`` (openai-whisper name or .pt path), ``whisper_mode``, ``speech_cache`` (folder of audio and
-  encoder frames, shared with ``cloak synth``), ``clip`` (CLIP for a ``table`` vision encoder).
+  ``whisper`` (openai-whisper name, .pt path, or ``random-tiny``: random weights, no download),
+  ``whisper_mode``, ``speech_cache`` (folder of audio and encoder frames, shared with ``cloak synth``;
+  default: ``speech/`` under the user cache folder, ``MMCLOAK_CACHE``), ``clip`` (CLIP for a ``table``
+  vision encoder).
 - ``train``: batch size, text length, seed, early-stopping patience, ``checkpoint_minutes`` (how often
   a checkpoint is written within an epoch; default 10), per stage the epochs and
   learning rates (the paper's Appendix A in ``paper``), and ``pretrain`` (epochs, lr) for
@@ -83,8 +85,7 @@ PRESETS: dict[str, dict] = {
         "model": {"backbone": "bert-base-chinese", "vision_encoder": "table", "vision_dim": 512,
                   "speech_dim": 512},
         "features": {"tts": {"name": "kokoro", "voice": "zf_xiaobei"}, "whisper": "base",
-                     "whisper_mode": "trimmed", "speech_cache": "mmbert_cache/speech",
-                     "clip": "OFA-Sys/chinese-clip-vit-base-patch16"},
+                     "whisper_mode": "trimmed", "clip": "OFA-Sys/chinese-clip-vit-base-patch16"},
         "train": {"batch_size": 32, "max_length": 128, "patience": 5, **copy.deepcopy(STAGES)},
     },
     "small": {
@@ -93,7 +94,7 @@ PRESETS: dict[str, dict] = {
                   "vision_dim": 256, "glyph_size": 32, "speech_dim": 512, "speech_pool": 8,
                   "max_speech_tokens": 32, "pooling": "mean"},
         "features": {"tts": {"name": "kokoro-onnx", "model": None, "voice": "zf_xiaobei"}, "whisper": "base",
-                     "whisper_mode": "trimmed", "speech_cache": "mmbert_cache/speech"},
+                     "whisper_mode": "trimmed"},
         "train": {"batch_size": 32, "max_length": 64, "patience": 3,
                   "pretrain": {"epochs": 3, "lr": 5e-4},
                   "stage1": {"epochs": 3, "lr": 1e-3},
@@ -106,8 +107,7 @@ PRESETS: dict[str, dict] = {
         "model": {"backbone": None, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
                   "intermediate_size": 64, "max_position_embeddings": 64, "vision_encoder": "glyph-cnn",
                   "vision_dim": 16, "glyph_size": 16, "speech_dim": 64},
-        "features": {"tts": {"name": "tone"}, "whisper": None, "whisper_mode": "trimmed",
-                     "speech_cache": "mmbert_cache/speech"},
+        "features": {"tts": {"name": "tone"}, "whisper": "random-tiny", "whisper_mode": "trimmed"},
         "train": {"batch_size": 8, "max_length": 32, "patience": 2,
                   "pretrain": {"epochs": 1, "lr": 5e-4},
                   "stage1": {"epochs": 1, "lr": 1e-3},

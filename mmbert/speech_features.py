@@ -11,7 +11,7 @@ import math
 import os
 
 import numpy as np
-from tqdm import tqdm
+from cloak.progress import progress_bar
 
 from speech import AudioCache, TTSBackend, make_backend
 from speech.features import FeatureCache, WhisperEncoder
@@ -59,12 +59,12 @@ class SpeechFeatures:
 
     def features(self, texts: list[str], batch_size: int = 16, progress: bool | None = None) -> list[np.ndarray]:
         todo = sorted({t for t in texts if t not in self._memory})
-        with tqdm(total=len(todo), desc="speech", unit="post", leave=False,
-                  disable=progress is False or None) as bar:
+        # Kokoro speaks a post in 2-3 s on a CPU: the bar moves post by post
+        with progress_bar(total=len(todo), desc="speech (TTS + Whisper)", unit="post", progress=progress) as bar:
             for start in range(0, len(todo), batch_size):
                 batch = todo[start:start + batch_size]
                 for text, (_, audio, _) in zip(batch, self.audio.synthesize(self.backend, batch)):
                     _, frames = self.frames.features(self.encoder, audio, self.backend.sample_rate)
                     self._memory[text] = pool_frames(frames, self.stride, self.max_tokens)
-                bar.update(len(batch))
+                    bar.update(1)
         return [self._memory[t] for t in texts]

@@ -37,9 +37,9 @@ from cloak.io import read_records, write_atomic
 
 from .checkpoint import save_model
 from .inference import predict
-from .loading import make_featurizer, model_for_stage
+from .loading import make_featurizer, model_for_stage, saved_features
 from .loop import LoopSettings, train_epochs
-from .metrics import classification_metrics
+from .metrics import classification_metrics, useless_reason
 from .modeling import SPEECH, VISION, MMBertForSequenceClassification
 from .presets import GROUPS, check_run_config
 
@@ -160,13 +160,31 @@ def evaluate_stage(stage: int, model, batches, labels: np.ndarray) -> dict:
             losses = [alignment_loss(model, b, model.config.modalities).item() for b in batches]
         return {"dev_alignment_loss": float(np.mean(losses)), "score": -float(np.mean(losses))}
     if stage == 2:
-        scores = {}
+        scores, counts = {}, {}
         for m in model.config.modalities:
-            probs = predict(model, batches, (m,), model.mmbert.expert_index(m), progress=False)["probs"]
-            scores[f"dev_f1_{m}"] = classification_metrics(labels, probs.argmax(1))["f1"]
-        return {**scores, "score": float(np.mean(list(scores.values())))}
-    metrics = classification_metrics(labels, predict(model, batches, progress=False)["probs"].argmax(1))
-    return {**{f"dev_{k}": v for k, v in metrics.items()}, "score": metrics["f1"]}
+            predicted = predict(model, batches, (m,), model.mmbert.expert_index(m), progress=False)["probs"].argmax(1)
+            scores[f"dev_f1_{m}"] = classification_metrics(labels, predicted)["f1"]
+            counts[m] = _counts(predicted)
+        # the text expert through the head is what a stage-2 model answers with
+        return {**scores, "dev_f1": scores["dev_f1_text"], "dev_predicted": counts["text"],
+                "score": float(np.mean(list(scores.values())))}
+    predicted = predict(model, batches, progress=False)["probs"].argmax(1)
+    metrics = classification_metrics(labels, predicted)
+    return {**{f"dev_{k}": v for k, v in metrics.items()}, "dev_predicted": _counts(predicted), "score": metrics["f1"]}
+
+
+def _counts(predicted: np.ndarray) -> dict[str, int]:
+    found, counts = np.unique(predicted, return_counts=True)
+    return {str(k): int(c) for k, c in zip(found.tolist(), counts.tolist())}
+
+
+def useless_warning(log: list[dict], best_epoch: int | None, posts: int) -> str | None:
+    """Why the model a stage saved (its best epoch) is useless on the dev posts, or None: one label for
+    every post, or macro-F1 below 0.5 (stage 1 trains no classifier: None)."""
+    entry = next((e for e in log if e.get("epoch") == best_epoch), None)
+    if not entry or "dev_predicted" not in entry:
+        return None
+    return useless_reason(entry["dev_f1"], posts, entry["dev_predicted"], "dev posts")
 
 
 def read_labelled(path: str, unique_ids: bool = False) -> list[dict]:
@@ -199,7 +217,7 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     if max_length > model.config.max_position_embeddings:
         raise ValueError(f"train.max_length ({max_length}) is longer than the model's position table "
                          f"(max_position_embeddings {model.config.max_position_embeddings})")
-    model.config.features = dict(run["features"])
+    model.config.features = saved_features(run["features"])
     tokenizer.model_max_length = max_length  # saved with the model: inference cuts texts as training did
     featurizer = make_featurizer(model, tokenizer, run["features"], max_length)
     train_examples = featurizer.encode(train_records, labels=True, progress=progress)
@@ -222,10 +240,13 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
                           featurizer.collate, groups, lambda m: evaluate_stage(stage, m, dev_loader, dev_labels),
                           save, out_dir, loop, resume=resume, progress=progress, on_checkpoint=on_checkpoint,
                           desc=f"stage {stage}")
+    log = result["log"]
+    warning = useless_warning(log, result["best_epoch"], len(dev_records))
     if result["main_process"]:
         summary = {"stage": stage, "epochs_run": result["epochs_run"], "best_epoch": result["best_epoch"],
                    "best_score": result["best_score"], "train": train_path, "dev": dev_path,
-                   "from": from_dir, "processes": result["processes"], "run_config": run}
+                   "from": from_dir, "processes": result["processes"], "run_config": run,
+                   **({"warning": warning} if warning else {})}
         write_atomic(os.path.join(out_dir, "training.json"), json.dumps(summary, indent=1).encode())
-    log = result["log"]
-    return {**(log[-1] if log else {}), "best_score": result["best_score"], "best_epoch": result["best_epoch"]}
+    return {**(log[-1] if log else {}), "best_score": result["best_score"], "best_epoch": result["best_epoch"],
+            "warning": warning}

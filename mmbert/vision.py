@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from cloak.progress import progress_bar
 
 from cloak.cache import cache_dir
 from cloak.io import write_atomic
@@ -35,7 +35,7 @@ def glyph_images(tokens: list[str], size: int, renderer: GlyphRenderer | None = 
     except (OSError, ValueError):
         pass
     images = np.zeros((len(tokens), size, size), dtype=np.uint8)
-    for i, token in enumerate(tqdm(tokens, desc="glyphs", unit="token", leave=False, disable=progress is False or None)):
+    for i, token in enumerate(progress_bar(tokens, desc="glyphs", unit="token", progress=progress)):
         if drawable(token):
             images[i] = 255 - renderer.render(token.removeprefix("##") or token)
     buffer = io.BytesIO()
@@ -59,8 +59,7 @@ def clip_features(tokens: list[str], model, processor=None, batch_size: int = 64
     out = torch.zeros(len(tokens), dim)
     todo = [i for i, t in enumerate(tokens) if drawable(t)]
     model.eval()
-    for start in tqdm(range(0, len(todo), batch_size), desc="clip", unit="batch", leave=False,
-                      disable=progress is False or None):
+    for start in progress_bar(range(0, len(todo), batch_size), desc="clip", unit="batch", progress=progress):
         rows = todo[start:start + batch_size]
         images = renderer.render_batch([tokens[i].removeprefix("##") or tokens[i] for i in rows])
         pixels = torch.from_numpy(images).float().div(255.0).permute(0, 3, 1, 2)

@@ -22,7 +22,7 @@ import os
 import re
 
 import numpy as np
-from tqdm import tqdm
+from cloak.progress import progress_bar
 
 from cloak.io import AtomicWriter, batched, check_records, dump_record, read_records, write_atomic
 
@@ -89,9 +89,8 @@ def render_corpus(in_path: str, out_dir: str, renderer: GlyphRenderer, *,
     counts = {"records": 0, "tokens": 0, "shards": 0, "rendered": 0}
     with AtomicWriter(os.path.join(out_dir, "index.jsonl")) as index:
         records = (record for _, record in read_records(in_path, on_error=on_error, unique_ids=True))
-        for n, shard in enumerate(tqdm(batched(records, shard_size), unit="shard",
-                                       disable=progress is False or None, leave=False,
-                                       desc="cloak render")):
+        for n, shard in enumerate(progress_bar(batched(records, shard_size), unit="shard", desc="cloak render",
+                                               progress=progress)):
             name = f"shard-{n:05d}.npz"
             path = os.path.join(out_dir, name)
             if not (resume and os.path.exists(path)):

@@ -5,24 +5,23 @@ import sys
 
 import click
 
+from cloak.commands import Renamed, error_message, fail
 from cloak.io import RecordError, check_files
 
 from . import BACKENDS
 from .text import MAX_CHARS
 
 
-def _fail(command: str, message: str) -> None:
-    click.echo(f"cloak {command}: error: {message}", err=True)
-    sys.exit(1)
-
-
 def _tts_options(func):
     options = [
         click.option("--in", "in_path", required=True, metavar="FILE|-", help="JSONL records to speak."),
-        click.option("--backend", type=click.Choice(BACKENDS), default="tone", show_default=True,
-                     help="tone: deterministic, no weights (tests); kokoro-onnx: Kokoro-82M via "
-                          "onnxruntime (--model .onnx); kokoro: the kokoro package on torch."),
-        click.option("--model", metavar="PATH|NAME", help="TTS model: the .onnx for kokoro-onnx."),
+        click.option("--tts", "--backend", "backend", cls=Renamed, type=click.Choice(BACKENDS), default="tone",
+                     show_default=True,
+                     help="TTS backend. tone: deterministic, no weights (tests); espeak-ng: eSpeak NG's Mandarin, "
+                          "no weights; kokoro-onnx: Kokoro-82M via onnxruntime (--tts-model .onnx); kokoro: the "
+                          "kokoro package on torch."),
+        click.option("--tts-model", "--model", "model", cls=Renamed, metavar="PATH|NAME",
+                     help="TTS model: the .onnx for kokoro-onnx [default: the backend's own]."),
         click.option("--voice", default=None,
                      help="Kokoro's Mandarin voice (zf_* / zm_*, or a voice file; default zf_xiaobei) or eSpeak "
                           "NG's (default cmn-latn-pinyin)."),
@@ -41,21 +40,22 @@ def _tts_options(func):
 
 @click.command()
 @_tts_options
-@click.option("--out", "out_dir", required=True, metavar="DIR", help="Audio cache and index.jsonl.")
+@click.option("--speech-cache", "--out", "out_dir", cls=Renamed, required=True, metavar="DIR",
+              help="Audio cache and index.jsonl (what `mmbert --speech-cache` reads).")
 def speak(in_path, backend, model, voice, speed, max_chars, workers, out_dir) -> None:
     """Speak every record's text; audio is cached by content, so a rerun only does what is missing.
 
     \b
-    cloak speak --in data.jsonl --out speech/ --backend kokoro-onnx \\
-        --model weights/kokoro/kokoro-v1.0.int8.onnx --voice zf_xiaobei
+    cloak speak --in data.jsonl --speech-cache speech/ --tts kokoro-onnx \\
+        --tts-model weights/kokoro/kokoro-v1.0.int8.onnx --voice zf_xiaobei
     """
     _run("speak", in_path, out_dir, _backend_args(backend, model, voice, speed, max_chars), workers, None)
 
 
 @click.command()
 @_tts_options
-@click.option("--speech-out", "out_dir", required=True, metavar="DIR",
-              help="Audio and feature caches and index.jsonl.")
+@click.option("--speech-cache", "--speech-out", "out_dir", cls=Renamed, required=True, metavar="DIR",
+              help="Audio and feature caches and index.jsonl (what `mmbert --speech-cache` reads).")
 @click.option("--whisper", default="base", show_default=True, metavar="NAME|PATH",
               help="openai-whisper model name or checkpoint (.pt).")
 @click.option("--whisper-mode", type=click.Choice(["trimmed", "padded"]), default="trimmed",
@@ -68,9 +68,10 @@ def synth(in_path, backend, model, voice, speed, max_chars, workers, out_dir, wh
 
         encoder = WhisperEncoder(whisper, mode=whisper_mode)
     except (RecordError, FileNotFoundError, IsADirectoryError) as e:
-        _fail("synth", str(e))
+        fail("cloak synth", str(e))
     except (OSError, RuntimeError) as e:
-        _fail("synth", f"cannot load Whisper model {whisper!r}: {e}")
+        fail("cloak synth", f"cannot load Whisper model {whisper!r}: {e} (a name is downloaded; without a model hub "
+             "give a checkpoint: --whisper FILE.pt)")
     _run("synth", in_path, out_dir, _backend_args(backend, model, voice, speed, max_chars), workers, encoder)
 
 
@@ -91,5 +92,5 @@ def _run(command, in_path, out_dir, backend_args, workers, encoder) -> None:
                    err=True)
         sys.exit(130)
     except (RecordError, ValueError, OSError, ImportError) as e:
-        _fail(command, str(e))
+        fail(f"cloak {command}", error_message(e))
     click.echo(f"cloak {command}: " + ", ".join(f"{k} {v}" for k, v in counts.items()), err=True)

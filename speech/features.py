@@ -32,8 +32,26 @@ def resample(audio: np.ndarray, sample_rate: int) -> np.ndarray:
                             target_sr=WHISPER_RATE).astype(np.float32)
 
 
+# A Whisper of random weights, 64 wide with 2 encoder layers, the same on every machine: no download,
+# so the ``tiny`` preset runs offline (its speech features carry no meaning: for tests and smoke runs).
+RANDOM_TINY = "random-tiny"
+
+
+def random_tiny_whisper():
+    import torch
+    import whisper
+
+    dims = whisper.model.ModelDimensions(n_mels=80, n_audio_ctx=1500, n_audio_state=64, n_audio_head=4,
+                                         n_audio_layer=2, n_vocab=51865, n_text_ctx=448, n_text_state=64,
+                                         n_text_head=4, n_text_layer=1)
+    with torch.random.fork_rng():  # seeded without touching the caller's random stream
+        torch.manual_seed(0)
+        return whisper.model.Whisper(dims)
+
+
 class WhisperEncoder:
-    """The encoder of an openai-whisper model: a name (``base``), a checkpoint path, or a model."""
+    """The encoder of an openai-whisper model: a name (``base``), a checkpoint path, ``random-tiny``, or a
+    model."""
 
     def __init__(self, model="base", mode: str = "trimmed", device: str = "cpu") -> None:
         import torch
@@ -43,7 +61,7 @@ class WhisperEncoder:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         if isinstance(model, str):
             self.name = os.path.basename(model) if os.path.isfile(model) else model
-            model = whisper.load_model(model, device=device)
+            model = random_tiny_whisper() if model == RANDOM_TINY else whisper.load_model(model, device=device)
         else:
             self.name = f"whisper-{model.dims.n_audio_state}x{model.dims.n_audio_layer}"
         self.model = model.float().eval()

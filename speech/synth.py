@@ -14,7 +14,7 @@ import os
 from collections import deque
 from collections.abc import Iterator
 
-from tqdm import tqdm
+from cloak.progress import progress_bar
 
 from cloak.io import AtomicWriter, batched, check_records, count_lines, dump_record, read_records
 from cloak.workers import ordered_map
@@ -80,8 +80,7 @@ def speak_file(in_path: str, out_dir: str, backend_args: dict, *, workers: int =
     total = count_lines(in_path) if in_path != "-" else None
     spoken = _spoken(batched(records, BATCH), text_field, workers, backend_args, audio_dir)
     with AtomicWriter(os.path.join(out_dir, "index.jsonl")) as index, contextlib.closing(spoken), \
-            tqdm(total=total, unit="post", desc="cloak speak", leave=False,
-                 disable=progress is False or None) as bar:
+            progress_bar(total=total, unit="post", desc="cloak speak", progress=progress) as bar:
         for batch, results in spoken:
             for record, (key, seconds, rate, cached) in zip(batch, results):
                 entry = {"id": record.get("id", counts["records"]), "audio": key, "seconds": round(seconds, 3),

@@ -102,7 +102,7 @@ def test_each_example_gets_its_own_bounded_delta(tiny_bert, posts, monkeypatch):
         return original(self, embedded)
 
     monkeypatch.setattr(type(tiny_bert), "logits", spy)
-    EmbeddingAttack(eps=0.3, steps=4).attack(tiny_bert, texts, labels)
+    EmbeddingAttack(eps=0.3, steps=4).probabilities(tiny_bert, texts, labels)
     clean = seen[0].embeds.detach()
     for embedded in seen[1:]:
         delta = (embedded.embeds.detach() - clean)
@@ -117,11 +117,11 @@ def test_embedding_attacks_refuse_what_they_cannot_do(tiny_bert, posts):
     texts, labels = texts_labels(posts[2])
     victim = make_victim("tfidf-lr").fit(posts[0])
     with pytest.raises(NotDifferentiable, match="tfidf-lr has no input embeddings"):
-        EmbeddingAttack(eps=1).attack(victim, texts, labels)
+        EmbeddingAttack(eps=1).probabilities(victim, texts, labels)
     with pytest.raises(ParameterError, match="'eps' must be"):
         EmbeddingAttack(eps=-1)
     with pytest.raises(ValueError, match="60 texts but 3 labels"):
-        EmbeddingAttack(eps=1).attack(tiny_bert, texts, labels[:3])
+        EmbeddingAttack(eps=1).probabilities(tiny_bert, texts, labels[:3])
 
 
 # ---- cloak attacks and the evaluator ----
@@ -140,16 +140,16 @@ def test_a_cloak_attack_keeps_the_worst_variant_and_its_edits(tfidf, posts):
     attack = CloakAttack(ops="homophone,emoji", variants=3, seed=4)
     outcomes = attack.attack(tfidf, rows, range(len(rows)), clean)
     perturber = Perturber(ops="homophone,emoji", seed=4, strength="poster")  # the attack's default strength
-    assert any(o["changed"] for o in outcomes) and not all(o["changed"] for o in outcomes)
+    assert any(o.changed for o in outcomes) and not all(o.changed for o in outcomes)
     for i, (row, out) in enumerate(zip(rows, outcomes)):
-        if not out["changed"]:  # no lexicon term: the clean prediction, no query
-            assert out["text"] == row["text"] and out["queries"] == 0 and (out["probs"] == clean[i]).all()
+        if not out.changed:  # no lexicon term: the clean prediction, no query
+            assert out.text == row["text"] and out.queries == 0 and (out.probs == clean[i]).all()
             continue
-        assert out["text"] == apply_edits(row["text"], [Edit(**e) for e in out["edits"]])
+        assert out.text == apply_edits(row["text"], [Edit(**e) for e in out.edits])
         variants = [perturber(row["text"], key=i, variant=k).text for k in range(3)]
-        assert out["text"] == variants[out["variant"]]  # what `cloak perturb --seed 4 --strength poster` makes
+        assert out.text == variants[out.details["variant"]]  # what `cloak perturb --seed 4 --strength poster` makes
         gold = [p[row["label"]] for p in tfidf.predict_proba(variants)]
-        assert out["probs"][row["label"]] == pytest.approx(min(gold))
+        assert out.probs[row["label"]] == pytest.approx(min(gold))
 
 
 def attack_list():
@@ -258,25 +258,25 @@ def test_the_search_stays_in_budget_and_its_text_is_its_edits(victim_name, ranke
     victim, rows = request.getfixturevalue(victim_name), posts[2]
     clean = victim.predict_proba([r["text"] for r in rows])
     outcomes = SearchAttack(ops="similar,homophone", query_budget=budget).attack(victim, rows, range(len(rows)), clean)
-    statuses = [o["status"] for o in outcomes]
+    statuses = [o.details["status"] for o in outcomes]
     for row, p, out in zip(rows, clean, outcomes):
-        assert out["queries"] <= budget and out.get("importance", ranked) == ranked
-        assert out["text"] == apply_edits(row["text"], [Edit(**e) for e in out["edits"]])
-        assert {e["op"] for e in out["edits"]} <= {"similar", "homophone"}
-        if out["status"] == "skipped":  # already wrong: left alone, no query
-            assert p.argmax() != row["label"] and out["queries"] == 0 and out["text"] == row["text"]
-            assert "importance" not in out  # nothing was ranked
+        assert out.queries <= budget and out.details.get("importance", ranked) == ranked
+        assert out.text == apply_edits(row["text"], [Edit(**e) for e in out.edits])
+        assert {e["op"] for e in out.edits} <= {"similar", "homophone"}
+        if out.details["status"] == "skipped":  # already wrong: left alone, no query
+            assert p.argmax() != row["label"] and out.queries == 0 and out.text == row["text"]
+            assert "importance" not in out.details  # nothing was ranked
         else:
-            assert out["importance"] == ranked
-            again = victim.predict_proba([out["text"]])[0]
+            assert out.details["importance"] == ranked
+            again = victim.predict_proba([out.text])[0]
             tolerance = 1e-9 if victim_name == "tfidf" else 1e-6  # float32 sums vary with the batch
-            np.testing.assert_allclose(again, out["probs"], atol=tolerance)  # what the victim says of that text
-            assert (again.argmax() != row["label"]) == (out["status"] == "success")
+            np.testing.assert_allclose(again, out.probs, atol=tolerance)  # what the victim says of that text
+            assert (again.argmax() != row["label"]) == (out.details["status"] == "success")
             assert again[row["label"]] <= p[row["label"]] + tolerance  # never worse for the attacker
     if budget == 400 and victim_name == "tfidf":
         assert statuses.count("success") > statuses.count("failure")  # a linear model on words gives way
     if budget == 3:
-        assert "success" not in statuses or all(len(o["edits"]) <= 1 for o in outcomes)
+        assert "success" not in statuses or all(len(o.edits) <= 1 for o in outcomes)
 
 
 def test_the_search_ranks_words_by_the_gradient_where_the_victim_has_one(tfidf, tiny_bert, posts):
@@ -317,7 +317,7 @@ def test_the_search_leaves_stop_words_alone_when_asked(tfidf, posts, tmp_path):
 
     def cloaked(outcomes):  # the words the edits fall in
         return [r["text"][s:e] for r, o in zip(rows, outcomes) for s, e in words_of(r["text"], None, [])
-                for edit in o["edits"] if s <= edit["start"] < e]
+                for edit in o.edits if s <= edit["start"] < e]
 
     assert any(w in stopwords for w in cloaked(free))  # without the constraint the search does cloak them
     assert cloaked(held) and not any(w in stopwords for w in cloaked(held))

@@ -300,7 +300,7 @@ def test_cli_train_and_pretrain(run, data, tmp_path, tiny_whisper):
                         "-q")
     assert result.returncode == 0, result.stderr
     # One line: no library's load report or warning about the tied masked-LM weights it saved once.
-    assert result.stderr.startswith("pretrain: 1 epochs") and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("pretrain: 1 epoch,") and result.stderr.count("\n") == 1, result.stderr
     assert json.loads((tmp_path / "bert" / "config.json").read_text())["model_type"] == "bert"
     result = run_mmbert("train", "--stage", "1", *common, "--out", tmp_path / "s1", "--from", tmp_path / "bert")
     assert result.returncode == 0, result.stderr

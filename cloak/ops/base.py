@@ -195,7 +195,7 @@ def make_op(spec: str | Op) -> Op:
         return spec
     name, *params = spec.strip().split(":")
     if name not in _REGISTRY:
-        raise ValueError(f"unknown op {name!r}; available: {', '.join(sorted(_REGISTRY))}")
+        raise unknown_key(name, sorted(_REGISTRY), "", kind="op")
     cls = _REGISTRY[name]
     hints = typing.get_type_hints(cls)
     fields = [f.name for f in dataclasses.fields(cls)]

@@ -1,0 +1,81 @@
+"""What every mmcloak command line shares: one-line errors, Ctrl-C that says what was kept, output checks.
+
+``cloak``, ``mmbert`` and ``attacks`` (and the ``render`` / ``speech`` subcommands of ``cloak``) end a
+bad run the same way: ``PROG: error: WHAT`` on stderr and exit 1, never a traceback; Ctrl-C ends with
+``PROG: interrupted`` and what a rerun does with the work kept, exit 130.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import NoReturn
+
+import click
+
+from .io import RecordError
+
+
+def fail(prog: str, message: str) -> NoReturn:
+    click.echo(f"{prog}: error: {message}", err=True)
+    sys.exit(1)
+
+
+def error_message(error: Exception) -> str:
+    """What a person needs of an error: an OS error of a path names the path and what is wrong with it
+    (``out.json: Is a directory``), anything else says itself."""
+    filename = getattr(error, "filename", None)
+    if isinstance(error, OSError) and filename is not None and error.strerror:
+        return f"{filename}: {error.strerror}"
+    return str(error)
+
+
+def reports_errors(prog: str, *, interrupted: Mapping[str, str] | None = None, extra: str = "all",
+                   model_hint: str = "") -> Callable:
+    """A decorator for a click command: bad input (ValueError, RecordError, OS errors) ends with one line;
+    a missing optional package names the extra to install; Ctrl-C says what was kept (``interrupted``:
+    the command's function name -> the rest of the sentence). ``model_hint`` follows an OS error that
+    names no path, which is how transformers and Whisper report a model asked for by a name they could
+    not fetch."""
+    def decorate(func: Callable) -> Callable:
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            try:
+                return func(*args, **kwargs)
+            except KeyboardInterrupt:
+                click.echo(f"{prog}: interrupted{(interrupted or {}).get(func.__name__, '')}", err=True)
+                sys.exit(130)
+            except (ValueError, RecordError) as e:
+                fail(prog, str(e))
+            except ImportError as e:
+                fail(prog, f"{e}: this needs an optional package (pip install mmcloak[{extra}])")
+            except OSError as e:
+                named = getattr(e, "filename", None) is not None or isinstance(e, (FileNotFoundError,
+                                                                                   IsADirectoryError))
+                fail(prog, error_message(e) if named else f"{e}{model_hint}")
+        return wrapper
+    return decorate
+
+
+class Renamed(click.Option):
+    """An option whose first name is the one ``--help`` shows; its other names, old spellings kept so
+    that scripts written for them still run, work but are not shown."""
+
+    def get_help_record(self, ctx: click.Context):
+        shown, self.opts = self.opts, self.opts[:1]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = shown
+
+
+def check_out_folder(option: str, path: str) -> None:
+    """An output folder may be new or a folder, not a file."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"{option} {path}: is a file, not a folder")
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 epoch``, ``2 epochs``; ``1 query``, ``2 queries`` (``many``)."""
+    return f"{n} {word if n == 1 else many or word + 's'}"

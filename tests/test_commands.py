@@ -1,0 +1,169 @@
+"""The command lines as a new user meets them: nothing overwritten, errors that say what to do, one name
+per concept, models that can be moved, files others can read, logs without progress-bar noise."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import read_jsonl
+
+ROOT_ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
+
+
+def command(module: str, *args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", module, *map(str, args)], capture_output=True, text=True,
+                          timeout=600, cwd=cwd, env=ROOT_ENV)
+
+
+def test_an_output_never_replaces_its_input(tmp_path, sample_path):
+    posts = tmp_path / "posts.jsonl"
+    shutil.copy(sample_path, posts)
+    before = posts.read_bytes()
+    (tmp_path / "link.jsonl").symlink_to(posts)
+    for out in (posts, tmp_path / "." / "posts.jsonl", tmp_path / "link.jsonl"):
+        result = command("cloak.cli", "perturb", "--in", posts, "--out", out)
+        assert result.returncode == 1 and "is the input" in result.stderr, result.stderr
+    assert posts.read_bytes() == before
+    result = command("cloak.cli", "convert", "--from", "cold", "--in", posts, "--out", posts)
+    assert result.returncode == 1 and "is the input" in result.stderr
+
+
+def test_a_csv_where_records_are_read_says_to_convert_it(tmp_path):
+    table = tmp_path / "posts.csv"
+    table.write_text("text,label\n黑人都是垃圾,1\n", encoding="utf-8")
+    result = command("cloak.cli", "perturb", "--in", table, "--out", tmp_path / "out.jsonl")
+    assert result.returncode == 1
+    assert f"`cloak convert --from csv --in {table} --out records.jsonl`" in result.stderr
+
+
+def test_an_unknown_op_or_strength_is_named_with_the_closest(tmp_path, sample_path):
+    result = command("cloak.cli", "perturb", "--in", sample_path, "--out", tmp_path / "o.jsonl", "--ops", "homofone")
+    assert result.stderr.strip() == "cloak: error: unknown op 'homofone'; did you mean 'homophone'?"
+
+
+def test_speech_options_have_one_name_and_the_old_ones_still_work(tmp_path, sample_path):
+    posts = tmp_path / "posts.jsonl"
+    posts.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in read_jsonl(sample_path)[:3]),
+                     encoding="utf-8")
+    help_text = command("cloak.cli", "speak", "--help").stdout
+    assert "--tts " in help_text and "--tts-model" in help_text and "--speech-cache" in help_text
+    assert "--backend" not in help_text and "--model" not in help_text.replace("--tts-model", "")
+    new = command("cloak.cli", "speak", "--in", posts, "--speech-cache", tmp_path / "a", "--tts", "tone")
+    old = command("cloak.cli", "speak", "--in", posts, "--out", tmp_path / "b", "--backend", "tone")
+    assert new.returncode == old.returncode == 0, (new.stderr, old.stderr)
+    assert (tmp_path / "a" / "index.jsonl").read_text() == (tmp_path / "b" / "index.jsonl").read_text()
+
+
+def test_progress_bars_stay_out_of_a_log(tmp_path, sample_path):
+    """stderr into a file (a log): no bar, so no carriage returns, unless asked for with progress=True."""
+    result = command("cloak.cli", "perturb", "--in", sample_path, "--out", tmp_path / "o.jsonl")
+    assert result.returncode == 0 and "\r" not in result.stderr and result.stderr.count("\n") == 1
+    from cloak.progress import FILE_INTERVAL, progress_bar
+
+    assert progress_bar(range(3), progress=None).disable  # pytest's stderr is not a terminal
+    bar = progress_bar(range(3), progress=True)
+    assert not bar.disable and bar.mininterval == FILE_INTERVAL
+    bar.close()
+
+
+def test_a_saved_model_can_be_read_by_others(tmp_path, sample_path):
+    """safetensors writes its files 0600; a saved victim's are the user's usual (umask) permissions."""
+    from attacks import make_victim
+
+    rows = read_jsonl(sample_path)
+    old = os.umask(0o022)
+    try:
+        make_victim("tfidf-lr").fit(rows[:100]).save(str(tmp_path / "v"))
+    finally:
+        os.umask(old)
+    for file in (tmp_path / "v").iterdir():
+        assert stat.S_IMODE(file.stat().st_mode) == 0o644, file
+
+
+def test_permissions_of_a_saved_torch_model(tmp_path):
+    torch = pytest.importorskip("torch")
+    from cloak.io import usual_permissions
+    from safetensors.torch import save_model
+
+    path = tmp_path / "m.safetensors"
+    save_model(torch.nn.Linear(2, 2), str(path))
+    assert stat.S_IMODE(path.stat().st_mode) & 0o044 == 0  # what safetensors leaves: private
+    usual_permissions([path])
+    assert stat.S_IMODE(path.stat().st_mode) & 0o044 == 0o044
+
+
+# ---- mmbert ----
+
+def test_the_tiny_preset_trains_offline_with_no_whisper_given(data, tmp_path):
+    """`--config tiny` needs no download: its Whisper is random-tiny (random weights, made here)."""
+    result = command("mmbert.cli", "train", "--stage", "1", "--config", "tiny", "--train", data / "train.jsonl",
+                     "--dev", data / "dev.jsonl", "--out", tmp_path / "s1", "--speech-cache", tmp_path / "speech",
+                     "-q")
+    assert result.returncode == 0, result.stderr
+    config = json.loads((tmp_path / "s1" / "config.json").read_text())
+    assert config["features"]["whisper"] == "random-tiny"
+
+
+def test_a_stage_1_model_is_said_to_be_no_detector(stages, data, tmp_path):
+    result = command("mmbert.cli", "evaluate", "--model", stages[1], "--data", data / "dev.jsonl", "-q")
+    assert result.returncode == 0, result.stderr
+    assert f"mmbert: warning: {stages[1]} is a stage-1 model: only its aligners are trained" in result.stderr
+    assert result.stdout == ""  # the figures go to --out FILE as JSON, the table to stderr
+    result = command("mmbert.cli", "evaluate", "--model", stages[3], "--data", data / "dev.jsonl", "-q")
+    assert "stage-1" not in result.stderr
+
+
+def test_a_useless_stage_is_warned_of(stages, data):
+    from mmbert.train import useless_warning
+
+    log = json.loads((open(os.path.join(stages[3], "log.json")).read()))
+    entry = log[-1]
+    assert "dev_predicted" in entry and sum(entry["dev_predicted"].values()) == len(read_jsonl(data / "dev.jsonl"))
+    lopsided = [{**entry, "dev_predicted": {"0": 16}}]
+    assert useless_warning(lopsided, entry["epoch"], 16) == "it predicts label 0 for every one of the 16 dev posts"
+
+
+def test_a_moved_model_folder_predicts_the_same_from_anywhere(stages, data, tmp_path, run):
+    """A saved model keeps no cwd-relative path and no speech cache of the machine that trained it."""
+    config = json.loads(open(os.path.join(stages[3], "config.json")).read())
+    assert "speech_cache" not in config["features"] and os.path.isabs(config["features"]["whisper"])
+    moved = tmp_path / "elsewhere" / "s3"
+    shutil.copytree(stages[3], moved)
+    posts = data / "dev.jsonl"
+    first = command("mmbert.cli", "predict", "--model", stages[3], "--in", posts, "--out", tmp_path / "a.jsonl", "-q",
+                    "--speech-cache", run["features"]["speech_cache"])
+    other = tmp_path / "cwd"
+    other.mkdir()
+    second = command("mmbert.cli", "predict", "--model", moved, "--in", posts, "--out", tmp_path / "b.jsonl", "-q",
+                     cwd=other)
+    assert first.returncode == second.returncode == 0, (first.stderr, second.stderr)
+    assert [r["mmbert"]["probs"] for r in read_jsonl(tmp_path / "a.jsonl")] == \
+        [r["mmbert"]["probs"] for r in read_jsonl(tmp_path / "b.jsonl")]
+
+
+def test_mmbert_errors_name_the_path_and_hint_only_where_it_applies(data, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    result = command("mmbert.cli", "train", "--stage", "1", "--config", "tiny", "--train", data / "train.jsonl",
+                     "--dev", data / "dev.jsonl", "--out", afile)
+    assert result.stderr.strip() == f"mmbert: error: --out {afile}: is a file, not a folder"
+    assert "--multi_gpu" in command("mmbert.cli", "--help").stdout
+
+
+def test_the_python_api_prints_no_library_noise(backbone, sample_path, capfd):
+    """Fitting a torch victim through the API once printed transformers' load report (the new head's
+    weights MISSING, the MLM head's UNEXPECTED) and its loading bar."""
+    from attacks import make_victim
+
+    rows = read_jsonl(sample_path)
+    capfd.readouterr()
+    make_victim("bert", {"backbone": backbone, "max_length": 32}, {"epochs": 1, "batch_size": 16}).fit(
+        rows[:30], rows[30:40], progress=False)
+    err = capfd.readouterr().err
+    assert "LOAD REPORT" not in err and "Loading weights" not in err, err
