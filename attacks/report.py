@@ -604,8 +604,9 @@ def markdown(report: dict) -> str:
             out.append(f"| {short_name(c['attack'])}{' (barely applied)' if c['barely'] else ''} | "
                        f"{coverage_text(c['coverage'])} | " + " | ".join(cells) + " |")
     if report["ranking"]:
-        out += ["", "## Under cloaking", "", "Macro-F1 under the cloak attacks, the best first; the lead of the best "
-                "row over each other row, with its paired bootstrap 95% interval.", "",
+        out += ["", "## Under cloaking", "", "Macro-F1 under the cloak attacks each row is judged by (unseen in "
+                "training, applied to at least 5% of the posts), the best first; the lead of the best row over each "
+                "other row over the attacks both are judged by, with its paired bootstrap 95% interval.", "",
                 "| victim | clean | mean under cloaking | worst case | lead of the best |", "|---|---:|---:|---|---|"]
         for e in report["ranking"]:
             lead = e.get("lead")
