@@ -29,6 +29,7 @@ from typing import BinaryIO, TypeVar
 T = TypeVar("T")
 
 ON_ERROR = ("fail", "skip")
+PARTIAL, CHECKPOINT = ".partial", ".ckpt"  # OUT is written as OUT.partial, its checkpoint OUT.partial.ckpt
 
 # Files are created as the user's umask says (mkstemp alone would make them private).
 _UMASK = os.umask(0)
@@ -111,8 +112,9 @@ def _check_input(path: str) -> None:
 
 def check_files(inputs: Iterable[str] = (), outputs: Iterable[str] = ()) -> None:
     """Fail now, before slow work, if an input is missing or has no records, an output file's folder
-    does not exist, or an output is one of the inputs however it is spelt (it would replace it); ``-``
-    is standard input / output and always fine."""
+    does not exist, or an output would replace one of the inputs however it is spelt (symlinks, ``./``):
+    the output itself, or the partial file it is written through (``OUT.partial``, ``OUT.partial.ckpt``),
+    which is emptied first and removed after a failure. ``-`` is standard input / output and always fine."""
     inputs, outputs = [p for p in inputs if p != "-"], [p for p in outputs if p != "-"]
     for path in inputs:
         _check_input(path)
@@ -124,9 +126,13 @@ def check_files(inputs: Iterable[str] = (), outputs: Iterable[str] = ()) -> None
             raise FileNotFoundError(f"output folder does not exist: {directory}")
         if os.path.isdir(path):
             raise IsADirectoryError(f"output is a folder, not a file: {path}")
-        for source in inputs:
-            if os.path.exists(path) and os.path.samefile(path, source):
-                raise ValueError(f"the output {path} is the input {source}: write it somewhere else")
+        for written in (path, path + PARTIAL, path + PARTIAL + CHECKPOINT):
+            for source in inputs:
+                if os.path.exists(written) and os.path.samefile(written, source):
+                    raise ValueError(f"the output {path} is the input {source}: write it somewhere else"
+                                     if written == path else
+                                     f"the output {path} is written through {written}, which is the input "
+                                     f"{source}: write it somewhere else")
 
 
 def check_records(path: str, **options) -> None:
@@ -394,8 +400,8 @@ class AtomicWriter:
         directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):
             raise FileNotFoundError(f"output directory does not exist: {directory}")
-        self.partial = path + ".partial"
-        self.ckpt = self.partial + ".ckpt"
+        self.partial = path + PARTIAL
+        self.ckpt = self.partial + CHECKPOINT
         if resume and os.path.exists(self.partial) and os.path.exists(self.ckpt):
             with open(self.ckpt, encoding="utf-8") as f:
                 saved = json.load(f)

@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from cloak.commands import check_out_folder
 from cloak.io import ON_ERROR, RecordError
 
 from .fonts import FontNotFoundError, font_file
@@ -44,8 +45,9 @@ def _fail(message: str) -> None:
               help="Build the look-alike index (as shipped for cloak's `similar` op) from your fonts.")
 @click.option("--index-out", metavar="FILE", default="similar_chars.tsv", show_default=True,
               help="Where --build-similarity-index writes; use it with `--ops similar:table=FILE`.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size, cache_dir, resume,
-           on_error, preview, preview_out, ops, targets, variants, seed, build_index, index_out) -> None:
+           on_error, preview, preview_out, ops, targets, variants, seed, build_index, index_out, quiet) -> None:
     """Render texts as glyph images: one image per token (character, Latin run, emoji).
 
     \b
@@ -66,13 +68,14 @@ def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size,
         else:
             if not out_dir:
                 raise click.UsageError("--in needs --out DIR")
+            check_out_folder("--out", out_dir)
             from .corpus import render_corpus
             from .glyphs import GlyphRenderer
 
             renderer = GlyphRenderer(size=size, mode=mode, font=font, emoji_font=emoji_font,
                                      cache_dir=cache_dir)
             meta = render_corpus(in_path, out_dir, renderer, shard_size=shard_size, resume=resume,
-                                 on_error=on_error)
+                                 on_error=on_error, progress=False if quiet else None)
             click.echo(f"cloak render: {meta['records']} records, {meta['tokens']} tokens, "
                        f"{meta['rendered']} distinct images drawn, {meta['shards']} shards in {out_dir}",
                        err=True)

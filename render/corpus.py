@@ -24,7 +24,7 @@ import re
 import numpy as np
 from cloak.progress import progress_bar
 
-from cloak.io import AtomicWriter, batched, check_records, dump_record, read_records, write_atomic
+from cloak.io import AtomicWriter, batched, check_files, check_records, dump_record, read_records, write_atomic
 
 from .glyphs import GlyphRenderer, glyph_tokens
 
@@ -84,10 +84,11 @@ def render_corpus(in_path: str, out_dir: str, renderer: GlyphRenderer, *,
     if resume:
         _check_resumable(out_dir, settings)
     os.makedirs(out_dir, exist_ok=True)
-    meta_path = os.path.join(out_dir, "meta.json")
+    meta_path, index_path = os.path.join(out_dir, "meta.json"), os.path.join(out_dir, "index.jsonl")
+    check_files([in_path], [meta_path, index_path])  # the input may not be one of the files written here
     write_atomic(meta_path, json.dumps({"settings": settings, "complete": False}, indent=2).encode())
     counts = {"records": 0, "tokens": 0, "shards": 0, "rendered": 0}
-    with AtomicWriter(os.path.join(out_dir, "index.jsonl")) as index:
+    with AtomicWriter(index_path) as index:
         records = (record for _, record in read_records(in_path, on_error=on_error, unique_ids=True))
         for n, shard in enumerate(progress_bar(batched(records, shard_size), unit="shard", desc="cloak render",
                                                progress=progress)):

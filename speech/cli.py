@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from cloak.commands import Renamed, error_message, fail
+from cloak.commands import Renamed, check_out_folder, error_message, fail
 from cloak.io import RecordError, check_files
 
 from . import BACKENDS
@@ -32,6 +32,7 @@ def _tts_options(func):
                           "syllables)."),
         click.option("--workers", type=click.IntRange(1), default=1, show_default=True,
                      help="TTS worker processes (each loads the model)."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -42,14 +43,14 @@ def _tts_options(func):
 @_tts_options
 @click.option("--speech-cache", "--out", "out_dir", cls=Renamed, required=True, metavar="DIR",
               help="Audio cache and index.jsonl (what `mmbert --speech-cache` reads).")
-def speak(in_path, backend, model, voice, speed, max_chars, workers, out_dir) -> None:
+def speak(in_path, backend, model, voice, speed, max_chars, workers, quiet, out_dir) -> None:
     """Speak every record's text; audio is cached by content, so a rerun only does what is missing.
 
     \b
     cloak speak --in data.jsonl --speech-cache speech/ --tts kokoro-onnx \\
         --tts-model weights/kokoro/kokoro-v1.0.int8.onnx --voice zf_xiaobei
     """
-    _run("speak", in_path, out_dir, _backend_args(backend, model, voice, speed, max_chars), workers, None)
+    _run("speak", in_path, out_dir, _backend_args(backend, model, voice, speed, max_chars), workers, None, quiet)
 
 
 @click.command()
@@ -60,10 +61,11 @@ def speak(in_path, backend, model, voice, speed, max_chars, workers, out_dir) ->
               help="openai-whisper model name or checkpoint (.pt).")
 @click.option("--whisper-mode", type=click.Choice(["trimmed", "padded"]), default="trimmed",
               show_default=True, help="Encode only the utterance's frames, or Whisper's 30 s window.")
-def synth(in_path, backend, model, voice, speed, max_chars, workers, out_dir, whisper, whisper_mode) -> None:
+def synth(in_path, backend, model, voice, speed, max_chars, workers, quiet, out_dir, whisper, whisper_mode) -> None:
     """Speak every record and encode the speech with Whisper's encoder, in one resumable pass."""
     try:
         check_files([in_path])  # before Whisper loads
+        check_out_folder("--speech-cache", out_dir)
         from .features import WhisperEncoder
 
         encoder = WhisperEncoder(whisper, mode=whisper_mode)
@@ -72,21 +74,23 @@ def synth(in_path, backend, model, voice, speed, max_chars, workers, out_dir, wh
     except (OSError, RuntimeError) as e:
         fail("cloak synth", f"cannot load Whisper model {whisper!r}: {e} (a name is downloaded; without a model hub "
              "give a checkpoint: --whisper FILE.pt)")
-    _run("synth", in_path, out_dir, _backend_args(backend, model, voice, speed, max_chars), workers, encoder)
+    _run("synth", in_path, out_dir, _backend_args(backend, model, voice, speed, max_chars), workers, encoder, quiet)
 
 
 def _backend_args(name, model, voice, speed, max_chars) -> dict:
     return {"name": name, "model": model, "voice": voice, "speed": speed, "max_chars": max_chars}
 
 
-def _run(command, in_path, out_dir, backend_args, workers, encoder) -> None:
+def _run(command, in_path, out_dir, backend_args, workers, encoder, quiet) -> None:
     from .synth import speak_file
     from .tts import make_backend
 
     try:
         check_files([in_path])
+        check_out_folder("--speech-cache", out_dir)
         make_backend(**backend_args)  # fail now, on bad options, not in a worker
-        counts = speak_file(in_path, out_dir, backend_args, workers=workers, encoder=encoder)
+        counts = speak_file(in_path, out_dir, backend_args, workers=workers, encoder=encoder,
+                            progress=False if quiet else None)
     except KeyboardInterrupt:
         click.echo(f"cloak {command}: interrupted; what is done is cached: rerun the same command to finish",
                    err=True)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from cloak.progress import progress_bar
 
-from cloak.io import AtomicWriter, batched, check_records, count_lines, dump_record, read_records
+from cloak.io import AtomicWriter, batched, check_files, check_records, count_lines, dump_record, read_records
 from cloak.workers import ordered_map
 
 from .cache import AudioCache
@@ -68,6 +68,8 @@ def speak_file(in_path: str, out_dir: str, backend_args: dict, *, workers: int =
     """
     check_records(in_path, text_field=text_field, unique_ids=True)  # parsing is ~1% of the cost of speech
     os.makedirs(out_dir, exist_ok=True)
+    index_path = os.path.join(out_dir, "index.jsonl")
+    check_files([in_path], [index_path])  # the input may not be the index written here
     audio_dir = os.path.join(out_dir, "audio")
     features = None
     if encoder is not None:
@@ -79,7 +81,7 @@ def speak_file(in_path: str, out_dir: str, backend_args: dict, *, workers: int =
     records = (r for _, r in read_records(in_path, text_field=text_field, unique_ids=True))
     total = count_lines(in_path) if in_path != "-" else None
     spoken = _spoken(batched(records, BATCH), text_field, workers, backend_args, audio_dir)
-    with AtomicWriter(os.path.join(out_dir, "index.jsonl")) as index, contextlib.closing(spoken), \
+    with AtomicWriter(index_path) as index, contextlib.closing(spoken), \
             progress_bar(total=total, unit="post", desc="cloak speak", progress=progress) as bar:
         for batch, results in spoken:
             for record, (key, seconds, rate, cached) in zip(batch, results):

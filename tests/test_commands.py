@@ -167,3 +167,61 @@ def test_the_python_api_prints_no_library_noise(backbone, sample_path, capfd):
         rows[:30], rows[30:40], progress=False)
     err = capfd.readouterr().err
     assert "LOAD REPORT" not in err and "Loading weights" not in err, err
+
+
+# ---- what main's first round left: outputs written through a partial file or into a folder, folder
+# outputs that are files, model errors said where the model is loaded, plurals, API noise, -q ----
+
+def test_an_output_is_never_written_through_its_input(tmp_path, sample_path):
+    """`--in x.jsonl.partial --out x.jsonl` emptied the input (the output is written through OUT.partial)
+    and, the run failing, removed it; a folder command wrote its index.jsonl over an input of that name."""
+    partial = tmp_path / "posts.jsonl.partial"
+    shutil.copy(sample_path, partial)
+    before = partial.read_bytes()
+    result = command("cloak.cli", "perturb", "--in", partial, "--out", tmp_path / "posts.jsonl")
+    assert result.returncode == 1, result.stderr
+    assert f"is written through {partial}, which is the input" in result.stderr
+    assert partial.read_bytes() == before and not (tmp_path / "posts.jsonl").exists()
+    for name, args in (("render", ["--out", tmp_path / "folder"]), ("speak", ["--speech-cache", tmp_path / "folder"])):
+        index = tmp_path / "folder" / "index.jsonl"
+        index.parent.mkdir(exist_ok=True)
+        shutil.copy(sample_path, index)
+        result = command("cloak.cli", name, "--in", index, *args)
+        assert result.returncode == 1 and f"the output {index} is the input" in result.stderr, (name, result.stderr)
+        assert index.read_bytes() == before
+
+
+def test_a_folder_output_that_is_a_file_is_named(tmp_path, sample_path):
+    afile = tmp_path / "afile"
+    afile.write_text("keep\n")
+    for name, option in (("render", "--out"), ("speak", "--speech-cache"), ("speak", "--out")):
+        result = command("cloak.cli", name, "--in", sample_path, option, afile)
+        shown = "--out" if name == "render" else "--speech-cache"
+        assert result.stderr == f"cloak {name}: error: {shown} {afile}: is a file, not a folder\n", result.stderr
+    assert afile.read_text() == "keep\n"
+
+
+def test_every_option_says_what_it_does_and_its_default():
+    """cloak's commands (render, speak and synth among them) and mmbert's: help text on every option, the
+    default shown where there is one, and -q wherever a progress bar is drawn."""
+    import click
+
+    from cloak.cli import main as cloak_main
+    from mmbert.cli import main as mmbert_main
+
+    commands = []
+    for prog, group in (("cloak", cloak_main), ("mmbert", mmbert_main)):  # render, speak, synth: entry points
+        with click.Context(group) as ctx:
+            commands += [(f"{prog} {n}", group.get_command(ctx, n)) for n in group.list_commands(ctx)]
+    assert {"cloak render", "cloak speak", "cloak synth", "mmbert routing"} <= {name for name, _ in commands}
+    for name, cmd in commands:
+        options = [p for p in cmd.params if isinstance(p, click.Option) and not p.hidden and p.name != "help"]
+        for option in options:
+            assert option.help, f"{name} {option.opts[0]} has no help text"
+            default = option.default
+            if default not in (None, False, ()) and "UNSET" not in repr(default) and not option.is_flag:
+                assert option.show_default or "[default" in option.help, f"{name} {option.opts[0]}: default not shown"
+        if name.split()[1] in ("perturb", "render", "speak", "synth", "train", "pretrain", "evaluate", "predict",
+                               "routing"):
+            assert "-q" in {o for option in options for o in option.opts}, f"{name} has no -q"
+
