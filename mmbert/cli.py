@@ -12,6 +12,7 @@ import click
 
 from cloak.commands import check_out_folder, plural, reports_errors
 from cloak.io import check_files, read_records
+from cloak.models import looks_like_path
 from speech import BACKENDS
 
 from .folder import mmbert_config, peek_features
@@ -30,10 +31,9 @@ Multi-GPU: accelerate launch --multi_gpu -m mmbert.cli train ...
 """
 
 
+# A model that cannot be loaded says which and, for a name, what to pass without a hub (cloak.models).
 _errors_reported = reports_errors("mmbert", extra="train", interrupted=dict.fromkeys(
-    ("train", "pretrain"), "; the last checkpoint is kept in OUT/checkpoint: rerun with --resume to continue"),
-    model_hint=" (models given by name are downloaded; without a model hub pass local paths: --whisper FILE.pt, "
-               "--from DIR, features.clip: DIR; the tiny preset needs none)")
+    ("train", "pretrain"), "; the last checkpoint is kept in OUT/checkpoint: rerun with --resume to continue"))
 
 
 def _warn(message: str) -> None:
@@ -101,7 +101,15 @@ def _load(model_dir: str, tts, tts_model, voice, whisper, speech_cache):
     """(model, featurizer) of a trained folder, its saved feature settings overridden by the options."""
     from .loading import load_model
 
-    features = _features(peek_features(model_dir), tts, tts_model, voice, whisper, speech_cache)
+    saved = peek_features(model_dir)
+    if "speech" in mmbert_config(model_dir).get("modalities", ()):
+        # A folder copied from another machine names its speech weights by that machine's paths.
+        for path, given, option in ((saved.get("whisper"), whisper, "--whisper"),
+                                    ((saved.get("tts") or {}).get("model"), tts or tts_model, "--tts-model")):
+            if path and not given and looks_like_path(path) and not os.path.exists(path):
+                raise ValueError(f"{model_dir} was trained with {path}, which is not here: give where the same "
+                                 f"weights are with {option} PATH")
+    features = _features(saved, tts, tts_model, voice, whisper, speech_cache)
     _quiet_libraries()
     return load_model(model_dir, features)
 

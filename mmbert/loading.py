@@ -11,6 +11,8 @@ import os
 
 import torch
 
+from cloak.models import loading_model
+
 from .configuration import MMBertConfig
 from .data import Featurizer
 from .folder import is_mmbert, peek_features
@@ -123,7 +125,8 @@ def fill_vision_inputs(model: MMBertForSequenceClassification, tokenizer, featur
 
     from .vision import clip_features
 
-    clip = AutoModel.from_pretrained(features["clip"])
+    with loading_model("CLIP model", features["clip"], hint="set features.clip to a CLIP model's folder"):
+        clip = AutoModel.from_pretrained(features["clip"])
     try:
         processor = AutoProcessor.from_pretrained(features["clip"]).image_processor
     except (OSError, ValueError, AttributeError):
@@ -165,7 +168,8 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
     if backbone:
         from transformers import AutoModel
 
-        with quiet_loading():
+        with quiet_loading(), loading_model("backbone", backbone, hint="pass a BERT folder: --from DIR "
+                                            "(`mmbert pretrain` makes one from your posts)"):
             bert = AutoModel.from_pretrained(backbone)
         config = MMBertConfig.from_bert_config(bert.config, num_labels=num_labels, **mm)
         bert_vocab, config.vocab_size = config.vocab_size, max(config.vocab_size, len(tokenizer))

@@ -69,11 +69,8 @@ def synth(in_path, backend, model, voice, speed, max_chars, workers, quiet, out_
         from .features import WhisperEncoder
 
         encoder = WhisperEncoder(whisper, mode=whisper_mode)
-    except (RecordError, FileNotFoundError, IsADirectoryError) as e:
-        fail("cloak synth", str(e))
-    except (OSError, RuntimeError) as e:
-        fail("cloak synth", f"cannot load Whisper model {whisper!r}: {e} (a name is downloaded; without a model hub "
-             "give a checkpoint: --whisper FILE.pt)")
+    except (ValueError, OSError) as e:  # RecordError, ModelLoadError are ValueErrors
+        fail("cloak synth", error_message(e))
     _run("synth", in_path, out_dir, _backend_args(backend, model, voice, speed, max_chars), workers, encoder, quiet)
 
 

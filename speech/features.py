@@ -16,6 +16,8 @@ import os
 
 import numpy as np
 
+from cloak.models import loading_model
+
 from .cache import _Store, audio_hash, content_key
 
 WHISPER_RATE = 16000
@@ -61,7 +63,12 @@ class WhisperEncoder:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         if isinstance(model, str):
             self.name = os.path.basename(model) if os.path.isfile(model) else model
-            model = random_tiny_whisper() if model == RANDOM_TINY else whisper.load_model(model, device=device)
+            if model == RANDOM_TINY:
+                model = random_tiny_whisper()
+            else:
+                with loading_model("Whisper model", model, hint="give a checkpoint (--whisper FILE.pt), or "
+                                   f"{RANDOM_TINY} for random weights"):
+                    model = whisper.load_model(model, device=device)
         else:
             self.name = f"whisper-{model.dims.n_audio_state}x{model.dims.n_audio_layer}"
         self.model = model.float().eval()

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from cloak.hanzi import is_han
+from cloak.models import loading_model
 from cloak.pinyin import word_reading
 
 from . import BACKENDS
@@ -221,7 +222,8 @@ class KokoroBackend(TTSBackend):
             config = os.path.join(os.path.dirname(os.path.abspath(model)), "config.json")
             kmodel = KModel(repo_id="hexgrad/Kokoro-82M", config=config, model=model)
         else:
-            kmodel = KModel(repo_id=model)
+            with loading_model("Kokoro model", model, hint="speak with --tts kokoro-onnx --tts-model FILE.onnx"):
+                kmodel = KModel(repo_id=model)
         self.pipeline = KPipeline(lang_code="z", repo_id="hexgrad/Kokoro-82M", model=kmodel.eval())
         self.model_name, self.voice, self.speed = model, voice, speed  # voice: a name or a .pt path
 

@@ -201,6 +201,49 @@ def test_a_folder_output_that_is_a_file_is_named(tmp_path, sample_path):
     assert afile.read_text() == "keep\n"
 
 
+def test_a_model_that_cannot_be_loaded_is_named_with_a_hint_only_for_a_name(tmp_path):
+    """A path that is not there is a typo, which no model hub mends; a name that cannot be fetched gets
+    the hint to pass a local path; a local file that is not a model says so."""
+    from cloak.models import ModelLoadError, loading_model
+
+    with pytest.raises(ModelLoadError, match=r"^Whisper model ./whisper\.pt: no such file or folder$"):
+        with loading_model("Whisper model", "./whisper.pt", hint="give a checkpoint"):
+            raise AssertionError("the loader is not called for a path that is not there")
+    with pytest.raises(ModelLoadError) as fetched:
+        with loading_model("backbone", "owner/model", hint="pass a folder: --from DIR"):
+            raise OSError("We couldn't connect to 'https://huggingface.co'.\nCheck your internet connection")
+    assert str(fetched.value) == ("backbone 'owner/model' is not a local file or folder, and fetching it by name "
+                                  "failed: We couldn't connect to 'https://huggingface.co' (names are downloaded "
+                                  "from the model hub; without one, pass a folder: --from DIR)")
+    folder = tmp_path / "notamodel"
+    folder.mkdir()
+    with pytest.raises(ModelLoadError, match=f"^backbone {folder}: cannot be loaded: no config.json$"):
+        with loading_model("backbone", str(folder), hint="pass a folder"):
+            raise OSError("no config.json")
+
+
+def test_the_commands_say_which_model_failed(data, tmp_path):
+    pytest.importorskip("whisper")
+    result = command("cloak.cli", "synth", "--in", data / "dev.jsonl", "--speech-cache", tmp_path / "s",
+                     "--whisper", tmp_path / "missing.pt")
+    assert result.stderr == f"cloak synth: error: Whisper model {tmp_path / 'missing.pt'}: no such file or folder\n"
+    result = command("mmbert.cli", "train", "--stage", "1", "--config", "tiny", "--train", data / "train.jsonl",
+                     "--dev", data / "dev.jsonl", "--out", tmp_path / "s1", "--from", "./no-such-backbone/")
+    assert result.stderr == "mmbert: error: backbone ./no-such-backbone/: no such file or folder\n"
+
+
+def test_a_model_moved_to_a_machine_without_its_whisper_says_how_to_give_it(stages, data, tmp_path):
+    moved = tmp_path / "s3"
+    shutil.copytree(stages[3], moved)
+    config = json.loads((moved / "config.json").read_text())
+    config["features"]["whisper"] = "/elsewhere/whisper-base.pt"  # the path on the machine that trained it
+    (moved / "config.json").write_text(json.dumps(config))
+    result = command("mmbert.cli", "predict", "--model", moved, "--in", data / "dev.jsonl", "--out",
+                     tmp_path / "a.jsonl", "-q")
+    assert result.stderr == (f"mmbert: error: {moved} was trained with /elsewhere/whisper-base.pt, which is not here: "
+                             "give where the same weights are with --whisper PATH\n")
+
+
 def test_every_option_says_what_it_does_and_its_default():
     """cloak's commands (render, speak and synth among them) and mmbert's: help text on every option, the
     default shown where there is one, and -q wherever a progress bar is drawn."""
