@@ -14,7 +14,8 @@ import click
 
 from .convert import FORMATS, convert_file
 from .edits import apply_edits
-from .io import ON_ERROR, RecordError, read_records
+from .commands import plural
+from .io import ON_ERROR, RecordError, check_files, read_records
 from .ops import available_ops, cloakable, make_op
 from .ops.base import STRENGTHS
 from .perturber import Perturber
@@ -217,8 +218,7 @@ def mine_terms_command(train_path, out_path, z, min_count, no_lexicon) -> None:
     from .mining import mine_terms, write_terms
 
     try:
-        if os.path.exists(out_path) and os.path.samefile(out_path, train_path):
-            raise ValueError(f"--out {out_path} is the input file")
+        check_files([train_path], [out_path])
         records = [r for _, r in read_records(train_path, labels=True)]
         mined = mine_terms(records, z=z, min_count=min_count)
         base = None if no_lexicon else default_lexicon()
@@ -227,9 +227,10 @@ def mine_terms_command(train_path, out_path, z, min_count, no_lexicon) -> None:
         _fail(str(e))
     offensive = [r["text"] for r in records if r["label"] != 0]
     reach = _reach(offensive, [m.term for m in mined] + (base.terms if base else []))
-    line = f"cloak mine-terms: {len(mined)} terms mined from {len(records)} posts ({len(offensive)} offensive)"
+    line = (f"cloak mine-terms: {plural(len(mined), 'term')} mined from {plural(len(records), 'post')} "
+            f"({len(offensive)} offensive)")
     if base:
-        line += f", with the default lexicon's {len(base)}: {n} terms"
+        line += f", with the default lexicon's {len(base)}: {plural(n, 'term')}"
         line += f"; they reach {reach:.1%} of the offensive posts (the lexicon alone {_reach(offensive, base.terms):.1%})"
     click.echo(f"{line} -> {out_path}", err=True)
 
@@ -263,7 +264,7 @@ def convert(fmt, in_path, out_path, text_col, label_col, id_col) -> None:
         sys.exit(130)
     except (RecordError, ValueError, OSError) as e:
         _fail(str(e))
-    click.echo(f"cloak convert: wrote {n} records to {out_path}", err=True)
+    click.echo(f"cloak convert: wrote {plural(n, 'record')} to {out_path}", err=True)
 
 
 @main.command()

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from .progress import progress_bar
 
+from .commands import plural
 from .edits import Edit
 from .io import (UNICODE_JSON, AtomicWriter, RecordError, SkipLog, batched, check_files, count_lines, dump_record,
                  input_name, parse_record, read_lines)
@@ -52,7 +53,7 @@ class PerturbStats:
         done_now = self.read - self.resumed_records
         rate = done_now / self.seconds if self.seconds > 0 else 0.0
         resumed = f"; resumed after line {self.resumed_from_line}" if self.resumed_from_line else ""
-        return (f"read {self.read} records, skipped {self.skipped.count}, wrote {self.written}, "
+        return (f"read {plural(self.read, 'record')}, skipped {self.skipped.count}, wrote {self.written}, "
                 f"{self.changed} of them changed{share}; edits: {ops}; "
                 f"{self.seconds:.1f} s, {rate:.0f} records/s"
                 f"{f' in {self.workers} workers' if self.workers > 1 else ''}{resumed}")

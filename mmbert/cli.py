@@ -247,7 +247,7 @@ def predict(model_dir, in_path, out_path, batch_size, no_routing, tts, tts_model
     model, featurizer = _load(model_dir, tts, tts_model, voice, whisper, speech_cache)
     n = predict_file(model, featurizer, in_path, out_path, batch_size, routing=not no_routing,
                      progress=False if quiet else None)
-    click.echo(f"predict: {n} records scored into {out_path}", err=True)
+    click.echo(f"predict: {plural(n, 'record')} scored into {out_path}", err=True)
 
 
 @main.command()
@@ -270,7 +270,8 @@ def routing(model_dir, data_path, out_dir, batch_size, tts, tts_model, voice, wh
     table = routing_analysis(model, featurizer, records, out_dir, batch_size,
                              progress=False if quiet else None)
     groups = ", ".join(f"{g} ({v['n']})" for g, v in table["groups"].items())
-    click.echo(f"routing: {groups} -> {out_dir}/routing.json, {out_dir}/routing.png", err=True)
+    click.echo(f"routing: {groups} -> {os.path.join(out_dir, 'routing.json')}, {os.path.join(out_dir, 'routing.png')}",
+               err=True)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from cloak.commands import check_out_folder
+from cloak.commands import check_out_folder, plural
 from cloak.io import ON_ERROR, RecordError
 
 from .fonts import FontNotFoundError, font_file
@@ -76,9 +76,9 @@ def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size,
                                      cache_dir=cache_dir)
             meta = render_corpus(in_path, out_dir, renderer, shard_size=shard_size, resume=resume,
                                  on_error=on_error, progress=False if quiet else None)
-            click.echo(f"cloak render: {meta['records']} records, {meta['tokens']} tokens, "
-                       f"{meta['rendered']} distinct images drawn, {meta['shards']} shards in {out_dir}",
-                       err=True)
+            click.echo(f"cloak render: {plural(meta['records'], 'record')}, {plural(meta['tokens'], 'token')}, "
+                       f"{plural(meta['rendered'], 'distinct image')} drawn, {plural(meta['shards'], 'shard')} "
+                       f"in {out_dir}", err=True)
     except KeyboardInterrupt:
         where = f"; the shards completed are kept in {out_dir}: rerun with --resume to finish" if out_dir else ""
         click.echo(f"cloak render: interrupted{where}", err=True)

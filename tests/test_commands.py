@@ -244,6 +244,19 @@ def test_a_model_moved_to_a_machine_without_its_whisper_says_how_to_give_it(stag
                              "give where the same weights are with --whisper PATH\n")
 
 
+def test_counts_are_said_in_the_singular_for_one(tmp_path, sample_path, stages):
+    one = tmp_path / "one.jsonl"
+    one.write_text(sample_path.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    result = command("cloak.cli", "perturb", "--in", one, "--out", tmp_path / "o.jsonl")
+    assert result.stderr.startswith("cloak perturb: read 1 record, "), result.stderr
+    result = command("cloak.cli", "render", "--in", one, "--out", tmp_path / "glyphs")
+    assert result.stderr.startswith("cloak render: 1 record, ") and " 1 shard in " in result.stderr, result.stderr
+    result = command("mmbert.cli", "predict", "--model", stages[3], "--in", one, "--out", tmp_path / "p.jsonl", "-q")
+    assert result.stderr.startswith("predict: 1 record scored"), result.stderr
+    result = command("mmbert.cli", "routing", "--model", stages[3], "--data", one, "--out", f"{tmp_path / 'r'}/", "-q")
+    assert result.returncode == 0 and f"{tmp_path / 'r' / 'routing.json'}," in result.stderr, result.stderr
+
+
 def test_every_option_says_what_it_does_and_its_default():
     """cloak's commands (render, speak and synth among them) and mmbert's: help text on every option, the
     default shown where there is one, and -q wherever a progress bar is drawn."""
