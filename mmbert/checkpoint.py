@@ -22,6 +22,8 @@ import torch
 
 from cloak.io import usual_permissions, write_atomic
 
+from .loading import quiet_loading
+
 
 class Objective(torch.nn.Module):
     """A model and its training loss as one module, the one Accelerate prepares.
@@ -134,8 +136,9 @@ def save_model(out_dir: str, model, tokenizer, accelerator) -> None:
         return
     tmp = os.path.join(out_dir, ".model.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    accelerator.unwrap_model(model).save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
+    with quiet_loading(report=True):
+        accelerator.unwrap_model(model).save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
     usual_permissions(os.path.join(tmp, name) for name in os.listdir(tmp))
     for name in os.listdir(tmp):
         os.replace(os.path.join(tmp, name), os.path.join(out_dir, name))

@@ -23,14 +23,16 @@ from .tokenization import build_tokenizer, vocabulary
 
 
 @contextlib.contextmanager
-def quiet_loading():
-    """transformers' load report ("classifier.weight: MISSING, newly initialized") and progress bars
-    silenced while a backbone loads: a new head on a pretrained encoder is what fine-tuning starts from,
-    and through the Python API nothing else would quiet them. Errors still show."""
+def quiet_loading(report: bool = False):
+    """transformers' progress bars ("Loading weights", "Writing model shards") silenced while a model
+    loads or saves: through the Python API nothing else would quiet them, and they flood a log. With
+    ``report=False`` its load report ("classifier.weight: MISSING, newly initialized") is silenced too:
+    a new head on a pretrained encoder is what fine-tuning starts from. Errors still show."""
     from transformers.utils import logging
 
     verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
-    logging.set_verbosity_error()
+    if not report:
+        logging.set_verbosity_error()
     logging.disable_progress_bar()
     try:
         yield
@@ -144,7 +146,8 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
     CNN frozen into a table. New weights (aligners, routers, a from-scratch backbone) depend on ``seed``
     only."""
     if is_mmbert(from_dir):
-        model = MMBertForSequenceClassification.from_pretrained(from_dir)
+        with quiet_loading(report=True):  # a key missing from our own folder would be worth a warning
+            model = MMBertForSequenceClassification.from_pretrained(from_dir)
         done = model.config.stage
         if done >= stage:
             raise StageError(f"{from_dir} has already finished stage {done}; stage {stage} starts from a "
@@ -203,5 +206,6 @@ def make_featurizer(model: MMBertForSequenceClassification, tokenizer, features:
 def load_model(model_dir: str, features: dict | None = None, max_length: int | None = None):
     """(model in eval mode, featurizer) of a trained MMBERT folder; texts are cut as in training."""
     peek_features(model_dir)  # a clear error for a folder that is not MMBERT
-    model = MMBertForSequenceClassification.from_pretrained(model_dir).eval()
+    with quiet_loading(report=True):
+        model = MMBertForSequenceClassification.from_pretrained(model_dir).eval()
     return model, make_featurizer(model, load_tokenizer(model_dir), features, max_length)

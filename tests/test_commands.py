@@ -257,6 +257,19 @@ def test_counts_are_said_in_the_singular_for_one(tmp_path, sample_path, stages):
     assert result.returncode == 0 and f"{tmp_path / 'r' / 'routing.json'}," in result.stderr, result.stderr
 
 
+def test_loading_and_saving_an_mmbert_through_the_api_prints_nothing(stages, tmp_path, capfd):
+    """transformers drew "Loading weights" and "Writing model shards" bars into a log through the API."""
+    from accelerate import Accelerator
+
+    from mmbert import load_model
+    from mmbert.checkpoint import save_model
+
+    capfd.readouterr()
+    model, featurizer = load_model(stages[3])
+    save_model(str(tmp_path / "copy"), model, featurizer.tokenizer, Accelerator(cpu=True))
+    assert capfd.readouterr().err == ""
+
+
 def test_every_option_says_what_it_does_and_its_default():
     """cloak's commands (render, speak and synth among them) and mmbert's: help text on every option, the
     default shown where there is one, and -q wherever a progress bar is drawn."""
@@ -280,4 +293,3 @@ def test_every_option_says_what_it_does_and_its_default():
         if name.split()[1] in ("perturb", "render", "speak", "synth", "train", "pretrain", "evaluate", "predict",
                                "routing"):
             assert "-q" in {o for option in options for o in option.opts}, f"{name} has no -q"
-
