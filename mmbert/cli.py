@@ -137,9 +137,9 @@ def main() -> None:
 @click.option("--resume", is_flag=True, help="Continue an interrupted run from OUT/checkpoint.")
 @click.option("--skip-stages", is_flag=True, help="Allow starting without the previous stage (ablation).")
 @_feature_options
-@click.option("--vision", default=None, metavar="ENCODER[:KEY=VALUE...]",
-              help="Vision encoder (features.vision), chosen when the model is built: glyph-cnn, "
-                   "open_clip:model=ViT-B-32:pretrained=TAG_OR_FILE or transformers:model=NAME_OR_DIR.")
+@click.option("--vision", default=None, metavar="ENCODER[:K=V...]",
+              help="Vision encoder (features.vision), chosen when stage 1 builds the model: glyph-cnn, "
+                   "open_clip:model=NAME:pretrained=TAG|FILE or transformers:model=NAME|DIR.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def train(stage, config, train_path, dev_path, out_dir, from_dir, resume, skip_stages, tts, tts_model, voice,

@@ -190,8 +190,9 @@ def vision_table(tokens: list[str], encoder: FrozenImageEncoder, batch_size: int
     pictures = list(rows)
     fonts = GlyphRenderer(size=encoder.image_size, mode="RGB")
     out = None
-    for start in tqdm(range(0, len(pictures), batch_size), desc=f"vision table ({encoder.name})", unit="batch",
-                      leave=False, disable=progress is False or None):
+    bar = tqdm(total=len(pictures), desc=f"vision table ({encoder.name})", unit="glyph", leave=False,
+               disable=progress is False or None)
+    for start in range(0, len(pictures), batch_size):
         # A renderer per batch: one keeps every image it drew (a vocabulary at 224 px RGB is 3 GB).
         renderer = GlyphRenderer(size=encoder.image_size, mode="RGB", font=fonts.font, emoji_font=fonts.emoji_font,
                                  fallback_font=fonts.fallback_font)
@@ -202,6 +203,8 @@ def vision_table(tokens: list[str], encoder: FrozenImageEncoder, batch_size: int
             out = torch.zeros(len(tokens), feats.shape[1])
         for picture, row in zip(batch, feats):
             out[rows[picture]] = row
+        bar.update(len(batch))
+    bar.close()
     if out is None:
         raise ValueError("no drawable token in the vocabulary")
     return out

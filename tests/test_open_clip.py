@@ -23,10 +23,9 @@ from mmbert import MMBertForSequenceClassification  # noqa: E402
 from mmbert.loading import load_model  # noqa: E402
 from mmbert.presets import load_run_config  # noqa: E402
 from mmbert.tokenization import build_tokenizer, vocabulary  # noqa: E402
-from mmbert.train import train_stage  # noqa: E402
 from mmbert.vision import OpenCLIP, vision_table  # noqa: E402
 
-from .conftest import ROOT, cli_in_fresh_python, read_jsonl  # noqa: E402
+from .conftest import ROOT, cli_in_fresh_python, read_jsonl, train_stages  # noqa: E402
 
 TINY = "mmcloak-tiny-vit"
 TINY_CONFIG = {"embed_dim": 16,
@@ -101,14 +100,7 @@ def open_clip_run(tiny_vit, tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="module")
 def open_clip_stages(open_clip_run, data, tmp_path_factory) -> dict[int, str]:
-    root = tmp_path_factory.mktemp("open_clip_stages")
-    dirs, previous = {}, None
-    for stage in (1, 2, 3):
-        dirs[stage] = str(root / f"s{stage}")
-        train_stage(stage, open_clip_run, str(data / "train.jsonl"), str(data / "dev.jsonl"), dirs[stage], previous,
-                    progress=False)
-        previous = dirs[stage]
-    return dirs
+    return train_stages(open_clip_run, data, tmp_path_factory.mktemp("open_clip_stages"))
 
 
 def test_three_stages_train_on_a_frozen_open_clip_table(open_clip_stages, tiny_vit):
