@@ -68,9 +68,9 @@ def main() -> None:
     encoder = TimedOpenCLIP(args.model, args.pretrained)
     load_seconds = time.perf_counter() - start
 
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     table = vision_table(tokens, encoder, batch_size=args.batch_size)
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
 
     drawn = sum(drawable(t) for t in tokens)
     parameters = sum(p.numel() for p in encoder.model.visual.parameters())
@@ -86,7 +86,10 @@ def main() -> None:
         "seconds": {"load encoder": round(load_seconds, 2), "vision table": round(seconds, 1),
                     "of which draw glyphs": round(seconds - sum(encoder.seconds.values()), 1),
                     "of which open_clip transform": round(encoder.seconds["transform"], 1),
-                    "of which ViT forward": round(encoder.seconds["forward"], 1)},
+                    "of which ViT forward": round(encoder.seconds["forward"], 1),
+                    # what the process ran on the CPUs: on a shared machine the wall time above also holds
+                    # the other processes' turns, this does not
+                    "CPU (all threads)": round(cpu_seconds, 1)},
         "pictures_per_second": round(encoder.pictures / seconds, 1),
         "peak_rss_megabytes": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
