@@ -85,11 +85,12 @@ def run(tiny_whisper, tmp_path_factory):
     return config
 
 
-def train_stages(run: dict, data: Path, root: Path) -> dict[int, str]:
-    """Stage 1, 2 and 3 of MMBERT trained in turn on ``data`` into ``root``: {stage: output folder}."""
+def train_stages(run: dict, data: Path, root: Path, backbone: str | None = None) -> dict[int, str]:
+    """Stage 1 (from ``backbone``, if given), 2 and 3 of MMBERT trained in turn on ``data`` into ``root``:
+    {stage: output folder}."""
     from mmbert.train import train_stage
 
-    dirs, previous = {}, None
+    dirs, previous = {}, backbone
     for stage in (1, 2, 3):
         dirs[stage] = str(root / f"s{stage}")
         train_stage(stage, run, str(data / "train.jsonl"), str(data / "dev.jsonl"), dirs[stage], previous,

@@ -22,6 +22,7 @@ import torch  # noqa: E402
 from mmbert import MMBertForSequenceClassification  # noqa: E402
 from mmbert.loading import load_model  # noqa: E402
 from mmbert.presets import load_run_config  # noqa: E402
+from mmbert.loading import load_tokenizer  # noqa: E402
 from mmbert.tokenization import build_tokenizer, vocabulary  # noqa: E402
 from mmbert.vision import OpenCLIP, vision_table  # noqa: E402
 
@@ -86,6 +87,24 @@ def test_a_wrong_model_name_fails_in_one_line_with_open_clips_names(tiny_vit):
 
 
 @pytest.fixture(scope="module")
+def posts_backbone(data, tmp_path_factory) -> str:
+    """A tiny random BERT folder whose vocabulary is the characters of the test posts and their ##
+    pieces: a vision table of a few hundred glyphs, not bert-base-chinese's 23,045 (30 s each here)."""
+    from transformers import BertConfig, BertModel
+
+    texts = [r["text"] for name in ("train", "dev") for r in read_jsonl(data / f"{name}.jsonl")]
+    chars = sorted({c for text in texts for c in text if not c.isspace()})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *(f"##{c}" for c in chars)]
+    tokenizer = build_tokenizer({t: i for i, t in enumerate(vocab)}, add_emoji=False)
+    folder = tmp_path_factory.mktemp("posts_backbone")
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=64)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
 def open_clip_run(tiny_vit, tmp_path_factory) -> dict:
     """The tiny preset, text + vision, the vision table from the tiny ViT's saved weights."""
     name, weights = tiny_vit
@@ -99,22 +118,21 @@ def open_clip_run(tiny_vit, tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="module")
-def open_clip_stages(open_clip_run, data, tmp_path_factory) -> dict[int, str]:
-    return train_stages(open_clip_run, data, tmp_path_factory.mktemp("open_clip_stages"))
+def open_clip_stages(open_clip_run, data, posts_backbone, tmp_path_factory) -> dict[int, str]:
+    return train_stages(open_clip_run, data, tmp_path_factory.mktemp("open_clip_stages"), posts_backbone)
 
 
-def test_three_stages_train_on_a_frozen_open_clip_table(open_clip_stages, tiny_vit):
+def test_three_stages_train_on_a_frozen_open_clip_table(open_clip_stages, tiny_vit, posts_backbone):
     name, weights = tiny_vit
     models = {s: MMBertForSequenceClassification.from_pretrained(d) for s, d in open_clip_stages.items()}
-    tokens = vocabulary(build_tokenizer())
-    ids = list(range(0, len(tokens), 101))  # a sample of the vocabulary, to keep the test short
-    expected = vision_table([tokens[i] for i in ids], OpenCLIP(name, weights))
+    tokens = vocabulary(load_tokenizer(posts_backbone))
+    expected = vision_table(tokens, OpenCLIP(name, weights))
+    assert expected.shape == (len(tokens), 16) and len(tokens) > 300
     for stage, model in models.items():
         assert model.config.stage == stage and model.config.vision_encoder == "table"
         assert model.config.vision_dim == 16 == TINY_CONFIG["embed_dim"]  # the encoder's width
-        table = model.mmbert.vision_encoder.features
-        assert table.shape == (len(tokens), 16)
-        torch.testing.assert_close(table[ids], expected)  # the encoder's features, frozen through the stages
+        # the encoder's features, frozen through the stages
+        torch.testing.assert_close(model.mmbert.vision_encoder.features, expected)
         source = model.config.vision_source
         assert (source["encoder"], source["model"], source["pretrained"]) == ("open_clip", name, weights)
         assert len(source["pretrained_sha256"]) == 64 and source["open_clip"] == open_clip.__version__
@@ -155,25 +173,31 @@ def run_mmbert(*args) -> subprocess.CompletedProcess:
                           timeout=300, cwd=ROOT)
 
 
-def test_cli_vision_flag_builds_the_table_and_names_a_wrong_model(tiny_vit_dir, data, tmp_path):
+def test_cli_vision_flag_builds_the_table_and_names_a_wrong_model(tiny_vit_dir, posts_backbone, data, tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text(json.dumps({"preset": "tiny", "model": {"modalities": ["text", "vision"]},
                                   "train": {"stage1": {"epochs": 1}}}))
     common = ["train", "--stage", "1", "--config", config, "--train", data / "train.jsonl", "--dev",
-              data / "dev.jsonl", "-q"]
+              data / "dev.jsonl", "--from", posts_backbone, "-q"]
     result = run_mmbert(*common, "--out", tmp_path / "s1", "--vision", f"open_clip:model=local-dir:{tiny_vit_dir}")
     assert result.returncode == 0, result.stderr
     saved = json.loads((tmp_path / "s1" / "config.json").read_text())
     assert saved["vision_encoder"] == "table" and saved["vision_source"]["model"] == f"local-dir:{tiny_vit_dir}"
     assert saved["vision_source"]["preprocess"]["std"] == [0.5, 0.5, 0.5]
 
-    result = run_mmbert(*common, "--out", tmp_path / "bad", "--vision", "open_clip:model=ViT-B-99")
-    assert result.returncode == 1
-    assert result.stderr.startswith("mmbert: error: open_clip has no model 'ViT-B-99'; did you mean 'ViT-B-32'? "
-                                    "its models: ") and result.stderr.count("\n") == 1
-    result = run_mmbert(*common, "--out", tmp_path / "bad", "--vision", "open_clip:modle=ViT-B-32")
-    assert result.returncode == 1 and "--vision open_clip:modle=ViT-B-32: unknown parameter 'modle'; did you " \
-                                      "mean 'model'?" in result.stderr
+    from click.testing import CliRunner
+
+    from mmbert.cli import main
+
+    def fails(vision: str) -> str:  # in this process: the same command, without another torch import
+        result = CliRunner().invoke(main, [*map(str, common), "--out", str(tmp_path / "bad"), "--vision", vision])
+        assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.output
+        return result.stderr
+
+    assert fails("open_clip:model=ViT-B-99").startswith(
+        "mmbert: error: open_clip has no model 'ViT-B-99'; did you mean 'ViT-B-32'? its models: coca_base, ")
+    assert "--vision open_clip:modle=ViT-B-32: unknown parameter 'modle'; did you mean 'model'?" in fails(
+        "open_clip:modle=ViT-B-32")
 
 
 def test_help_does_not_import_open_clip():
