@@ -1,6 +1,6 @@
 """Models given by name or by path, and the one-line error a failed load ends with.
 
-A model option (``--whisper``, ``--from``, ``features.clip``, ``--backbone``) takes a local file or folder
+A model option (``--whisper``, ``--from``, ``features.vision.model``, ``--backbone``) takes a local file or folder
 or a name that a library fetches from its model hub. When the load fails, the person needs to know which
 of the two went wrong: a path that does not exist (a typo: no hub can help), a local file that is not
 such a model, or a name that could not be fetched (no network, no such model: then, and only then, the

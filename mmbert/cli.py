@@ -139,18 +139,23 @@ def main() -> None:
 @click.option("--resume", is_flag=True, help="Continue an interrupted run from OUT/checkpoint.")
 @click.option("--skip-stages", is_flag=True, help="Allow starting without the previous stage (ablation).")
 @_feature_options
+@click.option("--vision", default=None, metavar="ENCODER[:K=V...]",
+              help="Vision encoder (features.vision), chosen when stage 1 builds the model: glyph-cnn, "
+                   "open_clip:model=NAME:pretrained=TAG|FILE or transformers:model=NAME|DIR.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def train(stage, config, train_path, dev_path, out_dir, from_dir, resume, skip_stages, tts, tts_model, voice,
-          whisper, speech_cache, quiet) -> None:
+          whisper, speech_cache, vision, quiet) -> None:
     """Train one stage of MMBERT; the best epoch's model is saved to OUT (save_pretrained)."""
     check_files([train_path, dev_path])
     check_out_folder("--out", out_dir)
-    from .presets import load_run_config
+    from .presets import load_run_config, parse_vision
     from .train import train_stage
 
     run = load_run_config(config)
     run["features"] = _features(run["features"], tts, tts_model, voice, whisper, speech_cache)
+    if vision:
+        run["features"]["vision"] = parse_vision(vision)
     _quiet_libraries()
     result = train_stage(stage, run, train_path, dev_path, out_dir, from_dir, resume=resume,
                          allow_skip=skip_stages, progress=False if quiet else None)

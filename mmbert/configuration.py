@@ -33,8 +33,13 @@ class MMBertConfig(BertConfig):
         frames ``speech_pool`` at a time and keeps at most ``max_speech_tokens`` of them.
     vision_encoder: ``glyph-cnn`` (a small trainable CNN over a ``glyph_size``-pixel image of every
         vocabulary entry, stored in the model) or ``table`` (frozen features, one row per vocabulary
-        entry, computed once by a CLIP image encoder); ``vision_dim`` is its output width. The glyph
-        CNN trains in stage 1 only; stage 2 turns it into a ``table`` of its features.
+        entry, computed once by a frozen image encoder: open_clip or a transformers CLIP); ``vision_dim``
+        is its output width. The glyph CNN trains in stage 1 only; stage 2 turns it into a ``table`` of
+        its features.
+    vision_source: what made the table: ``{"encoder": "open_clip", "model": ..., "pretrained": ...,
+        "open_clip": version, "preprocess": {...}}``, ``{"encoder": "transformers", "model": ...}`` or
+        ``{"encoder": "glyph-cnn", ...}`` (None while a glyph CNN still trains). The table itself is in
+        the model, so a saved MMBERT predicts without that encoder or its weights.
     moe_top_k: 0 routes every token through all experts, weighted (the paper); 1 or 2 keeps only the
         top-k weights per token (renormalised) and runs each expert on its tokens only.
     aux_loss_weight: weight of the load-balancing loss ``N * sum_i p_i f_i`` in the training loss.
@@ -56,19 +61,20 @@ class MMBertConfig(BertConfig):
         "vision_encoder": Options(*VISION_ENCODERS), "vision_dim": Interval(int, 1), "glyph_size": Interval(int, 8),
         "moe_top_k": Options(0, 1, 2), "aux_loss_weight": Interval(float, 0), "pooling": Options("cls", "mean"),
         "stage": Options(0, 1, 2, 3), "features": [InstanceOf(dict), None],
+        "vision_source": [InstanceOf(dict), None],
         "type_vocab_size": Interval(int, 3),  # one token type per modality
     }
 
     def __init__(self, modalities=MODALITIES, speech_dim: int = 512, speech_pool: int = 4,
                  max_speech_tokens: int = 64, vision_encoder: str = "glyph-cnn", vision_dim: int = 256,
                  glyph_size: int = 32, moe_top_k: int = 0, aux_loss_weight: float = 0.01, pooling: str = "cls",
-                 stage: int = 0,
-                 features: dict | None = None, type_vocab_size: int = 3, **kwargs) -> None:
+                 stage: int = 0, features: dict | None = None, vision_source: dict | None = None,
+                 type_vocab_size: int = 3, **kwargs) -> None:
         mine = validate({"modalities": list(modalities), "speech_dim": speech_dim, "speech_pool": speech_pool,
                          "max_speech_tokens": max_speech_tokens, "vision_encoder": vision_encoder,
                          "vision_dim": vision_dim, "glyph_size": glyph_size, "moe_top_k": moe_top_k,
                          "aux_loss_weight": aux_loss_weight, "pooling": pooling, "stage": stage,
-                         "features": features, "type_vocab_size": type_vocab_size},
+                         "features": features, "vision_source": vision_source, "type_vocab_size": type_vocab_size},
                         self._parameter_constraints, "MMBertConfig")
         super().__init__(type_vocab_size=type_vocab_size, **kwargs)
         modalities, aux_loss_weight = mine["modalities"], mine["aux_loss_weight"]
@@ -81,6 +87,7 @@ class MMBertConfig(BertConfig):
         self.vision_encoder, self.vision_dim, self.glyph_size = vision_encoder, vision_dim, glyph_size
         self.moe_top_k, self.aux_loss_weight, self.pooling, self.stage = moe_top_k, aux_loss_weight, pooling, stage
         self.features = dict(features or {})
+        self.vision_source = vision_source
 
     @property
     def num_experts(self) -> int:

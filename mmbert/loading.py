@@ -1,7 +1,8 @@
 """Making and loading MMBERT models with their tokenizer and featurizer.
 
 - :func:`model_for_stage`: the model a training stage starts from (a BERT to upcycle, a from-scratch
-  config, or the previous stage's MMBERT), with its vision inputs filled in.
+  config, or the previous stage's MMBERT), with its vision inputs filled in: glyph images for the glyph
+  CNN, or the table of a frozen image encoder (``features.vision``).
 - :func:`load_model`: a trained MMBERT folder, ready to predict on raw text.
 """
 from __future__ import annotations
@@ -80,9 +81,10 @@ def saved_features(features: dict) -> dict:
         return os.path.abspath(value) if isinstance(value, str) and os.path.exists(value) else value
 
     out["tts"] = {k: absolute(v) if k == "model" else v for k, v in (features.get("tts") or {}).items()}
-    for key in ("whisper", "clip"):
-        if key in out:
-            out[key] = absolute(out[key])
+    if "whisper" in out:
+        out["whisper"] = absolute(out["whisper"])
+    if out.get("vision"):
+        out["vision"] = {k: absolute(v) if k in ("model", "pretrained") else v for k, v in out["vision"].items()}
     return out
 
 
@@ -104,39 +106,27 @@ def speech_features(features: dict, speech_dim: int | None = None, stride: int =
     return speech
 
 
-def fill_vision_inputs(model: MMBertForSequenceClassification, tokenizer, features: dict,
-                       progress: bool | None = None) -> None:
-    """Glyph images (glyph CNN) or CLIP features (table) of every vocabulary entry, once."""
-    config = model.config
-    if "vision" not in config.modalities:
-        return
+def frozen_vision_table(features: dict, tokenizer, progress: bool | None = None) -> tuple[torch.Tensor, dict] | None:
+    """(table, source) when ``features.vision`` names a frozen image encoder: its features of every
+    vocabulary entry's glyph, and what made them (``MMBertConfig.vision_source``); None for the glyph CNN."""
+    from .vision import FROZEN_ENCODERS, make_frozen_encoder, vision_table
+
+    vision = features.get("vision") or {"encoder": "glyph-cnn"}
+    if vision["encoder"] not in FROZEN_ENCODERS:
+        return None
+    encoder = make_frozen_encoder(vision)
+    return vision_table(vocabulary(tokenizer), encoder, progress=progress), encoder.source
+
+
+def fill_glyph_images(model: MMBertForSequenceClassification, tokenizer, progress: bool | None = None) -> None:
+    """The glyph CNN's input: the image of every vocabulary entry, once."""
     encoder = model.mmbert.vision_encoder
-    tokens = vocabulary(tokenizer)
-    if config.vision_encoder == "glyph-cnn":
-        if encoder.glyphs.any():
-            return
-        from .vision import glyph_images
-
-        encoder.glyphs.copy_(torch.from_numpy(glyph_images(tokens, config.glyph_size, progress=progress)))
+    if encoder.glyphs.any():
         return
-    if encoder.features.any():
-        return
-    if not features.get("clip"):
-        raise ValueError("vision_encoder 'table' needs features.clip: a CLIP model name or folder")
-    from transformers import AutoModel, AutoProcessor
+    from .vision import glyph_images
 
-    from .vision import clip_features
-
-    with loading_model("CLIP model", features["clip"], hint="set features.clip to a CLIP model's folder"):
-        clip = AutoModel.from_pretrained(features["clip"])
-    try:
-        processor = AutoProcessor.from_pretrained(features["clip"]).image_processor
-    except (OSError, ValueError, AttributeError):
-        processor = None
-    table = clip_features(tokens, clip, processor, progress=progress)
-    if table.shape[1] != config.vision_dim:
-        raise ValueError(f"CLIP gives {table.shape[1]}-d features, the model's vision_dim is {config.vision_dim}")
-    encoder.features.copy_(table)
+    config = model.config
+    encoder.glyphs.copy_(torch.from_numpy(glyph_images(vocabulary(tokenizer), config.glyph_size, progress=progress)))
 
 
 def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: bool = False,
@@ -166,6 +156,12 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
     backbone = from_dir or run["model"].get("backbone")
     if "speech" in mm.get("modalities", ("speech",)) and run["features"].get("whisper"):
         mm["speech_dim"] = speech_features(run["features"]).dim
+    table = None
+    if "vision" in mm.get("modalities", ("vision",)):
+        # Before the model, as Whisper: its width is the model's vision_dim, and it may draw random numbers.
+        table = frozen_vision_table(run["features"], tokenizer, progress)
+        if table is not None:
+            mm.update(vision_encoder="table", vision_dim=table[0].shape[1], vision_source=table[1])
     # Seeded here, after whatever loading came before (Whisper, say) drew from the random stream.
     torch.manual_seed(seed)
     if backbone:
@@ -183,7 +179,11 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
         config = MMBertConfig(vocab_size=len(tokenizer), num_labels=num_labels, **shape, **mm)
         model = MMBertForSequenceClassification(config)
     model.config.features = saved_features(run["features"])
-    fill_vision_inputs(model, tokenizer, run["features"], progress)
+    if table is not None:
+        # rows past the tokenizer's (ids a backbone has but never uses) stay zero
+        model.mmbert.vision_encoder.features[:len(table[0])] = table[0]
+    elif "vision" in model.config.modalities:
+        fill_glyph_images(model, tokenizer, progress)
     if stage > 1:  # the ablation that skips stage 1: the (untrained) glyph CNN is frozen all the same
         model.mmbert.freeze_vision_encoder()
     return model, tokenizer

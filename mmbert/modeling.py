@@ -73,7 +73,8 @@ class GlyphCNN(nn.Module):
 
 
 class VisionTable(nn.Module):
-    """Frozen vision features, one row per vocabulary entry (computed once by a CLIP image encoder)."""
+    """Frozen vision features, one row per vocabulary entry (computed once by a frozen image encoder,
+    or the glyph CNN's after stage 1); ``config.vision_source`` says which."""
 
     def __init__(self, config: MMBertConfig) -> None:
         super().__init__()
@@ -280,6 +281,9 @@ class MMBertModel(MMBertPreTrainedModel):
         table.features.copy_(self.vision_encoder.table())
         self.vision_encoder = table
         self.config.vision_encoder = "table"
+        # stage 0: the ablation that skips stage 1 freezes an untrained CNN
+        self.config.vision_source = {"encoder": "glyph-cnn", "glyph_size": self.config.glyph_size,
+                                     "trained": self.config.stage >= 1}
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 speech_features: torch.Tensor | None = None, speech_mask: torch.Tensor | None = None,

@@ -7,8 +7,10 @@ A run configuration has three parts:
 - ``features``: how inputs are made from text: ``tts`` (backend arguments for ``speech.make_backend``),
   ``whisper`` (openai-whisper name, .pt path, or ``random-tiny``: random weights, no download),
   ``whisper_mode``, ``speech_cache`` (folder of audio and encoder frames, shared with ``cloak synth``;
-  default: ``speech/`` under the user cache folder, ``MMCLOAK_CACHE``), ``clip`` (CLIP for a ``table``
-  vision encoder).
+  default: ``speech/`` under the user cache folder, ``MMCLOAK_CACHE``), ``vision`` (the vision encoder:
+  ``{encoder: glyph-cnn}``, the trainable glyph CNN; or a frozen image encoder whose features of every
+  vocabulary entry's glyph become the model's table: ``{encoder: open_clip, model: ViT-B-32, pretrained:
+  TAG_OR_FILE}``, ``{encoder: transformers, model: NAME_OR_DIR}``; see ``mmbert.vision``).
 - ``train``: batch size, text length, seed, early-stopping patience, ``checkpoint_minutes`` (how often
   a checkpoint is written within an epoch; default 10), per stage the epochs and
   learning rates (the paper's Appendix A in ``paper``), and ``pretrain`` (epochs, lr) for
@@ -26,17 +28,22 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 
 from cloak.params import InstanceOf, Interval, Options, ParameterError, unknown_key, validate
 from speech import BACKENDS
 
 from .configuration import BERT_SHAPE, MMBertConfig
 
-MM_FIELDS = ("modalities", "speech_dim", "speech_pool", "max_speech_tokens", "vision_encoder", "vision_dim",
-             "glyph_size", "moe_top_k", "aux_loss_weight", "pooling")
+MM_FIELDS = ("modalities", "speech_dim", "speech_pool", "max_speech_tokens", "vision_dim", "glyph_size",
+             "moe_top_k", "aux_loss_weight", "pooling")
 RATE = Interval(float, 0, closed="neither")
 EPOCHS = Interval(int, 1)
 PATH = [InstanceOf(str), None]
+# The trainable glyph CNN, or a frozen image encoder of mmbert.vision.FROZEN_ENCODERS (named here so
+# that checking a run config needs no torch; a test checks the two agree), each with the keys of
+# features.vision it takes (True: and needs).
+VISION_ENCODERS = {"glyph-cnn": {}, "transformers": {"model": True}, "open_clip": {"model": True, "pretrained": False}}
 GROUPS = ("aligners", "expert_text", "expert_speech", "expert_vision", "routers", "head", "backbone")
 
 RUN_CONFIG = {
@@ -44,7 +51,8 @@ RUN_CONFIG = {
     "features": {
         "tts": {"name": Options(*BACKENDS), "model": PATH, "voice": InstanceOf(str),
                 "speed": RATE, "max_chars": Interval(int, 1)},
-        "whisper": PATH, "whisper_mode": Options("trimmed", "padded"), "speech_cache": PATH, "clip": PATH,
+        "whisper": PATH, "whisper_mode": Options("trimmed", "padded"), "speech_cache": PATH,
+        "vision": {"encoder": Options(*VISION_ENCODERS), "model": PATH, "pretrained": PATH},
     },
     "train": {
         "batch_size": Interval(int, 1), "max_length": Interval(int, 3), "seed": Interval(int, 0),
@@ -71,30 +79,33 @@ STAGES = {
     "stage3": {"epochs": 50, "lr": 5e-4, "lr_overrides": {}},
 }
 
+# Sections an override replaces whole: a vision encoder's model and pretrained mean nothing to another.
+WHOLE = ("vision",)
+
+
 def merge(base: dict, override: dict) -> dict:
-    """``base`` with ``override`` laid over it, dicts merged key by key."""
+    """``base`` with ``override`` laid over it, dicts merged key by key (but those named in ``WHOLE``)."""
     out = copy.deepcopy(base)
     for key, value in override.items():
-        out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) \
-            else copy.deepcopy(value)
+        nested = isinstance(value, dict) and isinstance(out.get(key), dict) and key not in WHOLE
+        out[key] = merge(out[key], value) if nested else copy.deepcopy(value)
     return out
 
 
 PRESETS: dict[str, dict] = {
     "paper": {
-        "model": {"backbone": "bert-base-chinese", "vision_encoder": "table", "vision_dim": 512,
-                  "speech_dim": 512},
+        "model": {"backbone": "bert-base-chinese", "speech_dim": 512},
         "features": {"tts": {"name": "kokoro", "voice": "zf_xiaobei"}, "whisper": "base",
-                     "whisper_mode": "trimmed", "clip": "OFA-Sys/chinese-clip-vit-base-patch16"},
+                     "whisper_mode": "trimmed",
+                     "vision": {"encoder": "transformers", "model": "OFA-Sys/chinese-clip-vit-base-patch16"}},
         "train": {"batch_size": 32, "max_length": 128, "patience": 5, **copy.deepcopy(STAGES)},
     },
     "small": {
         "model": {"backbone": None, "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
-                  "intermediate_size": 512, "max_position_embeddings": 128, "vision_encoder": "glyph-cnn",
-                  "vision_dim": 256, "glyph_size": 32, "speech_dim": 512, "speech_pool": 8,
-                  "max_speech_tokens": 32, "pooling": "mean"},
+                  "intermediate_size": 512, "max_position_embeddings": 128, "vision_dim": 256,
+                  "glyph_size": 32, "speech_dim": 512, "speech_pool": 8, "max_speech_tokens": 32, "pooling": "mean"},
         "features": {"tts": {"name": "kokoro-onnx", "model": None, "voice": "zf_xiaobei"}, "whisper": "base",
-                     "whisper_mode": "trimmed"},
+                     "whisper_mode": "trimmed", "vision": {"encoder": "glyph-cnn"}},
         "train": {"batch_size": 32, "max_length": 64, "patience": 3,
                   "pretrain": {"epochs": 3, "lr": 5e-4},
                   "stage1": {"epochs": 3, "lr": 1e-3},
@@ -105,9 +116,10 @@ PRESETS: dict[str, dict] = {
     },
     "tiny": {
         "model": {"backbone": None, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-                  "intermediate_size": 64, "max_position_embeddings": 64, "vision_encoder": "glyph-cnn",
-                  "vision_dim": 16, "glyph_size": 16, "speech_dim": 64},
-        "features": {"tts": {"name": "tone"}, "whisper": "random-tiny", "whisper_mode": "trimmed"},
+                  "intermediate_size": 64, "max_position_embeddings": 64, "vision_dim": 16,
+                  "glyph_size": 16, "speech_dim": 64},
+        "features": {"tts": {"name": "tone"}, "whisper": "random-tiny", "whisper_mode": "trimmed",
+                     "vision": {"encoder": "glyph-cnn"}},
         "train": {"batch_size": 8, "max_length": 32, "patience": 2,
                   "pretrain": {"epochs": 1, "lr": 5e-4},
                   "stage1": {"epochs": 1, "lr": 1e-3},
@@ -130,7 +142,24 @@ def check_run_config(run: dict) -> dict:
     missing = _missing(PRESETS["small"]["train"], checked["train"], "train")
     if missing:
         raise ParameterError(f"'{missing}' is missing (start from a preset: load_run_config)")
+    _check_vision(checked["features"].get("vision"))
     return checked
+
+
+def _check_vision(vision: dict | None) -> None:
+    """``features.vision`` has an encoder and the keys that encoder takes (``VISION_ENCODERS``)."""
+    if vision is None:
+        return
+    encoder = vision.get("encoder")
+    if encoder is None:
+        raise ParameterError(f"features.vision: 'encoder' is missing (one of {', '.join(VISION_ENCODERS)})")
+    takes = VISION_ENCODERS[encoder]
+    for key in ("model", "pretrained"):
+        if vision.get(key) is not None and key not in takes:
+            raise ParameterError(f"features.vision: encoder {encoder} takes no '{key}'"
+                                 + (" (it is trained here)" if not takes else ""))
+        if takes.get(key) and not vision.get(key):
+            raise ParameterError(f"features.vision: encoder {encoder} needs '{key}' (a model name or folder)")
 
 
 def _missing(template: dict, values: dict, where: str) -> str | None:
@@ -173,3 +202,20 @@ def load_run_config(spec: str | dict) -> dict:
         return check_run_config(merge(PRESETS[base], spec))
     except ParameterError as e:
         raise ParameterError(f"{where}: {e}") from None
+
+
+def parse_vision(spec: str) -> dict:
+    """``--vision`` (``ENCODER[:KEY=VALUE...]``: ``glyph-cnn``, ``open_clip:model=ViT-B-32:pretrained=FILE``)
+    as a checked ``features.vision`` section; a colon inside a value (``model=hf-hub:ORG/REPO``) stays."""
+    encoder, *params = re.split(r":(?=\w+=)", spec.strip())
+    vision = {"encoder": encoder}
+    for param in params:
+        key, _, value = param.partition("=")
+        vision[key] = value
+    try:
+        vision = validate(vision, RUN_CONFIG["features"]["vision"], "--vision")
+        _check_vision(vision)
+    except ParameterError as e:
+        message = str(e).removeprefix("--vision: ").removeprefix("features.vision: ")
+        raise ParameterError(f"--vision {spec}: {message}") from None
+    return vision

@@ -85,19 +85,24 @@ def run(tiny_whisper, tmp_path_factory):
     return config
 
 
-@pytest.fixture(scope="session")
-def stages(run, data, tmp_path_factory):
-    """Stage 1, 2 and 3 of a tiny MMBERT trained in turn on ``data``: {stage: output folder}."""
+def train_stages(run: dict, data: Path, root: Path, backbone: str | None = None) -> dict[int, str]:
+    """Stage 1 (from ``backbone``, if given), 2 and 3 of MMBERT trained in turn on ``data`` into ``root``:
+    {stage: output folder}."""
     from mmbert.train import train_stage
 
-    root = tmp_path_factory.mktemp("stages")
-    dirs, previous = {}, None
+    dirs, previous = {}, backbone
     for stage in (1, 2, 3):
         dirs[stage] = str(root / f"s{stage}")
         train_stage(stage, run, str(data / "train.jsonl"), str(data / "dev.jsonl"), dirs[stage], previous,
                     progress=False)
         previous = dirs[stage]
     return dirs
+
+
+@pytest.fixture(scope="session")
+def stages(run, data, tmp_path_factory):
+    """Stage 1, 2 and 3 of a tiny MMBERT trained in turn on ``data``: {stage: output folder}."""
+    return train_stages(run, data, tmp_path_factory.mktemp("stages"))
 
 
 @pytest.fixture(scope="session")

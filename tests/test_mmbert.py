@@ -156,6 +156,8 @@ def test_each_stage_trains_only_its_parameters(run, stages):
     assert [models[s].config.stage for s in (1, 2, 3)] == [1, 2, 3]
     # The glyph CNN trains in stage 1, then stays as the table of its features.
     assert [models[s].config.vision_encoder for s in (1, 2, 3)] == ["glyph-cnn", "table", "table"]
+    assert models[1].config.vision_source is None
+    assert models[3].config.vision_source == {"encoder": "glyph-cnn", "glyph_size": 16, "trained": True}
     ids = torch.arange(len(initial.mmbert.vision_encoder.glyphs))
     with torch.no_grad():
         cnn = models[1].mmbert.vision_encoder(ids)
@@ -349,7 +351,7 @@ def test_a_clip_table_holds_one_feature_row_per_vocabulary_entry(tmp_path):
     """The ``table`` vision encoder: CLIP image features of each token's glyph, computed once."""
     from transformers import ChineseCLIPConfig, ChineseCLIPModel
 
-    from mmbert.loading import fill_vision_inputs
+    from mmbert.vision import TransformersCLIP, vision_table
 
     torch.manual_seed(0)
     clip_config = ChineseCLIPConfig(
@@ -359,13 +361,8 @@ def test_a_clip_table_holds_one_feature_row_per_vocabulary_entry(tmp_path):
                        "intermediate_size": 32, "image_size": 32, "patch_size": 16},
         projection_dim=8)
     ChineseCLIPModel(clip_config).save_pretrained(tmp_path / "clip")
-    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "黑", "人", "##人", "默"])}
-    tokenizer = build_tokenizer(vocab, add_emoji=False)
-    config = MMBertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                          intermediate_size=32, vision_encoder="table", vision_dim=8, speech_dim=8)
-    model = MMBertForSequenceClassification(config)
-    fill_vision_inputs(model, tokenizer, {"clip": str(tmp_path / "clip")})
-    table = model.mmbert.vision_encoder.features
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "黑", "人", "##人", "默"]
+    table = vision_table(vocab, TransformersCLIP(str(tmp_path / "clip")))
     assert table.shape == (9, 8)
     assert not table[:5].any() and table[5:].abs().sum(1).min() > 0  # special tokens have no picture
     torch.testing.assert_close(table[6], table[7])  # 人 and ##人 look the same
@@ -421,6 +418,12 @@ def test_evaluate_reads_posts_of_any_length_as_training_cut_them(stages, data, s
     ("train: {stage3: {lr_overrides: {router: 0.1}}}", "unknown parameter 'router'; did you mean 'routers'?"),
     ("model: {modalities: [speech]}", "'modalities' must be a list of 'text', 'speech', 'vision' that includes"),
     ("train: {stage1: {lr: -1}}", "train.stage1: 'lr' must be a number > 0, got -1"),
+    ("features: {vision: {encoder: openclip}}", "features.vision: 'encoder' must be one of 'glyph-cnn', "
+                                                "'transformers', 'open_clip', got 'openclip'"),
+    ("features: {vision: {encoder: open_clip}}", "features.vision: encoder open_clip needs 'model'"),
+    ("features: {vision: {encoder: glyph-cnn, model: ViT-B-32}}",
+     "features.vision: encoder glyph-cnn takes no 'model' (it is trained here)"),
+    ("features: {clip: OFA-Sys/chinese-clip-vit-base-patch16}", "features: unknown parameter 'clip'"),
 ])
 def test_run_configs_are_checked_against_one_declaration(tmp_path, yaml_text, message):
     path = tmp_path / "run.yaml"
@@ -428,6 +431,32 @@ def test_run_configs_are_checked_against_one_declaration(tmp_path, yaml_text, me
     with pytest.raises(ValueError) as info:
         load_run_config(str(path))
     assert str(info.value).startswith(f"{path}: ") and message in str(info.value)
+
+
+def test_vision_encoders_of_the_run_config_are_the_registered_ones():
+    """The run config names them without importing torch; the registry has the classes."""
+    from mmbert.presets import VISION_ENCODERS
+    from mmbert.vision import FROZEN_ENCODERS
+
+    assert set(VISION_ENCODERS) == {"glyph-cnn", *FROZEN_ENCODERS}
+
+
+@pytest.mark.parametrize("spec, vision", [
+    ("glyph-cnn", {"encoder": "glyph-cnn"}),
+    ("open_clip:model=ViT-B-32:pretrained=laion2b_s34b_b79k",
+     {"encoder": "open_clip", "model": "ViT-B-32", "pretrained": "laion2b_s34b_b79k"}),
+    ("open_clip:model=hf-hub:timm/ViT-B-16-SigLIP", {"encoder": "open_clip", "model": "hf-hub:timm/ViT-B-16-SigLIP"}),
+    ("transformers:model=/models/chinese-clip", {"encoder": "transformers", "model": "/models/chinese-clip"}),
+])
+def test_the_vision_flag_reads_as_the_run_configs_section(spec, vision):
+    from mmbert.presets import parse_vision
+
+    assert parse_vision(spec) == vision
+
+
+def test_a_presets_vision_encoder_is_replaced_whole():
+    run = load_run_config({"preset": "paper", "features": {"vision": {"encoder": "glyph-cnn"}}})
+    assert run["features"]["vision"] == {"encoder": "glyph-cnn"}  # not the paper's CLIP model with it
 
 
 def test_yaml_numbers_and_a_hand_made_config_are_checked_too(tmp_path, run, data):
