@@ -22,7 +22,7 @@ $(DEMO_INSTALLED): pyproject.toml | $(BIN)/python
 
 $(INSTALLED): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,attacks]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,attacks,ray]'
 	touch $@
 
 $(BENCH_INSTALLED): $(INSTALLED)

@@ -372,11 +372,20 @@ def _numbers(option: str, text: str) -> list[float]:
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the cloaks.")
 @click.option("--shard", default=None, metavar="i/n",
               help="Attack the i-th of n contiguous blocks of the records (`attacks merge` joins the shards).")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where to attack: this process, or a Ray cluster whose actors run the shards (pip install "
+                   "'mmcloak[ray]'); the same outcomes and summary.json.")
+@click.option("--address", default=None, metavar="ADDR",
+              help="--engine ray: the cluster's address (HOST:PORT of `ray start --head`) [default: RAY_ADDRESS, "
+                   "a cluster started on this machine, or a new local one].")
+@click.option("--workers", type=click.IntRange(1), default=None, metavar="N",
+              help="--engine ray: actors, each loading the victims once [default: one per CPU of the cluster, or one "
+                   "per GPU for torch victims on a cluster with GPUs].")
 @click.option("--batch-size", type=click.IntRange(1), default=64, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, max_candidates, importance, stopwords,
-             mode, rate, variants, eps, steps, limit, seed, shard, batch_size, quiet) -> None:
+             mode, rate, variants, eps, steps, limit, seed, shard, engine, address, workers, batch_size, quiet) -> None:
     """Attack every victim with every attack; per-post outcomes and summary.json in OUT (resumable)."""
     import os
 
@@ -384,6 +393,10 @@ def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, m
 
     check_files([data_path])
     shard = parse_shard(shard)
+    if engine == "ray" and shard:
+        raise ValueError("--shard is for one machine's part: --engine ray cuts and merges the shards itself")
+    if engine != "ray" and (address or workers):
+        raise ValueError("--address and --workers are for --engine ray")
     kinds = [k.strip() for k in attack_kinds.split(",") if k.strip()]
     for kind in kinds:
         if kind not in ("fgm", "pgd", "cloak", "search"):
@@ -417,10 +430,17 @@ def evaluate(victim_dirs, data_path, out_dir, attack_kinds, ops, query_budget, m
             attacks += [CloakAttack(ops=m, mode=md, rate=rate, variants=variants, seed=seed) for m in mixes
                         for md in modes]
     _quiet_libraries()
-    victims = {name: (lambda d=d: load_victim(d)) for name, d in zip(names, victim_dirs)}
-    summary = run_evaluation(victims, records, attacks, out_dir,
-                             data={**data_info(data_path), "limit": limit}, shard=shard, batch_size=batch_size,
-                             progress=False if quiet else None)
+    data = {**data_info(data_path), "limit": limit}
+    if engine == "ray":
+        from .ray_engine import evaluate_on_ray
+
+        summary = evaluate_on_ray(dict(zip(names, victim_dirs)), records, attacks, out_dir, data=data,
+                                  batch_size=batch_size, workers=workers, address=address,
+                                  progress=False if quiet else None)
+    else:
+        victims = {name: (lambda d=d: load_victim(d)) for name, d in zip(names, victim_dirs)}
+        summary = run_evaluation(victims, records, attacks, out_dir, data=data, shard=shard, batch_size=batch_size,
+                                 progress=False if quiet else None)
     _print_summary(summary, out_dir)
 
 

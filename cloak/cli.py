@@ -9,6 +9,7 @@ import inspect
 import os
 import sys
 from collections import Counter
+from types import ModuleType
 
 import click
 
@@ -36,7 +37,7 @@ def _fail(message: str) -> None:
     sys.exit(1)
 
 
-def import_plugin(name: str) -> None:
+def import_plugin(name: str) -> ModuleType:
     """Import a plugin module by name (found in the current folder too, as ``python -m`` would) or
     by the path of its ``.py`` file."""
     if name.endswith(".py"):
@@ -46,11 +47,11 @@ def import_plugin(name: str) -> None:
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
-        return
+        return module
     if os.getcwd() not in sys.path:  # an installed command's path does not have it
         sys.path.insert(0, os.getcwd())
     try:
-        importlib.import_module(name)
+        return importlib.import_module(name)
     except ModuleNotFoundError as e:
         raise ImportError(f"cannot import plugin {name!r}: {e}") from None
 
@@ -131,6 +132,12 @@ def main() -> None:
 @click.option("--shard", default=None, metavar="i/n",
               help="Process only the i-th of n contiguous blocks of lines (0-based); shards "
                    "concatenated in order equal the unsharded output.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where to cloak: this machine's processes, or a Ray cluster (pip install 'mmcloak[ray]'; "
+                   "--workers then counts Ray actors, auto: one per CPU of the cluster). The output is identical.")
+@click.option("--address", default=None, metavar="ADDR",
+              help="--engine ray: the cluster's address (HOST:PORT of `ray start --head`) [default: RAY_ADDRESS, "
+                   "a cluster started on this machine, or a new local one].")
 @click.option("--on-error", type=click.Choice(ON_ERROR), default="fail", show_default=True,
               help="On a bad line: stop with an error naming it, or skip it and count it.")
 @click.option("--resume", is_flag=True,
@@ -142,8 +149,8 @@ def main() -> None:
 @click.option("--plugin", "plugins", multiple=True, metavar="MODULE|FILE.py",
               help="Import MODULE (or FILE.py) first, e.g. one that registers your own ops.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary line.")
-def perturb(in_path, out_path, ops, targets, rate, variants, seed, workers, shard, on_error, resume,
-            protect, text_field, plugins, quiet) -> None:
+def perturb(in_path, out_path, ops, targets, rate, variants, seed, workers, shard, engine, address, on_error,
+            resume, protect, text_field, plugins, quiet) -> None:
     """Cloak each record's text and write the cloaked records.
 
     Every output record keeps all input fields, replaces `text`, and adds `source_text` and
@@ -151,16 +158,23 @@ def perturb(in_path, out_path, ops, targets, rate, variants, seed, workers, shar
     source_text), enough to replay or invert the change. Ends with a one-line summary on stderr.
     """
     try:
-        for module in plugins:
-            import_plugin(module)
+        modules = [import_plugin(module) for module in plugins]
         from .targets import DEFAULT_PROTECT
 
         pattern = DEFAULT_PROTECT + (f"|{protect}" if protect else "")
         perturber = Perturber(ops=ops, targets=targets, rate=rate, seed=seed, protect=pattern)
-        perturber.prepare()
+        if address and engine != "ray":
+            raise ValueError("--address is for --engine ray")
+        runner = None
+        if engine == "ray":
+            from .ray import RayEngine
+
+            runner = RayEngine(address, workers, plugins=modules)
+        else:
+            perturber.prepare()  # here, once: the local workers inherit the tables
         stats = perturb_file(in_path, out_path, perturber, variants=variants, workers=workers,
                              shard=shard, on_error=on_error, resume=resume, text_field=text_field,
-                             progress=False if quiet else None)
+                             progress=False if quiet else None, engine=runner)
     except KeyboardInterrupt:
         where = f"; what is done is kept in {out_path}.partial: rerun with --resume" \
             if out_path != "-" else ""
