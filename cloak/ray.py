@@ -38,6 +38,7 @@ from .targets import DEFAULT_PROTECT
 BLOCK_LINES = 4096  # lines a read task reads at most: a block of about a second of cloaking
 BLOCKS_PER_WORKER = 4  # short inputs are still split so that every worker gets some
 MIN_BLOCK_LINES = 64
+WORKERS_PER_READER = 16  # a reader reads ~100k lines/s, a worker cloaks ~3-6k
 OUTPUT = pa.schema([("line", pa.int64()), ("jsonl", pa.list_(pa.binary())), ("changed", pa.int64()),
                     ("ops", pa.list_(pa.string())), ("error", pa.string())])
 
@@ -127,10 +128,13 @@ def line_offsets(path: str, lines: Sequence[int]) -> list[int]:
     return offsets + [base] * (len(lines) - len(offsets))
 
 
-def read_jsonl(path: str, *, start: int = 0, stop: int | None = None, block_lines: int = BLOCK_LINES) -> ray.data.Dataset:
+def read_jsonl(path: str, *, start: int = 0, stop: int | None = None, block_lines: int = BLOCK_LINES,
+               readers: int = 1) -> ray.data.Dataset:
     """A Ray Dataset of the lines of a JSONL file: rows ``{line, raw}`` (see :class:`JsonlLines`), in
-    order. Reading is light: it takes no CPU from the cloaking actors."""
-    return ray.data.read_datasource(JsonlLines(path, start, stop, block_lines), num_cpus=0)
+    order, read by ``readers`` tasks at a time. Reading is light (one reader keeps about 30 workers busy):
+    it reserves no CPU, which the cloaking actors hold, and runs few at a time, since each task at once
+    is a Python process for Ray to start."""
+    return ray.data.read_datasource(JsonlLines(path, start, stop, block_lines), num_cpus=0, concurrency=readers)
 
 
 class _Cloak:
@@ -210,7 +214,8 @@ class RayEngine:
     def results(self, path: str, start: int, stop: int, perturber: Perturber, variants: int,
                 text_field: str) -> Iterator[LineResult]:
         per_worker = math.ceil((stop - start) / (BLOCKS_PER_WORKER * self.workers))
-        ds = read_jsonl(path, start=start, stop=stop, block_lines=min(BLOCK_LINES, max(MIN_BLOCK_LINES, per_worker)))
+        ds = read_jsonl(path, start=start, stop=stop, block_lines=min(BLOCK_LINES, max(MIN_BLOCK_LINES, per_worker)),
+                        readers=math.ceil(self.workers / WORKERS_PER_READER))
         cloaked = perturb_dataset(ds, perturber=perturber, variants=variants, text_field=text_field,
                                   workers=self.workers, name=path)
         previous = start
