@@ -12,6 +12,7 @@ import time
 import click
 import numpy as np
 
+from cloak.cli import ray_options
 from cloak.io import RecordError, batched, check_files, check_records, dump_record, read_records, write_atomic
 from cloak.params import ParameterError, validate
 
@@ -372,12 +373,7 @@ def _numbers(option: str, text: str) -> list[float]:
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the cloaks.")
 @click.option("--shard", default=None, metavar="i/n",
               help="Attack the i-th of n contiguous blocks of the records (`attacks merge` joins the shards).")
-@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="Where to attack: this process, or a Ray cluster whose actors run the shards (pip install "
-                   "'mmcloak[ray]'); the same outcomes and summary.json.")
-@click.option("--address", default=None, metavar="ADDR",
-              help="--engine ray: the cluster's address (HOST:PORT of `ray start --head`) [default: RAY_ADDRESS, "
-                   "a cluster started on this machine, or a new local one].")
+@ray_options("this process", "its actors run shards of the posts")
 @click.option("--workers", type=click.IntRange(1), default=None, metavar="N",
               help="--engine ray: actors, each loading the victims once [default: one per CPU of the cluster, or one "
                    "per GPU for torch victims on a cluster with GPUs].")

@@ -31,6 +31,8 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
+
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
@@ -65,35 +67,21 @@ def _status(pid: int) -> dict[str, int]:
     return found
 
 
-def _parents() -> dict[int, int]:
-    parents = {}
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                parents[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            pass
-    return parents
-
-
 def descendants(root: int) -> set[int]:
-    parents, found, frontier = _parents(), set(), [root]
-    while frontier:
-        pid = frontier.pop()
-        kids = [c for c, p in parents.items() if p == pid and c not in found]
-        found.update(kids)
-        frontier.extend(kids)
-    return found
+    try:
+        return {p.pid for p in psutil.Process(root).children(recursive=True)}
+    except psutil.NoSuchProcess:
+        return set()
 
 
 def titled(pids: set[int], title: str) -> set[int]:
+    """Those of ``pids`` whose title (Ray sets it to ``ray::Class...``) contains ``title``."""
     found = set()
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if title.encode() in f.read():
-                    found.add(pid)
-        except OSError:
+            if title in " ".join(psutil.Process(pid).cmdline()):
+                found.add(pid)
+        except psutil.Error:
             pass
     return found
 

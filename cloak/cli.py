@@ -9,6 +9,7 @@ import inspect
 import os
 import sys
 from collections import Counter
+from collections.abc import Callable
 from types import ModuleType
 
 import click
@@ -76,6 +77,19 @@ class _Workers(click.ParamType):
 WORKERS = _Workers()
 
 
+def ray_options(local: str, ray: str) -> Callable:
+    """``--engine local|ray`` and ``--address`` for a command that also runs on a Ray cluster: ``local``
+    says where it runs without, ``ray`` what changes with it."""
+    def options(command: Callable) -> Callable:
+        command = click.option("--address", default=None, metavar="ADDR", help=(
+            "--engine ray: the cluster's address (HOST:PORT of `ray start --head`) [default: RAY_ADDRESS, a "
+            "cluster started on this machine, or a new local one]."))(command)
+        return click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                            help=f"Where to run: {local}, or a Ray cluster (pip install 'mmcloak[ray]'; {ray}). "
+                                 "The output is the same.")(command)
+    return options
+
+
 class _Commands(click.Group):
     """cloak's own commands, and those of the packages built on it (``render``, ``speech``), which
     register under the entry-point group ``mmcloak.cloak_commands``: cloak never imports them itself,
@@ -132,12 +146,7 @@ def main() -> None:
 @click.option("--shard", default=None, metavar="i/n",
               help="Process only the i-th of n contiguous blocks of lines (0-based); shards "
                    "concatenated in order equal the unsharded output.")
-@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="Where to cloak: this machine's processes, or a Ray cluster (pip install 'mmcloak[ray]'; "
-                   "--workers then counts Ray actors, auto: one per CPU of the cluster). The output is identical.")
-@click.option("--address", default=None, metavar="ADDR",
-              help="--engine ray: the cluster's address (HOST:PORT of `ray start --head`) [default: RAY_ADDRESS, "
-                   "a cluster started on this machine, or a new local one].")
+@ray_options("this machine's processes", "--workers then counts Ray actors, auto: one per CPU of the cluster")
 @click.option("--on-error", type=click.Choice(ON_ERROR), default="fail", show_default=True,
               help="On a bad line: stop with an error naming it, or skip it and count it.")
 @click.option("--resume", is_flag=True,

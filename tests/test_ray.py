@@ -266,3 +266,15 @@ def test_a_killed_evaluate_worker_is_restarted_and_its_shard_finished(cluster, e
     assert results and results[0].exit_code == 0, results and results[0].output
     assert (out / "summary.json").read_bytes() == (root / "local" / "summary.json").read_bytes()
     assert outcome_files(out) == outcome_files(root / "local")
+
+
+def test_torch_victims_are_the_ones_that_ask_for_gpus(tmp_path):
+    pytest.importorskip("ray.data")
+    from attacks.ray_engine import uses_torch
+
+    for kind, torch in (("conventional", False), ("llm", False), ("bert", True), ("habertor", True)):
+        (tmp_path / kind).mkdir()
+        (tmp_path / kind / "victim.json").write_text(json.dumps({"kind": kind}))
+        assert uses_torch(str(tmp_path / kind)) is torch
+    (tmp_path / "mmbert").mkdir()  # an `mmbert train` folder has no victim.json
+    assert uses_torch(str(tmp_path / "mmbert"))
