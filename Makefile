@@ -30,7 +30,7 @@ $(DEMO_INSTALLED): pyproject.toml | $(BIN)/python
 
 $(INSTALLED): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,attacks]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,attacks,ray]'
 	touch $@
 
 $(OPEN_CLIP_VENV)/bin/python:
@@ -76,6 +76,7 @@ bench: $(BENCH_INSTALLED)
 	$(BIN)/python bench/render.py --cold $(COLD)
 	$(BIN)/python bench/long_posts.py --cold $(COLD)
 	$(BIN)/python bench/cloak_augmentation.py --cold $(COLD) --held-out   # ~35 min
+	$(BIN)/python bench/ray_scale.py --cold $(COLD)   # cloak perturb --engine ray vs --workers 2, 1M posts
 
 ## bench-mmbert: MMBERT speed, and MMBERT vs text-only under cloaking on COLD with real Kokoro + Whisper
 ## weights (WEIGHTS=folder made by shared/models/offline_weights.py); about 5 hours on 2 CPU cores, most

@@ -11,6 +11,7 @@ import time
 import click
 import numpy as np
 
+from cloak.cli import ray_options
 from cloak.commands import check_out_folder, reports_errors
 from cloak.io import RecordError, batched, check_files, check_records, dump_record, read_records, write_atomic
 from cloak.ops.base import STRENGTHS
@@ -408,6 +409,10 @@ def _numbers(option: str, text: str) -> list[float]:
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the cloaks.")
 @click.option("--shard", default=None, metavar="i/n",
               help="Attack the i-th of n contiguous blocks of the records (`attacks merge` joins the shards).")
+@ray_options("this process", "its actors run shards of the posts")
+@click.option("--workers", type=click.IntRange(1), default=None, metavar="N",
+              help="--engine ray: actors, each loading the victims once [default: one per CPU of the cluster, or one "
+                   "per GPU for torch victims on a cluster with GPUs].")
 @click.option("--batch-size", type=click.IntRange(1), default=64, show_default=True,
               help="Posts attacked at a time; outcomes are written a batch at a time (what a kill can lose).")
 @click.option("--label-names", default=None, metavar="0=NAME,1=NAME",
@@ -416,8 +421,8 @@ def _numbers(option: str, text: str) -> list[float]:
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def evaluate(victim_dirs, data_path, out_dir, attack_names, ops, query_budget, max_candidates, importance, stopwords,
-             mode, targets, lexicon, mine_from, strength, rate, variants, eps, steps, limit, seed, shard, batch_size,
-             label_names, quiet) -> None:
+             mode, targets, lexicon, mine_from, strength, rate, variants, eps, steps, limit, seed, shard, engine,
+             address, workers, batch_size, label_names, quiet) -> None:
     """Attack every victim with every attack; per-post outcomes and summary.json in OUT (resumable)."""
     from cloak.params import unknown_key
     from cloak.run import parse_shard
@@ -425,6 +430,10 @@ def evaluate(victim_dirs, data_path, out_dir, attack_names, ops, query_budget, m
     check_files([data_path, *([mine_from] if mine_from else []), *([lexicon] if lexicon else [])])
     shard = parse_shard(shard)
     names = _label_names(label_names)
+    if engine == "ray" and shard:
+        raise ValueError("--shard is for one machine's part: --engine ray cuts and merges the shards itself")
+    if engine != "ray" and (address or workers):
+        raise ValueError("--address and --workers are for --engine ray")
     kinds = [k.strip() for k in attack_names.split(",") if k.strip()]
     for kind in kinds:
         if kind not in attack_kinds():
@@ -455,9 +464,16 @@ def evaluate(victim_dirs, data_path, out_dir, attack_names, ops, query_budget, m
                "stopwords": stopwords, "eps": _numbers("--eps", eps), "steps": steps}
     attacks = [attack for kind in kinds for attack in make_attacks(kind, options)]
     _quiet_libraries()
-    summary = run_evaluation(victims, records, attacks, out_dir,
-                             data={**data_info(data_path), "limit": limit}, shard=shard, batch_size=batch_size,
-                             label_names=names, progress=False if quiet else None)
+    data = {**data_info(data_path), "limit": limit}
+    if engine == "ray":
+        from .ray_engine import evaluate_on_ray
+
+        summary = evaluate_on_ray(dict(zip(folders, victim_dirs)), records, attacks, out_dir, data=data,
+                                  batch_size=batch_size, label_names=names, workers=workers, address=address,
+                                  progress=False if quiet else None)
+    else:
+        summary = run_evaluation(victims, records, attacks, out_dir, data=data, shard=shard, batch_size=batch_size,
+                                 label_names=names, progress=False if quiet else None)
     _print_summary(summary, out_dir)
 
 

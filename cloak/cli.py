@@ -9,6 +9,8 @@ import inspect
 import os
 import sys
 from collections import Counter
+from collections.abc import Callable
+from types import ModuleType
 
 import click
 
@@ -40,7 +42,7 @@ def _fail(message: str) -> None:
     sys.exit(1)
 
 
-def import_plugin(name: str) -> None:
+def import_plugin(name: str) -> ModuleType:
     """Import a plugin module by name (found in the current folder too, as ``python -m`` would) or
     by the path of its ``.py`` file."""
     if name.endswith(".py"):
@@ -50,11 +52,11 @@ def import_plugin(name: str) -> None:
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
-        return
+        return module
     if os.getcwd() not in sys.path:  # an installed command's path does not have it
         sys.path.insert(0, os.getcwd())
     try:
-        importlib.import_module(name)
+        return importlib.import_module(name)
     except ModuleNotFoundError as e:
         raise ImportError(f"cannot import plugin {name!r}: {e}") from None
 
@@ -77,6 +79,19 @@ class _Workers(click.ParamType):
 
 
 WORKERS = _Workers()
+
+
+def ray_options(local: str, ray: str) -> Callable:
+    """``--engine local|ray`` and ``--address`` for a command that also runs on a Ray cluster: ``local``
+    says where it runs without, ``ray`` what changes with it."""
+    def options(command: Callable) -> Callable:
+        command = click.option("--address", default=None, metavar="ADDR", help=(
+            "--engine ray: the cluster's address (HOST:PORT of `ray start --head`) [default: RAY_ADDRESS, a "
+            "cluster started on this machine, or a new local one]."))(command)
+        return click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                            help=f"Where to run: {local}, or a Ray cluster (pip install 'mmcloak[ray]'; {ray}). "
+                                 "The output is the same.")(command)
+    return options
 
 
 class _Commands(click.Group):
@@ -144,6 +159,7 @@ def main() -> None:
 @click.option("--shard", default=None, metavar="i/n",
               help="Process only the i-th of n contiguous blocks of lines (0-based); shards "
                    "concatenated in order equal the unsharded output.")
+@ray_options("this machine's processes", "--workers then counts Ray actors, auto: one per CPU of the cluster")
 @click.option("--on-error", type=click.Choice(ON_ERROR), default="fail", show_default=True,
               help="On a bad line: stop with an error naming it, or skip it and count it.")
 @click.option("--resume", is_flag=True,
@@ -156,7 +172,7 @@ def main() -> None:
               help="Import MODULE (or FILE.py) first, e.g. one that registers your own ops.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary line.")
 def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate, variants, seed, workers, shard,
-            on_error, resume, protect, text_field, plugins, quiet) -> None:
+            engine, address, on_error, resume, protect, text_field, plugins, quiet) -> None:
     """Cloak each record's text and write the cloaked records.
 
     Every output record keeps all input fields, replaces `text`, and adds `source_text` and
@@ -164,17 +180,24 @@ def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate,
     source_text), enough to replay or invert the change. Ends with a one-line summary on stderr.
     """
     try:
-        for module in plugins:
-            import_plugin(module)
+        modules = [import_plugin(module) for module in plugins]
         from .targets import DEFAULT_PROTECT
 
         pattern = DEFAULT_PROTECT + (f"|{protect}" if protect else "")
         perturber = Perturber(ops=ops, targets=_targets(targets, lexicon, mine_from or in_path), rate=rate,
                               seed=seed, protect=pattern, strength=strength)
-        perturber.prepare()
+        if address and engine != "ray":
+            raise ValueError("--address is for --engine ray")
+        runner = None
+        if engine == "ray":
+            from .ray import RayEngine
+
+            runner = RayEngine(address, workers, plugins=modules)
+        else:
+            perturber.prepare()  # here, once: the local workers inherit the tables
         stats = perturb_file(in_path, out_path, perturber, variants=variants, workers=workers,
                              shard=shard, on_error=on_error, resume=resume, text_field=text_field,
-                             progress=False if quiet else None)
+                             progress=False if quiet else None, engine=runner)
     except KeyboardInterrupt:
         where = f"; what is done is kept in {out_path}.partial: rerun with --resume" \
             if out_path != "-" else ""

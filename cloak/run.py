@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from .progress import progress_bar
 
@@ -137,14 +138,29 @@ LineResult = tuple[int, list[bytes] | None, int, list[str] | tuple]
 _worker: tuple[Perturber, int, str, str] | None = None
 
 
+class Engine(Protocol):
+    """Somewhere else to cloak a file's lines: ``results`` yields a LineResult for each non-blank line
+    ``start < n <= stop`` in input order, each cloaked as ``cloak_lines`` does."""
+
+    workers: int
+
+    def results(self, path: str, start: int, stop: int, perturber: Perturber, variants: int,
+                text_field: str) -> Iterator[LineResult]: ...
+
+
 def _init_worker(perturber: Perturber, variants: int, text_field: str, name: str) -> None:
     global _worker
     _worker = (perturber.prepare(), variants, text_field, name)
 
 
 def _cloak_chunk(chunk: list[tuple[int, bytes]]) -> list[LineResult]:
-    """Parse and cloak raw lines (in a worker: parsing is half the work, so it is done here too)."""
-    perturber, variants, text_field, name = _worker  # type: ignore[misc]
+    return cloak_lines(chunk, *_worker)  # type: ignore[misc]
+
+
+def cloak_lines(chunk: list[tuple[int, bytes]], perturber: Perturber, variants: int, text_field: str,
+                name: str) -> list[LineResult]:
+    """Parse and cloak raw ``(line number, line)`` pairs of the file ``name`` (in a worker: parsing is
+    half the work, so it is done there too)."""
     results: list[LineResult] = []
     for number, raw in chunk:
         try:
@@ -193,10 +209,12 @@ def _interrupts_between_records():
 def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants: int = 1,
                  workers: int | None = 1, shard: str | tuple[int, int] | None = None,
                  on_error: str = "fail", resume: bool = False, text_field: str = "text",
-                 progress: bool | None = None) -> PerturbStats:
+                 progress: bool | None = None, engine: Engine | None = None) -> PerturbStats:
     """Cloak every record of ``in_path`` into ``out_path`` (``-`` for stdin / stdout).
 
     ``workers``: processes to cloak in; None chooses (``auto_workers``). The output is the same for any.
+    ``engine``: where the records are cloaked instead of this machine's processes (``cloak.ray.RayEngine``:
+    a Ray cluster); the output is the same.
     """
     if variants < 1:
         raise ValueError("variants must be at least 1")
@@ -213,7 +231,11 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
     if shard is not None and total is not None:
         i, n = shard
         lo, hi = i * total // n, (i + 1) * total // n
-    if workers is None:
+    if engine is not None:
+        if in_path == "-":
+            raise ValueError("--engine ray reads its input on the cluster: give an input file, not standard input")
+        workers = engine.workers
+    elif workers is None:
         workers = auto_workers(None if hi is None else hi - lo)
 
     stats = PerturbStats(workers=workers)
@@ -232,7 +254,8 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
                            progress=progress)
         last_checkpoint = time.monotonic()
         initargs = (perturber, variants, text_field, input_name(in_path))
-        results = _results(batched(read_lines(in_path, lo, hi), CHUNK), workers, initargs)
+        results = engine.results(in_path, lo, hi, perturber, variants, text_field) if engine is not None else \
+            _results(batched(read_lines(in_path, lo, hi), CHUNK), workers, initargs)
         # closing(): the workers stop here, before an exception leaves, not whenever it is collected.
         with _interrupts_between_records() as interrupted, contextlib.closing(results):
             try:
