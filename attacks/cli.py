@@ -124,7 +124,7 @@ def list_models() -> None:
     from .victim import LAZY_KINDS
 
     descriptions = {"bert": "any BERT checkpoint fine-tuned with a classification head (paper 001's recipe)",
-                    "chinesebert": "ChineseBERT-style: character + glyph + pinyin embeddings fused into a BERT",
+                    "chinesebert": "ChineseBERT-style: character + glyph + pinyin embeddings fused into an encoder",
                     "habertor": "HABERTOR: quaternion-factorised BERT, source ensemble heads, adaptive FGM training",
                     "mmbert": "MMBERT: text + speech + glyph mixture of experts, three stages",
                     "llm": "an LLM behind an OpenAI-compatible endpoint, MMBERT's Appendix B prompt"}
@@ -148,7 +148,10 @@ def list_models() -> None:
               help="Labelled dev records: picks a torch victim's best epoch (else a share of --train is held out); "
                    "scored for every victim.")
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="Where the victim is saved (victim.json + weights).")
-@click.option("--backbone", default=None, metavar="NAME|DIR", help="bert / chinesebert / mmbert: the BERT to start from.")
+@click.option("--backbone", default=None, metavar="NAME|DIR",
+              help="bert / chinesebert / mmbert: the encoder to start from (any transformers encoder; a folder).")
+@click.option("--backbone-layers", type=click.IntRange(1), default=None, metavar="N",
+              help="bert / chinesebert / mmbert: keep the backbone's first N layers [all].")
 @click.option("--vectors", default=None, metavar="FILE", help="emb-*: word vectors, word2vec text format.")
 @click.option("--config", "config_path", default=None, metavar="YAML",
               help="Settings: {config: {...}, training: {...}} (`attacks models` names the kinds).")
@@ -176,7 +179,7 @@ def list_models() -> None:
 @click.option("--resume", is_flag=True, help="Torch victims: continue from OUT/checkpoint.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
-def train(name, train_path, dev_path, out_dir, backbone, vectors, config_path, grid, oversample, seed, preset, adv,
+def train(name, train_path, dev_path, out_dir, backbone, backbone_layers, vectors, config_path, grid, oversample, seed, preset, adv,
           source_field, head, gattention_heads, regularizer, regularizer_alpha, klar_share, relevant, resume,
           quiet) -> None:
     """Train a detector and save it as a victim."""
@@ -184,7 +187,8 @@ def train(name, train_path, dev_path, out_dir, backbone, vectors, config_path, g
                  *([relevant] if relevant else [])])
     train_records = _labelled(train_path)
     dev_records = _labelled(dev_path) if dev_path else None
-    config, training = _settings(config_path, backbone=backbone, vectors=vectors, grid=grid, oversample=oversample,
+    config, training = _settings(config_path, backbone=backbone, backbone_layers=backbone_layers, vectors=vectors,
+                                 grid=grid, oversample=oversample,
                                  seed=seed, preset=preset, adv=adv, source_field=source_field, head=head,
                                  gattention_heads=gattention_heads, regularizer=regularizer,
                                  regularizer_alpha=regularizer_alpha, klar_share=klar_share, relevant=relevant)
