@@ -15,6 +15,7 @@ import numpy as np
 from cloak.io import RecordError, batched, check_files, check_records, dump_record, read_records, write_atomic
 from cloak.params import ParameterError, validate
 
+from .llm import EndpointError  # loads neither torch nor any client library
 from .search import SearchAttack  # its defaults are the CLI's; importing it loads neither torch nor jieba
 
 EXAMPLES = """
@@ -57,6 +58,8 @@ def _errors_reported(func):
             sys.exit(130)
         except (ValueError, RecordError, FileNotFoundError, IsADirectoryError) as e:
             _fail(str(e))
+        except EndpointError as e:  # an LLM's server down or refusing: its answers so far are cached
+            _fail(f"{e}; the answers received are cached, so rerunning the command asks only the rest")
         except ImportError as e:
             _fail(f"{e}: this victim needs an optional package (pip install mmcloak[attacks])")
         except OSError as e:  # a model named by hub name, on a machine without a hub
