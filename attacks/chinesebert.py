@@ -148,8 +148,7 @@ class ChineseBertVictim(GAttentionGates, HeadTailTokens, TorchVictim):
         bert = load_backbone(self.config.backbone, self.config.backbone_layers, attention_kernel(self))
         if len(self.tokenizer) > bert.config.vocab_size:
             bert.resize_token_embeddings(len(self.tokenizer))
-        pieces = piece_texts(self.tokenizer)
-        pieces += [""] * (bert.config.vocab_size - len(pieces))  # rows the tokenizer never gives
+        pieces = piece_texts(self.tokenizer, bert.config.vocab_size)
         pinyin = pinyin_table(pieces)
         model = self._model(bert, num_labels, pinyin.shape[1] // PINYIN_LETTERS)
         model.glyphs.copy_(torch.from_numpy(glyph_images(pieces, self.config.glyph_size)))

@@ -75,7 +75,7 @@ def fill_vision_inputs(model: MMBertForSequenceClassification, tokenizer, featur
     if "vision" not in config.modalities:
         return
     encoder = model.mmbert.vision_encoder
-    tokens = piece_texts(tokenizer)
+    tokens = piece_texts(tokenizer, config.vocab_size)
     if config.vision_encoder == "glyph-cnn":
         if encoder.glyphs.any():
             return

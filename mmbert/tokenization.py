@@ -99,11 +99,13 @@ def piece_text(token: str) -> str:
     return token.lstrip("\u2581")
 
 
-def piece_texts(tokenizer: PreTrainedTokenizerBase) -> list[str]:
+def piece_texts(tokenizer: PreTrainedTokenizerBase, rows: int = 0) -> list[str]:
     """What each vocabulary entry stands for, by id (``piece_text``): what its glyph image draws and
-    its pinyin reads; '' for the special tokens ([CLS], <s>, <pad>, ...), which have neither."""
+    its pinyin reads; '' for the special tokens ([CLS], <s>, <pad>, ...), which have neither, and for
+    the rows up to ``rows`` that a model's embedding table has past its tokenizer's (e5 has 35)."""
     special = set(tokenizer.all_special_ids)
-    return ["" if i in special else piece_text(t) for i, t in enumerate(vocabulary(tokenizer))]
+    pieces = ["" if i in special else piece_text(t) for i, t in enumerate(vocabulary(tokenizer))]
+    return pieces + [""] * (rows - len(pieces))
 
 
 def vocabulary(tokenizer: PreTrainedTokenizerBase) -> list[str]:

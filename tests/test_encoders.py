@@ -158,24 +158,3 @@ def test_mmbert_trains_its_three_stages_on_an_xlmr_tokenizer(xlmr_backbones, run
     assert probs.shape == (len(rows), 2) and np.allclose(probs.sum(1), 1)
     long_post = [{"text": "黑人都是垃圾，" * 100}]  # cut to max_length, inside the position table
     assert infer(model, featurizer, long_post)["probs"].shape == (1, 2)
-
-
-def test_text_only_mmbert_from_an_xlm_roberta_computes_what_it_computes():
-    """XLM-R numbers its positions from 2: MMBERT reads its position table from there."""
-    from transformers import XLMRobertaConfig, XLMRobertaModel
-
-    from mmbert import MMBertConfig, upcycle_from_bert
-
-    torch.manual_seed(0)
-    xlmr = XLMRobertaModel(XLMRobertaConfig(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                            intermediate_size=64, max_position_embeddings=66, hidden_dropout_prob=0.0,
-                                            attention_probs_dropout_prob=0.0)).eval()
-    model = upcycle_from_bert(xlmr, MMBertConfig.from_bert_config(xlmr.config, speech_dim=16, vision_dim=8,
-                                                                  glyph_size=16, num_labels=2)).eval()
-    assert model.config.position_offset == 2 and model.config.positions == 64
-    ids = torch.randint(5, 120, (2, 9))
-    mask = torch.ones_like(ids)
-    mask[1, 6:] = 0
-    ours = model.mmbert(ids, mask, modalities=("text",)).last_hidden_state
-    theirs = xlmr(input_ids=ids, attention_mask=mask).last_hidden_state
-    torch.testing.assert_close(ours[mask.bool()], theirs[mask.bool()], atol=1e-5, rtol=1e-4)
