@@ -1,7 +1,9 @@
-"""``bert``: any BERT-architecture checkpoint fine-tuned with a classification head (paper 001's recipe).
+"""``bert``: any pretrained transformers encoder fine-tuned with a classification head (paper 001's recipe).
 
-The backbone is a hub name (``bert-base-chinese``, ``hfl/chinese-roberta-wwm-ext``) or a folder, such
-as the output of ``mmbert pretrain`` (a masked-LM BERT and its tokenizer). Posts longer than the
+The backbone is a hub name (``bert-base-chinese``, ``hfl/chinese-roberta-wwm-ext``,
+``intfloat/multilingual-e5-small``) or a folder, such as the output of ``mmbert pretrain`` (a
+masked-LM BERT and its tokenizer); its tokenizer may be WordPiece or SentencePiece (XLM-R's), and emoji
+it cannot keep whole are added as tokens. Posts longer than the
 position table keep their head and their tail (paper 001, after Sun et al.: the first 128 and the last
 382 of BERT's 510 tokens; the same shares of a shorter table).
 """
@@ -16,7 +18,7 @@ import torch
 from cloak.params import InstanceOf, Interval, Options
 
 from .gattention import BertWithGAttention, GAttentionGates
-from .neural import ARCHITECTURE, Embedded, TorchVictim, head_tail, read_json, write_json
+from .neural import ARCHITECTURE, WEIGHTS, Embedded, TorchVictim, head_tail, read_json, write_json
 from .victim import Settings, register_victim
 
 HEAD_SHARE = 128 / 510
@@ -24,31 +26,22 @@ HEAD_SHARE = 128 / 510
 
 @dataclasses.dataclass
 class BertVictimConfig(Settings):
-    """backbone: hub name or folder; max_length: tokens read, [CLS] and [SEP] included (at most the
-    backbone's position table); head_share: the share of a long post's tokens kept from its head;
-    head: ``linear`` on the pooled [CLS], or ``gattention`` (paper 002) over the last layer with
-    ``gattention_heads`` heads."""
+    """backbone: hub name or folder of any transformers encoder (BERT, XLM-R, multilingual-e5 ...);
+    backbone_layers: use its first N layers (None: all); max_length: tokens read, [CLS] and [SEP]
+    (<s>, </s>) included (at most the backbone's position table); head_share: the share of a long
+    post's tokens kept from its head; head: ``linear`` on the first token ([CLS] / <s>: through the
+    backbone's pooler where its checkpoint trained one), or ``gattention`` (paper 002) over the last
+    layer with ``gattention_heads`` heads."""
 
     backbone: str = "bert-base-chinese"
+    backbone_layers: int | None = None
     max_length: int = 512
     head_share: float = HEAD_SHARE
     head: str = "linear"
     gattention_heads: int = 1
-    _parameter_constraints = {"backbone": InstanceOf(str), "max_length": Interval(int, 8),
-                              "head_share": Interval(float, 0, 1), "head": Options("linear", "gattention"),
-                              "gattention_heads": Interval(int, 1)}
-
-
-def load_tokenizer(source: str):
-    """The tokenizer saved with a model (folder or hub name), or mmcloak's bert-base-chinese vocabulary
-    plus emoji for a folder that has none."""
-    from transformers import AutoTokenizer
-
-    if os.path.isdir(source) and not os.path.isfile(os.path.join(source, "tokenizer_config.json")):
-        from mmbert.tokenization import build_tokenizer
-
-        return build_tokenizer()
-    return AutoTokenizer.from_pretrained(source)
+    _parameter_constraints = {"backbone": InstanceOf(str), "backbone_layers": [Interval(int, 1), None],
+                              "max_length": Interval(int, 8), "head_share": Interval(float, 0, 1),
+                              "head": Options("linear", "gattention"), "gattention_heads": Interval(int, 1)}
 
 
 Token = tuple[int, "tuple[int, int] | None"]  # a token id and the characters it covers
@@ -115,51 +108,105 @@ def pad(sequences: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
     return {"input_ids": ids, "attention_mask": mask}
 
 
+def saved_shapes(directory: str) -> dict[str, tuple[int, ...]]:
+    """Each tensor's shape in a victim's saved weights (read from the safetensors header alone)."""
+    from safetensors import safe_open
+
+    with safe_open(os.path.join(directory, WEIGHTS), framework="pt") as f:
+        return {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
+
+
+def saved_encoder(directory: str, attention: str, prefix: str = "bert.") -> torch.nn.Module:
+    """The encoder a victim saved (its transformers config in ``architecture.json``), empty, with a
+    pooler only if the saved weights hold one."""
+    from transformers import AutoConfig, AutoModel
+
+    fields = read_json(directory, ARCHITECTURE)
+    config = AutoConfig.for_model(fields.pop("model_type", "bert"), **fields)
+    encoder = AutoModel.from_config(config, attn_implementation=attention)
+    if not any(name.startswith(prefix + "pooler.") for name in saved_shapes(directory)):
+        encoder.pooler = None
+    return encoder
+
+
+def first_token(out) -> torch.Tensor:
+    """What a linear head reads of an encoder's output: the pooled first token where the encoder has a
+    pooler (BERT's, trained with the checkpoint), else the first token's ([CLS], <s>) last hidden state."""
+    pooled = getattr(out, "pooler_output", None)
+    return pooled if pooled is not None else out.last_hidden_state[:, 0]
+
+
+class BertWithLinearHead(torch.nn.Module):
+    """An encoder read by dropout and a linear layer on its first token (``first_token``). Parameter
+    names are those of transformers' BertForSequenceClassification (``bert.*``, ``classifier.*``)."""
+
+    def __init__(self, bert: torch.nn.Module, num_labels: int) -> None:
+        super().__init__()
+        self.bert = bert
+        config = bert.config
+        self.dropout = torch.nn.Dropout(getattr(config, "classifier_dropout", None) or config.hidden_dropout_prob)
+        self.classifier = torch.nn.Linear(config.hidden_size, num_labels)
+        self.classifier.weight.data.normal_(0.0, config.initializer_range)  # as BERT initialises its head
+        self.classifier.bias.data.zero_()
+
+    @property
+    def config(self):
+        return self.bert.config
+
+    def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, output_attentions: bool = False) -> dict:
+        out = self.bert(inputs_embeds=inputs_embeds, attention_mask=attention_mask, output_attentions=output_attentions)
+        return {"logits": self.classifier(self.dropout(first_token(out))), "attentions": list(out.attentions or ())}
+
+
+def position_limit(encoder: torch.nn.Module) -> int:
+    """The longest input an encoder reads: its position table's rows from its first position on (XLM-R's
+    table has 514 rows, two of them before the first position)."""
+    from mmbert.modeling import position_offset
+
+    return encoder.config.max_position_embeddings - position_offset(encoder)
+
+
 @register_victim
 class BertVictim(GAttentionGates, HeadTailTokens, TorchVictim):
-    """A BERT checkpoint with a linear head on its pooled [CLS] (or a GAttention head over its last
+    """A pretrained encoder with a linear head on its first token (or a GAttention head over its last
     layer), fine-tuned end to end."""
 
     kind = "bert"
     Config = BertVictimConfig
 
-    def build(self, num_labels: int) -> torch.nn.Module:
-        from transformers import BertForSequenceClassification, BertModel
-
-        self.tokenizer = load_tokenizer(self.config.backbone)
+    def _model(self, bert: torch.nn.Module, num_labels: int) -> torch.nn.Module:
         if self.config.head == "gattention":
-            bert = BertModel.from_pretrained(self.config.backbone, add_pooling_layer=False,
-                                             attn_implementation=attention_kernel(self))
-            model = BertWithGAttention(bert, num_labels, self.config.gattention_heads)
-        else:
-            model = BertForSequenceClassification.from_pretrained(self.config.backbone, num_labels=num_labels,
-                                                                  attn_implementation=attention_kernel(self))
-        if len(self.tokenizer) > model.config.vocab_size:
-            model.bert.resize_token_embeddings(len(self.tokenizer))
-        return model
+            bert.pooler = None  # the GAttention head reads every token's last hidden state
+            return BertWithGAttention(bert, num_labels, self.config.gattention_heads)
+        return BertWithLinearHead(bert, num_labels)
+
+    def build(self, num_labels: int) -> torch.nn.Module:
+        from mmbert.loading import load_backbone
+        from mmbert.tokenization import backbone_tokenizer
+
+        self.tokenizer = backbone_tokenizer(self.config.backbone)
+        bert = load_backbone(self.config.backbone, self.config.backbone_layers, attention_kernel(self))
+        if len(self.tokenizer) > bert.config.vocab_size:
+            bert.resize_token_embeddings(len(self.tokenizer))
+        return self._model(bert, num_labels)
 
     def architecture(self, directory: str) -> torch.nn.Module:
-        from transformers import BertConfig, BertForSequenceClassification, BertModel
+        from mmbert.tokenization import load_tokenizer
 
         self.tokenizer = load_tokenizer(directory)
-        config = BertConfig.from_dict(read_json(directory, ARCHITECTURE))
-        config._attn_implementation = attention_kernel(self)
-        if self.config.head == "gattention":
-            return BertWithGAttention(BertModel(config, add_pooling_layer=False), self.num_labels,
-                                      self.config.gattention_heads)
-        return BertForSequenceClassification(config)
+        return self._model(saved_encoder(directory, attention_kernel(self)), self.num_labels)
 
     def save_architecture(self, directory: str) -> list[str]:
         written = self.tokenizer.save_pretrained(directory)
         names = sorted({os.path.basename(p) for p in written if os.path.isfile(p)})
-        return [write_json(directory, ARCHITECTURE, self.model.config.to_dict()), *names]
+        return [write_json(directory, ARCHITECTURE, self.model.bert.config.to_dict()), *names]
 
     @property
     def max_length(self) -> int:
-        return min(self.config.max_length, self.model.config.max_position_embeddings)
+        return min(self.config.max_length, position_limit(self.model.bert))
 
     def embed_batch(self, model: torch.nn.Module, batch: dict) -> Embedded:
-        embeds = model.bert.embeddings.word_embeddings(batch["input_ids"])
+        embeds = model.bert.get_input_embeddings()(batch["input_ids"])
         return Embedded(embeds, batch["attention_mask"], {"input_ids": batch["input_ids"]})
 
     def model_logits(self, model: torch.nn.Module, embedded: Embedded) -> torch.Tensor:

@@ -1,13 +1,14 @@
-"""``chinesebert``: ChineseBERT-style fusion (Sun et al., 2021) on any BERT.
+"""``chinesebert``: ChineseBERT-style fusion (Sun et al., 2021) on any pretrained encoder.
 
 Each token enters the encoder as the fusion of three embeddings, concatenated and projected to the
 hidden size:
 
 - its character (word) embedding, the backbone's own;
 - its glyph: the token drawn by ``render`` (the same glyph images MMBERT uses, one per vocabulary
-  entry, computed once and kept in the model) through a small CNN;
-- its pinyin: the letters and tone digit of its TONE3 reading (pypinyin; none for non-Chinese tokens)
-  embedded, through a 1-D CNN and max-pooled.
+  entry, computed once and kept in the model; a piece of several characters, XLM-R's 垃圾, drawn
+  whole) through a small CNN;
+- its pinyin: the letters and tone digits of its characters' TONE3 readings (pypinyin; none for
+  non-Chinese tokens) embedded, through a 1-D CNN and max-pooled.
 
 The fused vectors are the input embeddings an embedding-space attack perturbs (a cloak changes all
 three), then position and token-type embeddings are added as in BERT.
@@ -24,27 +25,45 @@ from torch import nn
 
 from cloak.params import Interval
 
-from .bert import BertVictimConfig, HeadTailTokens, attention_kernel, load_tokenizer
+from .bert import (BertVictimConfig, HeadTailTokens, attention_kernel, first_token, position_limit, saved_encoder,
+                   saved_shapes)
 from .gattention import GAttentionGates, GAttentionHead
-from .neural import ARCHITECTURE, Embedded, TorchVictim, read_json, write_json
+from .neural import ARCHITECTURE, Embedded, TorchVictim, write_json
 from .victim import register_victim
 
 PINYIN_LETTERS = 8  # longest TONE3 syllable: "zhuang1"
 PINYIN_ALPHABET = " abcdefghijklmnopqrstuvwxyz012345"  # index 0 pads
+MAX_PIECE_CHARS = 8  # a longer piece (XLM-R has a few idioms and names) is read by its first 8 characters
 
 
-def pinyin_table(tokens: Sequence[str]) -> torch.Tensor:
-    """(len(tokens), PINYIN_LETTERS) letter ids of each token's TONE3 reading; zeros where it has none."""
+def han_characters(piece: str) -> list[str]:
     from cloak.hanzi import is_han
-    from cloak.pinyin import char_readings
 
-    table = torch.zeros(len(tokens), PINYIN_LETTERS, dtype=torch.long)
-    for i, token in enumerate(tokens):
-        char = token.removeprefix("##")
-        if len(char) == 1 and is_han(char) and char_readings(char):
-            letters = [PINYIN_ALPHABET.index(c) for c in char_readings(char)[0][:PINYIN_LETTERS]
-                       if c in PINYIN_ALPHABET]
-            table[i, :len(letters)] = torch.tensor(letters)
+    return [c for c in piece if is_han(c)]
+
+
+def pinyin_table(pieces: Sequence[str], chars: int | None = None) -> torch.Tensor:
+    """(len(pieces), chars * PINYIN_LETTERS) uint8 letter ids: the TONE3 reading of each Chinese
+    character of each piece (the text ``mmbert.tokenization.piece_texts`` gives; a piece of several
+    read as the word it spells, 银行 yin2 hang2), one slot of PINYIN_LETTERS letters a character, zeros
+    where there is none. ``chars``: the slots a piece has (default: its vocabulary's longest piece, at
+    most MAX_PIECE_CHARS); 1 for a vocabulary of single characters, such as bert-base-chinese's."""
+    from cloak.pinyin import char_readings, word_reading
+
+    hans = [han_characters(p) for p in pieces]
+    if chars is None:
+        chars = min(MAX_PIECE_CHARS, max((len(h) for h in hans), default=1) or 1)
+    table = torch.zeros(len(pieces), chars * PINYIN_LETTERS, dtype=torch.uint8)
+    for i, characters in enumerate(hans):
+        if len(characters) == 1:
+            syllables = char_readings(characters[0])[:1]
+        else:
+            syllables = word_reading("".join(characters)) if characters else ()
+        for slot, syllable in enumerate(syllables[:chars]):
+            letters = [PINYIN_ALPHABET.index(c) for c in syllable[:PINYIN_LETTERS] if c in PINYIN_ALPHABET]
+            if letters:
+                start = slot * PINYIN_LETTERS
+                table[i, start:start + len(letters)] = torch.tensor(letters, dtype=torch.uint8)
     return table
 
 
@@ -61,18 +80,19 @@ class ChineseBertConfig(BertVictimConfig):
 
 
 class ChineseBertModel(nn.Module):
-    """A BertModel whose input embeddings fuse character, glyph and pinyin; a linear head on the
-    pooled [CLS], or a GAttention head over the last layer (``gattention_heads`` > 0)."""
+    """An encoder (``bert``: any transformers encoder) whose input embeddings fuse character, glyph and
+    pinyin; a linear head on its first token (``attacks.bert.first_token``), or a GAttention head over
+    the last layer (``gattention_heads`` > 0). ``pinyin_chars``: pinyin slots a token has (the longest
+    piece of its vocabulary, in characters)."""
 
-    def __init__(self, bert_config, num_labels: int, glyph_size: int, glyph_dim: int, pinyin_dim: int,
-                 gattention_heads: int = 0) -> None:
+    def __init__(self, bert: nn.Module, num_labels: int, glyph_size: int, glyph_dim: int, pinyin_dim: int,
+                 gattention_heads: int = 0, pinyin_chars: int = 1) -> None:
         super().__init__()
-        from transformers import BertModel
-
-        self.bert = BertModel(bert_config, add_pooling_layer=not gattention_heads)
-        vocab, hidden = bert_config.vocab_size, bert_config.hidden_size
+        self.bert = bert
+        config = bert.config
+        vocab, hidden = config.vocab_size, config.hidden_size
         self.register_buffer("glyphs", torch.zeros(vocab, glyph_size, glyph_size, dtype=torch.uint8))
-        self.register_buffer("pinyin", torch.zeros(vocab, PINYIN_LETTERS, dtype=torch.long))
+        self.register_buffer("pinyin", torch.zeros(vocab, pinyin_chars * PINYIN_LETTERS, dtype=torch.uint8))
         self.glyph_cnn = nn.Sequential(
             nn.Conv2d(1, 32, 3, padding=1), nn.GELU(), nn.MaxPool2d(2),
             nn.Conv2d(32, 64, 3, padding=1), nn.GELU(), nn.AdaptiveAvgPool2d(2),
@@ -81,17 +101,18 @@ class ChineseBertModel(nn.Module):
         self.pinyin_cnn = nn.Conv1d(pinyin_dim, pinyin_dim, kernel_size=2, padding=1)
         self.fusion = nn.Linear(hidden + glyph_dim + pinyin_dim, hidden)
         if gattention_heads:
-            self.head = GAttentionHead(hidden, num_labels, gattention_heads, dropout=bert_config.hidden_dropout_prob)
+            self.bert.pooler = None  # the GAttention head reads every token's last hidden state
+            self.head = GAttentionHead(hidden, num_labels, gattention_heads, dropout=config.hidden_dropout_prob)
         else:
-            self.dropout = nn.Dropout(bert_config.hidden_dropout_prob)
+            self.dropout = nn.Dropout(config.hidden_dropout_prob)
             self.classifier = nn.Linear(hidden, num_labels)
 
     def fused_embeddings(self, input_ids: torch.Tensor) -> torch.Tensor:
-        chars = self.bert.embeddings.word_embeddings(input_ids)
+        chars = self.bert.get_input_embeddings()(input_ids)
         ids, inverse = torch.unique(input_ids, return_inverse=True)  # each distinct token's glyph once
         # spread back by F.embedding, whose backward repeats exactly (indexing's varies with the CPU threads)
         glyph = F.embedding(inverse, self.glyph_cnn(self.glyphs[ids].unsqueeze(1).float() / 255.0))
-        letters = self.pinyin_embeddings(self.pinyin[ids]).transpose(1, 2)  # (distinct, dim, letters)
+        letters = self.pinyin_embeddings(self.pinyin[ids].long()).transpose(1, 2)  # (distinct, dim, letters)
         pinyin = F.embedding(inverse, self.pinyin_cnn(letters).max(-1).values)
         return self.fusion(torch.cat([chars, glyph, pinyin], -1))
 
@@ -103,46 +124,43 @@ class ChineseBertModel(nn.Module):
         if hasattr(self, "head"):
             logits, gates = self.head(out.last_hidden_state, attention_mask)
             return {"logits": logits, "gates": gates, "attentions": attentions}
-        return {"logits": self.classifier(self.dropout(out.pooler_output)), "attentions": attentions}
+        return {"logits": self.classifier(self.dropout(first_token(out))), "attentions": attentions}
 
 
 @register_victim
 class ChineseBertVictim(GAttentionGates, HeadTailTokens, TorchVictim):
-    """Character + glyph + pinyin embeddings fused into a BERT (see the module docstring)."""
+    """Character + glyph + pinyin embeddings fused into an encoder (see the module docstring)."""
 
     kind = "chinesebert"
     Config = ChineseBertConfig
 
-    def _model(self, bert_config, num_labels: int) -> ChineseBertModel:
+    def _model(self, bert: nn.Module, num_labels: int, pinyin_chars: int) -> ChineseBertModel:
         c = self.config
-        return ChineseBertModel(bert_config, num_labels, c.glyph_size, c.glyph_dim, c.pinyin_dim,
-                                c.gattention_heads if c.head == "gattention" else 0)
+        return ChineseBertModel(bert, num_labels, c.glyph_size, c.glyph_dim, c.pinyin_dim,
+                                c.gattention_heads if c.head == "gattention" else 0, pinyin_chars)
 
     def build(self, num_labels: int) -> nn.Module:
-        from transformers import BertModel
-
-        from mmbert.tokenization import vocabulary
+        from mmbert.loading import load_backbone
+        from mmbert.tokenization import backbone_tokenizer, piece_texts
         from mmbert.vision import glyph_images
 
-        self.tokenizer = load_tokenizer(self.config.backbone)
-        bert = BertModel.from_pretrained(self.config.backbone, add_pooling_layer=self.config.head == "linear",
-                                         attn_implementation=attention_kernel(self))
+        self.tokenizer = backbone_tokenizer(self.config.backbone)
+        bert = load_backbone(self.config.backbone, self.config.backbone_layers, attention_kernel(self))
         if len(self.tokenizer) > bert.config.vocab_size:
             bert.resize_token_embeddings(len(self.tokenizer))
-        model = self._model(bert.config, num_labels)
-        model.bert = bert
-        tokens = vocabulary(self.tokenizer)
-        model.glyphs.copy_(torch.from_numpy(glyph_images(tokens, self.config.glyph_size)))
-        model.pinyin.copy_(pinyin_table(tokens))
+        pieces = piece_texts(self.tokenizer, bert.config.vocab_size)
+        pinyin = pinyin_table(pieces)
+        model = self._model(bert, num_labels, pinyin.shape[1] // PINYIN_LETTERS)
+        model.glyphs.copy_(torch.from_numpy(glyph_images(pieces, self.config.glyph_size)))
+        model.pinyin.copy_(pinyin)
         return model
 
     def architecture(self, directory: str) -> nn.Module:
-        from transformers import BertConfig
+        from mmbert.tokenization import load_tokenizer
 
         self.tokenizer = load_tokenizer(directory)
-        config = BertConfig.from_dict(read_json(directory, ARCHITECTURE))
-        config._attn_implementation = attention_kernel(self)
-        return self._model(config, self.num_labels)
+        letters = saved_shapes(directory)["pinyin"][1]  # int64 in victims saved before pieces of several characters
+        return self._model(saved_encoder(directory, attention_kernel(self)), self.num_labels, letters // PINYIN_LETTERS)
 
     def save_architecture(self, directory: str) -> list[str]:
         written = self.tokenizer.save_pretrained(directory)
@@ -151,7 +169,7 @@ class ChineseBertVictim(GAttentionGates, HeadTailTokens, TorchVictim):
 
     @property
     def max_length(self) -> int:
-        return min(self.config.max_length, self.model.bert.config.max_position_embeddings)
+        return min(self.config.max_length, position_limit(self.model.bert))
 
     def embed_batch(self, model: nn.Module, batch: dict) -> Embedded:
         return Embedded(model.fused_embeddings(batch["input_ids"]), batch["attention_mask"],

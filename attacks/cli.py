@@ -18,6 +18,7 @@ from cloak.ops.base import STRENGTHS
 from cloak.params import ParameterError, validate
 
 from .attack import attack_kinds, make_attacks
+from .llm import EndpointError  # loads neither torch nor any client library
 from .search import SearchAttack  # its defaults are the CLI's; importing it loads neither torch nor jieba
 
 EXAMPLES = """
@@ -45,7 +46,9 @@ _errors_reported = reports_errors("attacks", extra="attacks", interrupted={
     "train": "; a torch victim's last checkpoint is kept in OUT/checkpoint: rerun with --resume",
     "curve": "; finished runs are kept in OUT/runs.jsonl: rerun the same command to finish",
     "evaluate": "; finished outcomes are kept in OUT: rerun the same command to finish"},
-    model_hint=" (models given by name are downloaded; without a model hub pass a folder: --backbone DIR)")
+    model_hint=" (models given by name are downloaded; without a model hub pass a folder: --backbone DIR)",
+    # an LLM's server down or refusing: the answers so far are cached
+    failures={EndpointError: "; the answers received are cached, so rerunning the command asks only the rest"})
 
 
 def _quiet_libraries() -> None:
@@ -107,7 +110,7 @@ def list_models() -> None:
     from .victim import LAZY_KINDS
 
     descriptions = {"bert": "any BERT checkpoint fine-tuned with a classification head (paper 001's recipe)",
-                    "chinesebert": "ChineseBERT-style: character + glyph + pinyin embeddings fused into a BERT",
+                    "chinesebert": "ChineseBERT-style: character + glyph + pinyin embeddings fused into an encoder",
                     "habertor": "HABERTOR: quaternion-factorised BERT, source ensemble heads, adaptive FGM training",
                     "mmbert": "MMBERT: text + speech + glyph mixture of experts, three stages",
                     "llm": "an LLM behind an OpenAI-compatible endpoint, MMBERT's Appendix B prompt"}
@@ -131,7 +134,10 @@ def list_models() -> None:
               help="Labelled dev records: picks a torch victim's best epoch (else a share of --train is held out); "
                    "scored for every victim.")
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="Where the victim is saved (victim.json + weights).")
-@click.option("--backbone", default=None, metavar="NAME|DIR", help="bert / chinesebert / mmbert: the BERT to start from.")
+@click.option("--backbone", default=None, metavar="NAME|DIR",
+              help="bert / chinesebert / mmbert: the encoder to start from (any transformers encoder; a folder).")
+@click.option("--backbone-layers", type=click.IntRange(1), default=None, metavar="N",
+              help="bert / chinesebert / mmbert: keep the backbone's first N layers [all].")
 @click.option("--vectors", default=None, metavar="FILE", help="emb-*: word vectors, word2vec text format.")
 @click.option("--config", "config_path", default=None, metavar="YAML",
               help="Settings: {config: {...}, training: {...}} (`attacks models` names the kinds).")
@@ -161,8 +167,8 @@ def list_models() -> None:
 @click.option("--overwrite", is_flag=True, help="Replace a victim already saved in OUT.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
-def train(name, train_path, dev_path, out_dir, backbone, vectors, config_path, grid, oversample, seed, preset, adv,
-          source_field, head, gattention_heads, regularizer, regularizer_alpha, klar_share, relevant, resume,
+def train(name, train_path, dev_path, out_dir, backbone, backbone_layers, vectors, config_path, grid, oversample, seed,
+          preset, adv, source_field, head, gattention_heads, regularizer, regularizer_alpha, klar_share, relevant, resume,
           overwrite, quiet) -> None:
     """Train a detector and save it as a victim."""
     check_files([train_path, *([dev_path] if dev_path else []), *([config_path] if config_path else []),
@@ -170,7 +176,8 @@ def train(name, train_path, dev_path, out_dir, backbone, vectors, config_path, g
     check_victim_out(out_dir, overwrite, resume)
     train_records = _labelled(train_path)
     dev_records = _labelled(dev_path) if dev_path else None
-    config, training = _settings(config_path, backbone=backbone, vectors=vectors, grid=grid, oversample=oversample,
+    config, training = _settings(config_path, backbone=backbone, backbone_layers=backbone_layers, vectors=vectors,
+                                 grid=grid, oversample=oversample,
                                  seed=seed, preset=preset, adv=adv, source_field=source_field, head=head,
                                  gattention_heads=gattention_heads, regularizer=regularizer,
                                  regularizer_alpha=regularizer_alpha, klar_share=klar_share, relevant=relevant)

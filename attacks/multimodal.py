@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import torch
 
 from cloak.io import write_records
-from cloak.params import InstanceOf
+from cloak.params import InstanceOf, Interval
 
 from .neural import Embedded, TorchVictim
 from .victim import NoSettings, Settings, register_victim
@@ -30,12 +30,15 @@ STAGES = (1, 2, 3)
 @dataclasses.dataclass
 class MMBertVictimConfig(Settings):
     """run: the run configuration of the three stages (preset name, YAML path or mapping); backbone:
-    the BERT stage 1 upcycles (a hub name or a folder, e.g. from ``mmbert pretrain``), or None for the
-    run configuration's own."""
+    the BERT stage 1 upcycles (a hub name or a folder, e.g. from ``mmbert pretrain`` or
+    multilingual-e5-small), or None for the run configuration's own; backbone_layers: keep its first N
+    layers (None: the run configuration's ``model.backbone_layers``, else all)."""
 
     run: object = "small"
     backbone: str | None = None
-    _parameter_constraints = {"run": [InstanceOf(str), InstanceOf(dict)], "backbone": [InstanceOf(str), None]}
+    backbone_layers: int | None = None
+    _parameter_constraints = {"run": [InstanceOf(str), InstanceOf(dict)], "backbone": [InstanceOf(str), None],
+                              "backbone_layers": [Interval(int, 1), None]}
 
 
 @register_victim
@@ -64,6 +67,8 @@ class MMBertVictim(TorchVictim):
         if dev is None:
             raise ValueError("mmbert picks each stage's best epoch on dev records: give dev")
         run = load_run_config(self.config.run)
+        if self.config.backbone_layers is not None:
+            run["model"]["backbone_layers"] = self.config.backbone_layers
         work = os.path.join(out_dir, "stages")
         os.makedirs(work, exist_ok=True)
         data = {name: os.path.join(work, f"{name}.jsonl") for name in ("train", "dev")}

@@ -32,12 +32,15 @@ def error_message(error: Exception) -> str:
 
 
 def reports_errors(prog: str, *, interrupted: Mapping[str, str] | None = None, extra: str = "all",
-                   model_hint: str = "") -> Callable:
+                   model_hint: str = "", failures: Mapping[type[Exception], str] | None = None) -> Callable:
     """A decorator for a click command: bad input (ValueError, RecordError, OS errors) ends with one line;
     a missing optional package names the extra to install; Ctrl-C says what was kept (``interrupted``:
     the command's function name -> the rest of the sentence). ``model_hint`` follows an OS error that
     names no path, which is how transformers and Whisper report a model asked for by a name they could
-    not fetch."""
+    not fetch. ``failures``: the command's own errors, each ended with one line and what to do
+    (an exception class -> the rest of the sentence)."""
+    failures = dict(failures or {})
+
     def decorate(func: Callable) -> Callable:
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
@@ -46,6 +49,8 @@ def reports_errors(prog: str, *, interrupted: Mapping[str, str] | None = None, e
             except KeyboardInterrupt:
                 click.echo(f"{prog}: interrupted{(interrupted or {}).get(func.__name__, '')}", err=True)
                 sys.exit(130)
+            except tuple(failures) as e:
+                fail(prog, f"{e}{next(rest for kind, rest in failures.items() if isinstance(e, kind))}")
             except (ValueError, RecordError) as e:
                 fail(prog, str(e))
             except ImportError as e:

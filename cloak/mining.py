@@ -98,7 +98,8 @@ def mine_terms(records: Iterable[dict], *, z: float = 2.0, min_count: int = 5) -
         labels.add(label != 0)
         (offensive if label != 0 else other).update(candidate_terms(record["text"], words))
     if labels != {True, False}:
-        raise ValueError("mining terms needs offensive (label >= 1) and non-offensive (label 0) posts")
+        raise ValueError("mining terms needs offensive (label >= 1) and non-offensive (label 0) posts "
+                         "(give labelled posts with --mine-from, or cloak the lexicon's terms: --targets lexicon)")
     scores = score_terms(offensive, other)
     kept = [MinedTerm(t, s, offensive[t], other[t]) for t, s in scores.items()
             if s >= z and offensive[t] >= min_count and not is_function_phrase(t, words)]

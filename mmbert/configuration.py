@@ -47,6 +47,9 @@ class MMBertConfig(BertConfig):
         pooler on the mean of all real tokens). A backbone pre-trained by masked LM alone never taught
         its [CLS] to summarise the post, so with its attention frozen (stage 2) [CLS] carries almost
         nothing; ``mean`` does.
+    position_offset: the row of the position table the first position reads: 0 for BERT, 2 for an
+        XLM-R / RoBERTa backbone (they number positions from pad_token_id + 1); ``positions`` is how
+        many positions that leaves.
     stage: the last training stage this model finished (0 = not trained as MMBERT).
     features: how to make the inputs from raw text, for ``predict`` on new posts: ``tts`` backend
         arguments, ``whisper`` model name or path, ``whisper_mode``, glyph ``font``.
@@ -61,7 +64,7 @@ class MMBertConfig(BertConfig):
         "vision_encoder": Options(*VISION_ENCODERS), "vision_dim": Interval(int, 1), "glyph_size": Interval(int, 8),
         "moe_top_k": Options(0, 1, 2), "aux_loss_weight": Interval(float, 0), "pooling": Options("cls", "mean"),
         "stage": Options(0, 1, 2, 3), "features": [InstanceOf(dict), None],
-        "vision_source": [InstanceOf(dict), None],
+        "vision_source": [InstanceOf(dict), None], "position_offset": Interval(int, 0),
         "type_vocab_size": Interval(int, 3),  # one token type per modality
     }
 
@@ -69,18 +72,20 @@ class MMBertConfig(BertConfig):
                  max_speech_tokens: int = 64, vision_encoder: str = "glyph-cnn", vision_dim: int = 256,
                  glyph_size: int = 32, moe_top_k: int = 0, aux_loss_weight: float = 0.01, pooling: str = "cls",
                  stage: int = 0, features: dict | None = None, vision_source: dict | None = None,
-                 type_vocab_size: int = 3, **kwargs) -> None:
+                 type_vocab_size: int = 3, position_offset: int = 0, **kwargs) -> None:
         mine = validate({"modalities": list(modalities), "speech_dim": speech_dim, "speech_pool": speech_pool,
                          "max_speech_tokens": max_speech_tokens, "vision_encoder": vision_encoder,
                          "vision_dim": vision_dim, "glyph_size": glyph_size, "moe_top_k": moe_top_k,
                          "aux_loss_weight": aux_loss_weight, "pooling": pooling, "stage": stage,
-                         "features": features, "vision_source": vision_source, "type_vocab_size": type_vocab_size},
+                         "features": features, "vision_source": vision_source, "type_vocab_size": type_vocab_size,
+                         "position_offset": position_offset},
                         self._parameter_constraints, "MMBertConfig")
         super().__init__(type_vocab_size=type_vocab_size, **kwargs)
         modalities, aux_loss_weight = mine["modalities"], mine["aux_loss_weight"]
-        if max_speech_tokens > self.max_position_embeddings and "speech" in modalities:
+        self.position_offset = position_offset
+        if max_speech_tokens > self.positions and "speech" in modalities:
             raise ValueError(f"MMBertConfig: 'max_speech_tokens' ({max_speech_tokens}) must be at most "
-                             f"max_position_embeddings ({self.max_position_embeddings}): speech tokens take "
+                             f"the {self.positions} positions of the position table: speech tokens take "
                              "positions 0..max_speech_tokens-1")
         self.modalities = [m for m in MODALITIES if m in modalities]  # canonical order = expert order
         self.speech_dim, self.speech_pool, self.max_speech_tokens = speech_dim, speech_pool, max_speech_tokens
@@ -88,6 +93,11 @@ class MMBertConfig(BertConfig):
         self.moe_top_k, self.aux_loss_weight, self.pooling, self.stage = moe_top_k, aux_loss_weight, pooling, stage
         self.features = dict(features or {})
         self.vision_source = vision_source
+
+    @property
+    def positions(self) -> int:
+        """How many positions a modality's tokens may take (the position table past ``position_offset``)."""
+        return self.max_position_embeddings - self.position_offset
 
     @property
     def num_experts(self) -> int:

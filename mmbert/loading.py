@@ -19,8 +19,7 @@ from .data import Featurizer
 from .folder import is_mmbert, peek_features
 from .modeling import MMBertForSequenceClassification, upcycle_from_bert
 from .presets import MM_FIELDS
-from .tokenization import build_tokenizer, vocabulary
-
+from .tokenization import backbone_tokenizer, load_tokenizer, piece_texts
 
 
 @contextlib.contextmanager
@@ -47,13 +46,28 @@ class StageError(ValueError):
     """The model given cannot start this stage (wrong stage, skipped stages without permission)."""
 
 
-def load_tokenizer(path: str | None):
-    """The tokenizer saved in ``path``, or the bundled bert-base-chinese vocabulary plus emoji."""
-    from transformers import AutoTokenizer
+def load_backbone(source: str, layers: int | None = None, attention: str | None = None):
+    """A pretrained encoder (any transformers ``AutoModel``: BERT, XLM-R, e5 ...; a masked-LM folder
+    gives its encoder) with its first ``layers`` layers (None: all; dropping upper layers of a pretrained
+    encoder is standard, and halves its cost) and ``attention`` as transformers' attention kernel.
 
-    if path and os.path.isfile(os.path.join(path, "tokenizer_config.json")):
-        return AutoTokenizer.from_pretrained(path)
-    return build_tokenizer()
+    Its pooler is dropped unless the checkpoint trained one: e5 and a masked-LM checkpoint have none,
+    and a freshly drawn pooler would put a random projection between the encoder and the head."""
+    from transformers import AutoConfig, AutoModel
+
+    extra = {"attn_implementation": attention} if attention else {}
+    with quiet_loading(), loading_model("backbone", source, hint="pass a BERT folder: --from DIR or --backbone DIR "
+                                        "(`mmbert pretrain` makes one from your posts)"):
+        config = AutoConfig.from_pretrained(source)
+    if layers is not None:
+        if layers > config.num_hidden_layers:
+            raise ValueError(f"backbone_layers is {layers}, but {source} has only {config.num_hidden_layers} layers")
+        extra["num_hidden_layers"] = layers
+    with quiet_loading(), loading_model("backbone", source):
+        encoder, info = AutoModel.from_pretrained(source, output_loading_info=True, **extra)
+    if any(k.startswith("pooler.") for k in info["missing_keys"]):
+        encoder.pooler = None
+    return encoder
 
 
 def _grow_vocabulary(model: MMBertForSequenceClassification, bert_vocab: int) -> None:
@@ -115,7 +129,7 @@ def frozen_vision_table(features: dict, tokenizer, progress: bool | None = None)
     if vision["encoder"] not in FROZEN_ENCODERS:
         return None
     encoder = make_frozen_encoder(vision)
-    return vision_table(vocabulary(tokenizer), encoder, progress=progress), encoder.source
+    return vision_table(piece_texts(tokenizer), encoder, progress=progress), encoder.source
 
 
 def fill_glyph_images(model: MMBertForSequenceClassification, tokenizer, progress: bool | None = None) -> None:
@@ -126,7 +140,8 @@ def fill_glyph_images(model: MMBertForSequenceClassification, tokenizer, progres
     from .vision import glyph_images
 
     config = model.config
-    encoder.glyphs.copy_(torch.from_numpy(glyph_images(vocabulary(tokenizer), config.glyph_size, progress=progress)))
+    tokens = piece_texts(tokenizer, config.vocab_size)
+    encoder.glyphs.copy_(torch.from_numpy(glyph_images(tokens, config.glyph_size, progress=progress)))
 
 
 def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: bool = False,
@@ -151,9 +166,9 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
     if stage > 1 and not allow_skip:
         raise StageError(f"stage {stage} starts from the stage-{stage - 1} model: pass --from DIR "
                          "(or --skip-stages to start from a BERT, the paper's ablation)")
-    tokenizer = load_tokenizer(from_dir)
     mm = {k: v for k, v in run["model"].items() if k in MM_FIELDS}
     backbone = from_dir or run["model"].get("backbone")
+    tokenizer = backbone_tokenizer(backbone)
     if "speech" in mm.get("modalities", ("speech",)) and run["features"].get("whisper"):
         mm["speech_dim"] = speech_features(run["features"]).dim
     table = None
@@ -165,17 +180,14 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
     # Seeded here, after whatever loading came before (Whisper, say) drew from the random stream.
     torch.manual_seed(seed)
     if backbone:
-        from transformers import AutoModel
-
-        with quiet_loading(), loading_model("backbone", backbone, hint="pass a BERT folder: --from DIR "
-                                            "(`mmbert pretrain` makes one from your posts)"):
-            bert = AutoModel.from_pretrained(backbone)
-        config = MMBertConfig.from_bert_config(bert.config, num_labels=num_labels, **mm)
-        bert_vocab, config.vocab_size = config.vocab_size, max(config.vocab_size, len(tokenizer))
-        model = upcycle_from_bert(bert, config)
+        bert = load_backbone(backbone, run["model"].get("backbone_layers"))
+        bert_vocab = bert.config.vocab_size
+        if len(tokenizer) > bert_vocab:  # the emoji added to its tokenizer
+            bert.resize_token_embeddings(len(tokenizer))
+        model = upcycle_from_bert(bert, MMBertConfig.from_bert_config(bert.config, num_labels=num_labels, **mm))
         _grow_vocabulary(model, bert_vocab)
     else:
-        shape = {k: v for k, v in run["model"].items() if k not in MM_FIELDS and k != "backbone"}
+        shape = {k: v for k, v in run["model"].items() if k not in (*MM_FIELDS, "backbone", "backbone_layers")}
         config = MMBertConfig(vocab_size=len(tokenizer), num_labels=num_labels, **shape, **mm)
         model = MMBertForSequenceClassification(config)
     model.config.features = saved_features(run["features"])
@@ -195,7 +207,7 @@ def make_featurizer(model: MMBertForSequenceClassification, tokenizer, features:
     ``model_max_length``, saved with the model, and never more than its position table), speech
     features when it reads speech (settings from ``features``, default: those saved in its config)."""
     config = model.config
-    max_length = min(max_length or tokenizer.model_max_length, config.max_position_embeddings)
+    max_length = min(max_length or tokenizer.model_max_length, config.positions)
     speech = None
     if "speech" in config.modalities:
         speech = speech_features(features or config.features, config.speech_dim, config.speech_pool,

@@ -48,6 +48,16 @@ class LengthGroupedBatches(torch.utils.data.Sampler):
         yield from (batches[i] for i in torch.randperm(len(batches), generator=generator).tolist())
 
 
+def adamw(groups: list[dict]) -> torch.optim.AdamW:
+    """AdamW, fused into one kernel where the torch build has it (CPU since torch 2.4): the same update,
+    and for multilingual-e5's 250k x 384 embedding table a step of 0.4 s instead of 2.7 s on 2 cores,
+    most of a batch's time otherwise."""
+    try:
+        return torch.optim.AdamW(groups, fused=True)
+    except (RuntimeError, TypeError):  # an older torch, or a device without the fused kernel
+        return torch.optim.AdamW(groups)
+
+
 @dataclass
 class LoopSettings:
     """How to train (not what): epochs, batch size, early stopping, seed, checkpoints, warm-up."""
@@ -82,7 +92,7 @@ def train_epochs(model: torch.nn.Module, loss: Loss, train: Sequence, collate: C
     from transformers import get_linear_schedule_with_warmup
 
     accelerator, checkpointer = start_run(out_dir, settings.seed, resume, settings.checkpoint_minutes, on_checkpoint)
-    optimizer = torch.optim.AdamW(groups)
+    optimizer = adamw(groups)
     steps = settings.epochs * math.ceil(len(train) / (settings.batch_size * accelerator.num_processes))
     scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * steps), steps)
     objective, optimizer, scheduler = accelerator.prepare(Objective(model, loss), optimizer, scheduler)

@@ -94,9 +94,11 @@ class MMBertEmbeddings(nn.Module):
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.position_offset = config.position_offset
 
     def modality(self, embeds: torch.Tensor, token_type: int, positions: torch.Tensor) -> torch.Tensor:
-        return embeds + self.position_embeddings(positions) + self.token_type_embeddings.weight[token_type]
+        return (embeds + self.position_embeddings(positions + self.position_offset)
+                + self.token_type_embeddings.weight[token_type])
 
     def forward(self, parts: list[torch.Tensor]) -> torch.Tensor:
         return self.dropout(self.LayerNorm(torch.cat(parts, dim=1)))
@@ -370,7 +372,7 @@ def bert_to_mmbert_state_dict(bert_state: dict[str, torch.Tensor], config: MMBer
     every expert and widening the token types to 3 (new types start as a copy of type 0)."""
     out: dict[str, torch.Tensor] = {}
     for name, tensor in bert_state.items():
-        name = name.removeprefix("bert.")
+        name = name.removeprefix("bert.").removeprefix("roberta.")
         if name.startswith("embeddings.") and "position_ids" not in name and "token_type_ids" not in name:
             if name == "embeddings.token_type_embeddings.weight":
                 rows = [tensor[i] if i < len(tensor) else tensor[0] for i in range(config.type_vocab_size)]
@@ -397,9 +399,19 @@ def bert_to_mmbert_state_dict(bert_state: dict[str, torch.Tensor], config: MMBer
     return out
 
 
+def position_offset(bert) -> int:
+    """Where a BERT-architecture encoder's positions start in its table: RoBERTa's and XLM-R's embeddings
+    number them from ``padding_idx + 1``, BERT's from 0."""
+    padding = getattr(getattr(bert, "embeddings", None), "padding_idx", None)
+    return 0 if padding is None else padding + 1
+
+
 def upcycle_from_bert(bert, config: MMBertConfig) -> MMBertForSequenceClassification:
-    """An MMBERT whose shared weights are ``bert``'s (a transformers BertModel / BertFor*), every expert
-    a copy of its layer's feed-forward; aligners, routers and the vision encoder freshly initialised."""
+    """An MMBERT whose shared weights are ``bert``'s (a transformers BertModel / BertFor*, or the same
+    layers under another name: XLMRobertaModel, RobertaModel), every expert a copy of its layer's
+    feed-forward; aligners, routers and the vision encoder freshly initialised. ``config`` gets the
+    position offset ``bert`` numbers its positions from."""
+    config.position_offset = position_offset(getattr(bert, "base_model", bert))
     model = MMBertForSequenceClassification(config)
     state = bert_to_mmbert_state_dict(bert.state_dict(), config)
     if state.get("classifier.weight") is not None and state["classifier.weight"].shape[0] != config.num_labels:

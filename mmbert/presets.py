@@ -3,7 +3,8 @@
 A run configuration has three parts:
 
 - ``model``: :class:`MMBertConfig` fields for a model built from scratch, plus ``backbone``: a BERT
-  checkpoint (hub name or folder, e.g. the output of ``mmbert pretrain``) to upcycle in stage 1.
+  checkpoint (hub name or folder, e.g. the output of ``mmbert pretrain`` or multilingual-e5-small) to
+  upcycle in stage 1, and ``backbone_layers``: how many of its layers to keep (the first N; default all).
 - ``features``: how inputs are made from text: ``tts`` (backend arguments for ``speech.make_backend``),
   ``whisper`` (openai-whisper name, .pt path, or ``random-tiny``: random weights, no download),
   ``whisper_mode``, ``speech_cache`` (folder of audio and encoder frames, shared with ``cloak synth``;
@@ -47,7 +48,7 @@ VISION_ENCODERS = {"glyph-cnn": {}, "transformers": {"model": True}, "open_clip"
 GROUPS = ("aligners", "expert_text", "expert_speech", "expert_vision", "routers", "head", "backbone")
 
 RUN_CONFIG = {
-    "model": {"backbone": PATH, **BERT_SHAPE, **{k: MMBertConfig._parameter_constraints[k] for k in MM_FIELDS}},
+    "model": {"backbone": PATH, "backbone_layers": [Interval(int, 1), None], **BERT_SHAPE, **{k: MMBertConfig._parameter_constraints[k] for k in MM_FIELDS}},
     "features": {
         "tts": {"name": Options(*BACKENDS), "model": PATH, "voice": InstanceOf(str),
                 "speed": RATE, "max_chars": Interval(int, 1)},

@@ -1,12 +1,19 @@
-"""The text tokenizer: bert-base-chinese's WordPiece vocabulary plus emoji as whole tokens.
+"""The text tokenizer: bert-base-chinese's WordPiece vocabulary plus emoji as whole tokens, or a
+backbone's own tokenizer (WordPiece, SentencePiece such as XLM-R's) with the emoji it cannot keep whole.
 
 Emoji are added because cloakers use them in place of words (黑人 -> 黑🧜): in bert-base-chinese they
-are all [UNK], so neither the text embedding nor the glyph image (one per vocabulary entry) could tell
-them apart. The 21,128 original ids are unchanged, so a bert-base-chinese checkpoint still loads.
+are all [UNK] (in XLM-R's vocabulary half of them are <unk>, others split into pieces), so neither the
+text embedding nor the glyph image (one per vocabulary entry) could tell them apart. The original ids
+are unchanged, so the backbone's checkpoint still loads.
+
+A piece of a vocabulary may be several characters (XLM-R's 都是, 垃圾): it is one token, drawn whole
+(one glyph image) and read as its characters' pinyin; ``piece_texts`` gives what each entry stands for.
 """
 from __future__ import annotations
 
 from importlib import resources
+
+import os
 
 import emoji
 from transformers import BertTokenizer, PreTrainedTokenizerBase
@@ -45,6 +52,63 @@ def build_tokenizer(vocab: str | dict[str, int] | None = None, add_emoji: bool =
     if add_emoji:
         tokenizer.add_tokens(emoji_tokens())
     return tokenizer
+
+
+def load_tokenizer(source: str | None) -> PreTrainedTokenizerBase:
+    """The tokenizer saved with a model or backbone (a folder or hub name), or the bundled
+    bert-base-chinese vocabulary plus emoji for None or a folder that holds none (a bare checkpoint)."""
+    from transformers import AutoTokenizer
+
+    from cloak.models import loading_model
+
+    if not source or (os.path.isdir(source) and not os.path.isfile(os.path.join(source, "tokenizer_config.json"))):
+        return build_tokenizer()
+    with loading_model("backbone", source, hint="pass a BERT folder: --from DIR or --backbone DIR"):
+        return AutoTokenizer.from_pretrained(source)
+
+
+def backbone_tokenizer(source: str | None) -> PreTrainedTokenizerBase:
+    """``load_tokenizer`` for a model to be trained from ``source``: with every emoji a whole token
+    (``add_emoji``). A trained model's own tokenizer is loaded as saved: its ids must match its weights."""
+    tokenizer = load_tokenizer(source)
+    add_emoji(tokenizer)
+    return tokenizer
+
+
+def add_emoji(tokenizer: PreTrainedTokenizerBase) -> int:
+    """Add, as whole tokens, the emoji the tokenizer does not read as one piece of their own (XLM-R
+    reads half of them as <unk>, cuts keycaps and ZWJ sequences into pieces and normalises 🈶 to 有);
+    returns how many. A tokenizer that already keeps every emoji whole (one saved with them) is left
+    as it is, so ids never move. Added unnormalised, so they match the text as written."""
+    from tokenizers import AddedToken
+
+    wanted, added = emoji_tokens(), set(tokenizer.added_tokens_decoder) - set(tokenizer.all_special_ids)
+
+    def whole(emoji_text: str, ids: list[int]) -> bool:
+        pieces = [(i, piece_text(p)) for i, p in zip(ids, tokenizer.convert_ids_to_tokens(ids)) if piece_text(p)]
+        # an added token may be stored normalised (BERT's normaliser drops U+FE0F): it is the emoji's all the same
+        return len(pieces) == 1 and (pieces[0][0] in added or pieces[0][1] == emoji_text)
+
+    found = tokenizer(wanted, add_special_tokens=False)["input_ids"]
+    missing = [e for e, ids in zip(wanted, found) if not whole(e, ids)]
+    return tokenizer.add_tokens([AddedToken(e, normalized=False) for e in missing]) if missing else 0
+
+
+def piece_text(token: str) -> str:
+    """The characters a vocabulary piece stands for: WordPiece's continuation mark and SentencePiece's
+    word-start mark removed (``##人`` -> 人, ``▁我们`` -> 我们, the bare ``▁`` -> '': a space)."""
+    if token.startswith("##") and len(token) > 2:
+        return token[2:]
+    return token.lstrip("\u2581")
+
+
+def piece_texts(tokenizer: PreTrainedTokenizerBase, rows: int = 0) -> list[str]:
+    """What each vocabulary entry stands for, by id (``piece_text``): what its glyph image draws and
+    its pinyin reads; '' for the special tokens ([CLS], <s>, <pad>, ...), which have neither, and for
+    the rows up to ``rows`` that a model's embedding table has past its tokenizer's (e5 has 35)."""
+    special = set(tokenizer.all_special_ids)
+    pieces = ["" if i in special else piece_text(t) for i, t in enumerate(vocabulary(tokenizer))]
+    return pieces + [""] * (rows - len(pieces))
 
 
 def vocabulary(tokenizer: PreTrainedTokenizerBase) -> list[str]:

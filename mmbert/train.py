@@ -214,9 +214,9 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     if model.config.num_labels != num_labels and stage > 1:
         raise ValueError(f"the model has {model.config.num_labels} labels, the data {num_labels}")
     max_length = settings["max_length"]
-    if max_length > model.config.max_position_embeddings:
+    if max_length > model.config.positions:
         raise ValueError(f"train.max_length ({max_length}) is longer than the model's position table "
-                         f"(max_position_embeddings {model.config.max_position_embeddings})")
+                         f"({model.config.positions} positions)")
     model.config.features = saved_features(run["features"])
     tokenizer.model_max_length = max_length  # saved with the model: inference cuts texts as training did
     featurizer = make_featurizer(model, tokenizer, run["features"], max_length)

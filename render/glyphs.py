@@ -32,6 +32,10 @@ IDEOGRAPHIC_BASELINE = 0.88  # of the em: CJK glyphs fill the em box [0, 1] abov
 CLIP_SIZE = 224
 
 _TOKEN = re.compile(r"[A-Za-z0-9]+|\S", re.UNICODE)
+# Unicode's paragraph separators (Bidi_Class B: \n, \r, U+001C-001E, U+0085, U+2029). libraqm lays out
+# one paragraph and refuses text holding one ("raqm_layout() failed", libraqm PR #219), and PIL's basic
+# layout would start a second line; a glyph image is one line, where a line break shows as a space.
+PARAGRAPH_SEPARATORS = str.maketrans(dict.fromkeys("\n\r\x1c\x1d\x1e\x85\u2029", " "))
 
 
 @functools.cache
@@ -142,6 +146,7 @@ class GlyphRenderer:
     def _draw(self, token: str) -> Image.Image:
         if token.startswith("##") and len(token) > 2:  # a wordpiece: draw the piece, not the marks
             token = token[2:]
+        token = token.translate(PARAGRAPH_SEPARATORS)
         line = self._draw_line(token)
         side = self.size
         inner = max(1, round(side * (1 - 2 * self.margin)))

@@ -122,6 +122,46 @@ def backbone(tmp_path_factory):
     return str(folder)
 
 
+def xlmr_tokenizer(texts: list[str]):
+    """An XLM-R tokenizer (SentencePiece unigram, XLM-R's special tokens and ids) over pieces trained on
+    ``texts``: pieces of several characters (就是, 黑人) as in multilingual-e5's 250k vocabulary."""
+    import io
+
+    import sentencepiece as spm
+    from transformers import XLMRobertaTokenizerFast
+
+    proto = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_writer=proto, model_type="unigram",
+                                   vocab_size=2000, character_coverage=1.0, hard_vocab_limit=False, bos_id=0,
+                                   pad_id=1, eos_id=2, unk_id=3, minloglevel=2)
+    pieces = spm.SentencePieceProcessor(model_proto=proto.getvalue())
+    vocab = [(pieces.id_to_piece(i), pieces.get_score(i)) for i in range(pieces.get_piece_size())]
+    return XLMRobertaTokenizerFast(vocab=[*vocab, ("<mask>", 0.0)], model_max_length=64)
+
+
+@pytest.fixture(scope="session")
+def xlmr_backbones(sample_path, tmp_path_factory):
+    """Two tiny random encoders with an XLM-R tokenizer trained on the sample posts, as folders:
+    ``e5`` a BertModel without a pooler (multilingual-e5-small's make), ``xlm-roberta`` an
+    XLMRobertaModel (positions numbered from 2) with one."""
+    torch = pytest.importorskip("torch")
+    from transformers import BertConfig, BertModel, XLMRobertaConfig, XLMRobertaModel
+
+    tokenizer = xlmr_tokenizer([r["text"] for r in read_jsonl(sample_path)])
+    shape = {"vocab_size": len(tokenizer), "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+             "intermediate_size": 64, "pad_token_id": tokenizer.pad_token_id}
+    folders = {}
+    for name, make in (("e5", lambda: BertModel(BertConfig(max_position_embeddings=64, **shape),
+                                                add_pooling_layer=False)),
+                       ("xlm-roberta", lambda: XLMRobertaModel(XLMRobertaConfig(max_position_embeddings=66,
+                                                                                **shape)))):
+        torch.manual_seed(0)
+        folders[name] = tmp_path_factory.mktemp(name)
+        make().save_pretrained(folders[name])
+        tokenizer.save_pretrained(folders[name])
+    return {k: str(v) for k, v in folders.items()}
+
+
 HABERTOR_TINY = {"embedding_size": 16, "hidden_size": 32, "num_layers": 2, "num_heads": 2, "attention_size": 16,
                  "intermediate_size": 8, "feedforward_size": 64, "max_position": 64}
 

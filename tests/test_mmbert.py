@@ -70,9 +70,22 @@ def test_moe_output_is_the_router_weighted_sum_of_distinct_experts():
     torch.testing.assert_close(sparse, each.gather(-1, best[..., None, None].expand(2, 5, 32, 1)).squeeze(-1))
 
 
-def test_text_only_mmbert_from_a_bert_computes_what_the_bert_computes():
-    bert = tiny_bert()
+def tiny_xlm_roberta():
+    from transformers import XLMRobertaConfig, XLMRobertaModel
+
+    torch.manual_seed(0)
+    config = XLMRobertaConfig(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                              intermediate_size=64, max_position_embeddings=66, hidden_dropout_prob=0.0,
+                              attention_probs_dropout_prob=0.0)
+    return XLMRobertaModel(config).eval()
+
+
+@pytest.mark.parametrize("make,offset", [(tiny_bert, 0), (tiny_xlm_roberta, 2)])
+def test_text_only_mmbert_from_a_bert_computes_what_the_bert_computes(make, offset):
+    """XLM-R numbers its positions from 2 (pad_token_id + 1): MMBERT reads its position table from there."""
+    bert = make()
     model = upcycle_from_bert(bert, mm_config(bert)).eval()
+    assert model.config.position_offset == offset and model.config.positions == 64
     ids = torch.randint(5, 120, (2, 9))
     mask = torch.ones_like(ids)
     mask[1, 6:] = 0

@@ -1,10 +1,13 @@
 """Glyph rendering, the similarity index and the `similar` op."""
+import functools
 import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from cloak import Perturber, apply_edits
@@ -58,6 +61,42 @@ def test_tokens_of_every_kind(render):
         assert (renderer.render("ש") != renderer.render("\U0010fffd")).any()
     assert render.glyph_tokens("黑人🐶nmsl 123，[机智]") == \
         ["黑", "人", "🐶", "nmsl", "123", "，", "[", "机", "智", "]"]
+
+
+def test_any_string_renders_a_paragraph_separator_as_the_space_it_leaves(render):
+    """XLM-R's vocabulary holds U+0085 (NEXT LINE) as a piece: libraqm refuses any text holding a
+    paragraph separator, so drawing it failed with a raw ``raqm_layout() failed``."""
+    import unicodedata
+
+    from render.glyphs import PARAGRAPH_SEPARATORS
+
+    separators = {c for c in range(0x110000) if unicodedata.bidirectional(chr(c)) == "B"}
+    assert set(PARAGRAPH_SEPARATORS) == separators  # every one Unicode has
+    renderer = render.GlyphRenderer(size=24)
+    for c in separators:
+        assert (renderer.render(chr(c)) == 255).all()  # blank, like a space
+        np.testing.assert_array_equal(renderer.render(f"黑{chr(c)}人"), renderer.render("黑 人"))
+    assert (renderer.render("垃圾\r\n都是") < 128).any()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=12))
+def test_every_string_renders(text):
+    import render
+
+    try:
+        renderer = _renderer()
+    except render.FontNotFoundError:
+        pytest.skip("no CJK font installed")
+    image = renderer.render(text)
+    assert image.shape == (24, 24) and image.dtype == np.uint8
+
+
+@functools.cache
+def _renderer():
+    import render
+
+    return render.GlyphRenderer(size=24)
 
 
 def test_same_input_same_bytes_and_cache_hits_draw_nothing(render, tmp_path):

@@ -1,0 +1,172 @@
+"""The ``llm`` victim against a real model: Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF) behind
+llama-cpp-python's OpenAI-compatible server on 127.0.0.1, asked with MMBERT's Appendix B prompt, under
+every cloak attack on the first 300 COLD test posts.
+
+Run from the repository root (``pip install 'llama-cpp-python[server]'`` in the venv; the README says
+how to build it on a CPU whose AMX llama.cpp mishandles)::
+
+    bash ../shared/models/llm_weights.sh weights/qwen
+    .venv/bin/python bench/llm_victim.py --gguf weights/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+
+The script starts the server (``python -m llama_cpp.server``, ``--threads`` threads, ``--port``),
+waits until it answers, saves the victim (``attacks train --model llm``: endpoint, model alias,
+temperature 0, 10 answer tokens, one request at a time: the server keeps the prompt's shared prefix
+evaluated between requests), runs ``attacks evaluate --attacks cloak`` (every op, keyword mode, one
+variant, seed 0) on the first ``--posts`` COLD test posts, and stops the server, whatever happens.
+Figures into ``bench/results/llm_victim.json``: per attack the share of posts unanswered (an answer
+naming neither label), macro-F1 clean and attacked, the drop, coverage, and the seconds. Resumable:
+``attacks evaluate`` resumes its outcomes and every answer is cached by (model, prompt, text), so a
+rerun asks the server only what it has not answered.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.machine import machine_info, version  # noqa: E402
+from bench.summary import print_summary  # noqa: E402
+from cloak.io import write_atomic  # noqa: E402
+
+SHARED = REPO.parent / "shared" / "data"
+ALIAS = "qwen2.5-coder-0.5b-instruct"
+BIN = Path(sys.executable).parent
+
+
+def check_free(port: int) -> None:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            raise SystemExit(f"port {port} is taken: pass --port") from None
+
+
+def server_command(gguf: Path, port: int, threads: int) -> list[str]:
+    return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", ALIAS,
+            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", str(threads),
+            "--n_threads_batch", str(threads), "--seed", "0"]
+
+
+def wait_until_up(endpoint: str, process: subprocess.Popen, seconds: float = 300) -> float:
+    started = time.time()
+    while time.time() - started < seconds:
+        if process.poll() is not None:
+            raise SystemExit(f"the server exited with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(endpoint + "/models", timeout=5) as response:
+                if ALIAS in response.read().decode():
+                    return time.time() - started
+        except OSError:
+            time.sleep(1)
+    raise SystemExit(f"the server did not answer within {seconds:.0f} s")
+
+
+def attacks_command(*args) -> float:
+    started = time.time()
+    command = [str(BIN / "attacks"), *map(str, args)]
+    print(" ".join(a.replace(str(REPO) + "/", "") for a in command[1:]), flush=True)
+    subprocess.run(command, check=True)
+    return time.time() - started
+
+
+def figures(summary: dict) -> dict:
+    """Per attack: unanswered share, macro-F1 clean / attacked / drop, coverage; and the clean figures."""
+    victim = next(iter(summary["victims"].values()))
+    clean = victim["clean"]
+    out = {"clean": {"macro_f1": clean["f1"], "accuracy": clean["accuracy"], "unanswered": clean["unanswered"],
+                     "unanswered_share": clean["unanswered"] / clean["n"], "n": clean["n"]}, "attacks": {}}
+    for name, attack in victim["attacks"].items():
+        attacked = attack["all"]
+        out["attacks"][name] = {
+            "macro_f1": attacked["f1"], "drop_macro_f1": attack["drop"]["f1"],
+            "unanswered": attacked["unanswered"], "unanswered_share": attacked["unanswered"] / attacked["n"],
+            "changed": attack["changed"], "coverage": attack["changed"] / attacked["n"],
+            "drop_macro_f1_on_changed": attack["on_changed"]["drop"]["f1"] if attack["changed"] else None,
+            "success_rate": attack["textattack"]["success_rate"]}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gguf", type=Path, default=REPO / "weights" / "qwen" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+    parser.add_argument("--cold", type=Path, default=SHARED / "cold")
+    parser.add_argument("--posts", type=int, default=300)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--port", type=int, default=8765, help="the server's; the victim saved names it, so a "
+                        "rerun (which resumes) uses the same")
+    parser.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "llm")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "llm_victim.json")
+    args = parser.parse_args()
+    if not args.gguf.is_file():
+        raise SystemExit(f"{args.gguf}: no such GGUF (bash ../shared/models/llm_weights.sh weights/qwen)")
+    started = time.time()
+    work = args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    from cloak.convert import read_dataset
+    from cloak.io import dump_record
+
+    data = work / f"cold_test_{args.posts}.jsonl"
+    if not data.exists():
+        posts = list(read_dataset("cold", str(args.cold / "test.csv")))[:args.posts]
+        write_atomic(data, b"".join(dump_record(r) for r in posts))
+    port = args.port
+    check_free(port)
+    endpoint = f"http://127.0.0.1:{port}/v1"
+    command = server_command(args.gguf, port, args.threads)
+    log = open(work / "server.log", "ab")
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        startup = wait_until_up(endpoint, server)
+        settings = work / "llm.yaml"
+        settings.write_text(json.dumps({"config": {
+            "endpoint": endpoint, "model": ALIAS, "key_env": "", "language": "zh", "max_tokens": 10,
+            "temperature": 0.0, "concurrency": 1, "timeout": 300, "cache": str(work / "answers")}}))
+        victim = work / "qwen"
+        train_seconds = attacks_command("train", "--model", "llm", "--config", settings, "--train", data,
+                                        "--out", victim, "-q")
+        evaluate_seconds = attacks_command("evaluate", "--victim", victim, "--data", data, "--attacks", "cloak",
+                                           "--mode", "keyword", "--variants", 1, "--seed", 0, "--out", work / "eval",
+                                           "-q")
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+    summary = json.loads((work / "eval" / "summary.json").read_text())
+    with open(work / "answers" / "answers.jsonl", encoding="utf-8") as f:
+        answers = [json.loads(line)["answer"] for line in f if line.strip()]
+    result = {
+        "benchmark": "llm_victim",
+        "what": "Qwen2.5-Coder-0.5B-Instruct Q4_K_M (llama-cpp-python server) asked with MMBERT's Appendix B "
+                "prompt (zh), every cloak op in keyword mode, 1 variant, seed 0",
+        "model": {"gguf": args.gguf.name, "alias": ALIAS, "llama_cpp_python": version("llama-cpp-python")},
+        "server": " ".join(a if not a.startswith(str(REPO)) else os.path.relpath(a, REPO) for a in command),
+        "data": {"cold_test_first": args.posts, "sha256": summary["data"]["sha256"]},
+        "figures": figures(summary),
+        "answers": {"asked": len(answers), "distinct": sorted(set(answers))[:20]},
+        "seconds": {"server_startup": round(startup, 1), "train": round(train_seconds, 1),
+                    "evaluate": round(evaluate_seconds, 1)},
+        "machine": machine_info(("llama-cpp-python", "torch")),
+    }
+    write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+    f = result["figures"]
+    rows = [("clean", f"{f['clean']['macro_f1']:.4f}", f"macro-F1; unanswered {f['clean']['unanswered_share']:.1%}")]
+    rows += [(name, f"{a['macro_f1']:.4f}", f"drop {a['drop_macro_f1']:+.4f}; unanswered {a['unanswered_share']:.1%}; "
+              f"changed {a['coverage']:.0%}") for name, a in f["attacks"].items()]
+    print_summary(rows, args.out, time.time() - started, value_width=8)
+
+
+if __name__ == "__main__":
+    main()
