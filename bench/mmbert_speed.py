@@ -6,7 +6,9 @@ depend on what the weights are, except top_k=1's routing, see below)::
     .venv/bin/python -m bench.mmbert_speed           # full run (~4-8 min)
     .venv/bin/python -m bench.mmbert_speed --quick   # smoke run (~1 min)
 
-Target (the issue): the dense 3-expert MoE costs at most 2.5x text-only per training step.
+Target (the issue): the dense 3-expert MoE costs at most 2.5x text-only per training step. MMBERT: Xue
+et al., "MMBERT: Scaled Mixture-of-Experts Multimodal BERT for Robust Chinese Hate Speech Detection
+under Cloaking Perturbations", 2025, arXiv:2508.00760.
 
 Models: the ``small`` preset's shape (``load_run_config("small")["model"]``: hidden 256, 4 layers,
 4 heads, intermediate 512, glyph-CNN vision over 32 px glyphs, speech_dim 512), vocabulary of the real
