@@ -2,8 +2,10 @@
 
 A benchmark is a module ``bench/NAME.py`` run from the repository root as
 ``.venv/bin/python -m bench.NAME --help``; it writes its figures to ``bench/results/NAME.json`` and
-its working files under ``bench/work/``. It imports what it shares from here, never from another
-benchmark. The shape of one::
+its working files under ``bench/work/``, and has a line in a ``make bench*`` target after the
+benchmarks whose output it reads. It imports what it shares from here, never from another benchmark
+(what one family shares and nothing else needs is a module that is not a benchmark:
+``speech_measures``, ``perturb_realism``, ``perturb_command``, ``mmbert_data``). The shape of one::
 
     '''One line saying what it measures.
 
