@@ -69,48 +69,56 @@ test: $(INSTALLED) $(OPEN_CLIP_INSTALLED)
 	$(OPEN_CLIP_VENV)/bin/python -m pytest tests/test_open_clip.py
 	$(BIN)/python -m pytest
 
-## bench: benchmarks on real COLD data (COLD=path/to/cold), figures to bench/results/*.json
+## bench: benchmarks on real COLD data (COLD=path/to/cold), figures to bench/results/*.json. Each is a
+## module run from the repository root (`python -m bench.NAME --help`); where one needs another's output
+## it comes after it here, and run alone before it, it stops naming the command to run first.
 COLD ?= ../shared/data/cold
+PY := $(BIN)/python -m
 bench: $(BENCH_INSTALLED)
-	$(BIN)/python bench/perturb.py --cold $(COLD)
-	$(BIN)/python bench/render.py --cold $(COLD)
-	$(BIN)/python bench/long_posts.py --cold $(COLD)
-	$(BIN)/python bench/cloak_augmentation.py --cold $(COLD) --held-out   # ~35 min
-	$(BIN)/python bench/ray_scale.py --cold $(COLD)   # cloak perturb --engine ray vs --workers 2, 1M posts
+	$(PY) bench.perturb --cold $(COLD)
+	$(PY) bench.render --cold $(COLD)
+	$(PY) bench.long_posts --cold $(COLD)
+	$(PY) bench.cloak_augmentation --cold $(COLD) --held-out   # ~35 min
+	$(PY) bench.demo   # make demo on a fresh virtual environment, pip install included
+	$(PY) bench.ray_scale --cold $(COLD)   # cloak perturb --engine ray vs --workers 2, 1M posts
 
 ## bench-mmbert: MMBERT speed, and MMBERT vs text-only under cloaking on COLD with real Kokoro + Whisper
 ## weights (WEIGHTS=folder made by shared/models/offline_weights.py); about 5 hours on 2 CPU cores, most
-## of it Kokoro speaking ~4,300 texts (cached: a rerun takes about 30 minutes)
+## of it Kokoro speaking ~4,300 texts (cached: a rerun takes about 30 minutes). Its last step attacks
+## MMBERT beside bench-attacks' conventional victims: run bench-attacks first.
 WEIGHTS ?= weights
 bench-mmbert: $(BENCH_INSTALLED) $(OPEN_CLIP_INSTALLED)
-	$(BIN)/python bench/mmbert_speed.py --cold $(COLD)
-	$(OPEN_CLIP_VENV)/bin/python bench/vision_table.py   # ~20 min
-	$(BIN)/python bench/mmbert_data.py --cold $(COLD) --weights $(WEIGHTS) --workers 2
-	$(BIN)/python bench/mmbert_cold.py --cold $(COLD) --weights $(WEIGHTS)
-	$(BIN)/python bench/speech_backends.py --cold $(COLD) --weights $(WEIGHTS)
-	$(BIN)/python bench/mmbert_cold.py --cold $(COLD) --weights $(WEIGHTS) --tts espeak-ng --work bench/work/mmbert-espeak \
+	$(PY) bench.mmbert_speed --cold $(COLD)
+	$(OPEN_CLIP_VENV)/bin/python -m bench.vision_table   # ~20 min
+	$(PY) bench.speech --cold $(COLD) --weights $(WEIGHTS)
+	$(PY) bench.mmbert_data --cold $(COLD) --weights $(WEIGHTS) --workers 2
+	$(PY) bench.mmbert_cold --cold $(COLD) --weights $(WEIGHTS)
+	$(PY) bench.speech_backends --cold $(COLD) --weights $(WEIGHTS)
+	$(PY) bench.mmbert_cold --cold $(COLD) --weights $(WEIGHTS) --tts espeak-ng --work bench/work/mmbert-espeak \
 		--out bench/results/mmbert_cold_espeak.json --routing-out bench/results/mmbert_routing_espeak
-	$(BIN)/python bench/mmbert_robustness.py --work bench/work/mmbert-espeak   # after bench-attacks: its victims
+	$(PY) bench.mmbert_robustness --work bench/work/mmbert-espeak   # after mmbert_cold and bench-attacks' victims
 
 ## bench-attacks: the detectors on COLD (every conventional one, the training-size curve, the shared
 ## small backbone pre-trained here, bert and chinesebert on it), the cloak attacks at scale, the
-## robustness table, HABERTOR and the attention regularisers; about 6 hours on 2 CPU cores, most of it
-## the backbone, the RBF SVMs and HABERTOR's pre-training
+## robustness table, how true to real cloaking they are, HABERTOR and the attention regularisers; about
+## 7 hours on 2 CPU cores, most of it the backbone, the RBF SVMs and HABERTOR's pre-training
 SWSR ?= ../shared/data/swsr
 bench-attacks: $(BENCH_INSTALLED)
-	$(BIN)/python bench/backbone.py --cold $(COLD) --swsr $(SWSR) --epochs 3
-	$(BIN)/python bench/victims.py --cold $(COLD) --swsr $(SWSR)
-	$(BIN)/python bench/victims.py --cold $(COLD) --swsr $(SWSR) --neural bert,chinesebert --no-curve
-	$(BIN)/python bench/predict_order.py
-	$(BIN)/python bench/attacks_scale.py --cold $(COLD)
-	$(BIN)/python bench/robustness.py --cold $(COLD)
-	$(BIN)/python bench/search_settings.py
-	$(BIN)/python bench/search_settings.py --option stopwords
-	$(BIN)/python bench/search_importance.py
-	$(BIN)/python bench/search_attack.py --cold $(COLD)   # needs TextAttack's venv: see the README
-	$(BIN)/python bench/habertor_speed.py
-	$(BIN)/python bench/habertor_cold.py --cold $(COLD) --swsr $(SWSR)
-	$(BIN)/python bench/regularizers.py --cold $(COLD)
+	$(PY) bench.backbone --cold $(COLD) --swsr $(SWSR) --epochs 3
+	$(PY) bench.victims --cold $(COLD) --swsr $(SWSR)   # also the emb-* victims' word vectors
+	$(PY) bench.victims --cold $(COLD) --swsr $(SWSR) --neural bert,chinesebert --no-curve   # after backbone
+	$(PY) bench.attacks_scale --cold $(COLD)
+	$(PY) bench.robustness --cold $(COLD)   # after victims: its conventional victims and COLD test feed the next
+	$(PY) bench.realism --cold $(COLD)   # ~40 min
+	$(PY) bench.seen_in_training   # after realism: its COLD records
+	$(PY) bench.predict_order   # after robustness and victims --neural
+	$(PY) bench.search_settings   # after robustness and victims --neural
+	$(PY) bench.search_settings --option stopwords
+	$(PY) bench.search_importance   # after robustness and victims --neural
+	$(PY) bench.habertor_speed
+	$(PY) bench.regularizers --cold $(COLD)   # after backbone
+	$(PY) bench.habertor_cold --cold $(COLD) --swsr $(SWSR)   # after regularizers: its bert-none beside HABERTOR
+	$(PY) bench.search_attack --cold $(COLD)   # last: needs TextAttack's own venv (see the README)
 
 clean:
 	rm -rf $(VENV) $(OPEN_CLIP_VENV) demo_out .pytest_cache .hypothesis *.egg-info

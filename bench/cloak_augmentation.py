@@ -2,7 +2,7 @@
 detector on COLD, trained with and without cloak augmentation, scored on COLD test cloaked by each
 style separately.
 
-Run from the repository root: ``.venv/bin/python bench/cloak_augmentation.py`` (about 15 minutes;
+Run from the repository root: ``.venv/bin/python -m bench.cloak_augmentation`` (about 15 minutes;
 ``--held-out`` adds one model per op family, about 20 more); writes
 ``bench/results/cloak_augmentation.json``. Every step is the command a user runs, and is skipped when
 its output is there, so a rerun continues.
@@ -21,21 +21,13 @@ its output is there, so a rerun continues.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bench.backbone import SHARED  # noqa: E402
-from bench.habertor_cold import run  # noqa: E402
-from bench.long_posts import BIN  # noqa: E402
-from bench.machine import machine_info  # noqa: E402
-from cloak.io import write_atomic  # noqa: E402
-from cloak.ops import available_ops, example_specs  # noqa: E402
+from bench.common import BIN, RESULTS, WORK, cold_jsonl, folder, machine_info, parser, run, write_result
+from cloak.io import read_records, write_records
+from cloak.ops import available_ops, example_specs
 
 MODEL = "tfidf-lr"
 
@@ -49,13 +41,13 @@ def styles() -> dict[str, str]:
 
 
 def read(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [record for _, record in read_records(str(path))]
 
 
 def step(name: str, output: Path, command: list, steps: dict) -> None:
     """Run ``command`` unless ``output`` is already there (a rerun continues where it stopped)."""
     if not output.exists():
-        run(name, command, steps)
+        run(command, steps, name)
 
 
 def recall(outcomes: list[dict], ids: set[str]) -> float:
@@ -66,8 +58,8 @@ def recall(outcomes: list[dict], ids: set[str]) -> float:
 def train(name: str, records: list[dict], work: Path, steps: dict) -> Path:
     data, victim = work / f"train_{name}.jsonl", work / f"victim_{name}"
     if not (victim / "victim.json").exists():
-        write_atomic(data, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode())
-        run(f"train {name}", [BIN / "attacks", "train", "--model", MODEL, "--train", data, "--out", victim], steps)
+        write_records(str(data), records)
+        run([BIN / "attacks", "train", "--model", MODEL, "--train", data, "--out", victim], steps, f"train {name}")
     return victim
 
 
@@ -82,81 +74,87 @@ def augmented(train_path: Path, ops: list[str], copies: int, work: Path, tag: st
     return read(train_path) + copies_changed
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cold", type=Path, default=SHARED / "cold")
-    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "augmentation")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "cloak_augmentation.json")
-    ap.add_argument("--copies", type=int, default=2, help="cloaked copies of each training post")
-    ap.add_argument("--held-out", action="store_true", help="also one model per op, augmented without it")
-    args = ap.parse_args()
-    started = time.perf_counter()
-    work = args.work
-    work.mkdir(parents=True, exist_ok=True)
-    steps: dict = {}
-
-    for split in ("train", "test"):
-        step(f"convert {split}", work / f"{split}.jsonl",
-             [BIN / "cloak", "convert", "--from", "cold", "--in", args.cold / f"{split}.csv",
-              "--out", work / f"{split}.jsonl"], steps)
-    test = read(work / "test.jsonl")
-    offensive = {r["id"] for r in test if r["label"] == 1}
+def trained_victims(work: Path, copies: int, held_out: bool, steps: dict) -> dict[str, Path]:
+    """``base``, ``augmented`` (every op) and, with ``held_out``, one model augmented without each op."""
     all_ops = sorted(available_ops())
-
     victims = {"base": train("base", read(work / "train.jsonl"), work, steps),
-               "augmented": train("augmented", augmented(work / "train.jsonl", all_ops, args.copies, work, "all",
+               "augmented": train("augmented", augmented(work / "train.jsonl", all_ops, copies, work, "all",
                                                          steps), work, steps)}
-    if args.held_out:
+    if held_out:
         for op in all_ops:
             others = [o for o in all_ops if o != op]
             victims[f"without-{op}"] = train(f"without-{op}", augmented(
-                work / "train.jsonl", others, args.copies, work, f"without-{op}", steps), work, steps)
+                work / "train.jsonl", others, copies, work, f"without-{op}", steps), work, steps)
+    return victims
 
-    def scores(victim: str, data: Path, tag: str) -> list[dict]:
-        out = work / f"pred_{victim}_{tag}.jsonl"
-        step(f"predict {victim} {tag}", out, [BIN / "attacks", "predict", "--victim", victims[victim],
-                                              "--in", data, "--out", out], steps)
-        return read(out)
 
-    clean = {v: scores(v, work / "test.jsonl", "clean") for v in victims}
-    results = {}
-    for spec, op in styles().items():
-        tag = spec.replace(":", "_").replace("=", "-")
-        data = work / f"test_{tag}.jsonl"
-        step(f"cloak test {spec}", data, [BIN / "cloak", "perturb", "--in", work / "test.jsonl", "--out", data,
-                                          "--ops", spec, "--targets", "lexicon", "-q"], steps)
-        changed = {r["id"] for r in read(data) if r["cloak"]["edits"]} & offensive
-        row = {"op": op, "offensive_changed": len(changed)}
-        models = ["base", "augmented"] + ([f"without-{op}"] if args.held_out else [])
-        for v in models:
-            key = "held_out" if v.startswith("without-") else v
-            row[key] = {"clean": recall(clean[v], changed), "cloaked": recall(scores(v, data, tag), changed)}
-        lost = row["base"]["clean"] - row["base"]["cloaked"]
-        row["recall_lost"] = lost
-        for key in ("augmented", "held_out"):
-            if key in row:
-                row[f"{key}_closes"] = (row[key]["cloaked"] - row["base"]["cloaked"]) / lost if lost > 0 else None
-        results[spec] = row
-        print(f"{spec:40} changed {len(changed):4}  base {row['base']['clean']:.3f} -> {row['base']['cloaked']:.3f}"
-              f"  augmented {row['augmented']['clean']:.3f} -> {row['augmented']['cloaked']:.3f}"
-              f"  closes {row['augmented_closes']}", flush=True)
+def scores(victims: dict[str, Path], victim: str, data: Path, tag: str, work: Path, steps: dict) -> list[dict]:
+    """``attacks predict`` of a victim on a test file, once."""
+    out = work / f"pred_{victim}_{tag}.jsonl"
+    step(f"predict {victim} {tag}", out, [BIN / "attacks", "predict", "--victim", victims[victim],
+                                          "--in", data, "--out", out], steps)
+    return read(out)
 
+
+def style_row(spec: str, op: str, victims: dict[str, Path], clean: dict[str, list[dict]], offensive: set[str],
+              held_out: bool, work: Path, steps: dict) -> dict:
+    """One style's figures: recall on the offensive posts it changed, clean and cloaked, for each model."""
+    tag = spec.replace(":", "_").replace("=", "-")
+    data = work / f"test_{tag}.jsonl"
+    step(f"cloak test {spec}", data, [BIN / "cloak", "perturb", "--in", work / "test.jsonl", "--out", data,
+                                      "--ops", spec, "--targets", "lexicon", "-q"], steps)
+    changed = {r["id"] for r in read(data) if r["cloak"]["edits"]} & offensive
+    row = {"op": op, "offensive_changed": len(changed)}
+    for v in ["base", "augmented"] + ([f"without-{op}"] if held_out else []):
+        key = "held_out" if v.startswith("without-") else v
+        row[key] = {"clean": recall(clean[v], changed),
+                    "cloaked": recall(scores(victims, v, data, tag, work, steps), changed)}
+    lost = row["base"]["clean"] - row["base"]["cloaked"]
+    row["recall_lost"] = lost
+    for key in ("augmented", "held_out"):
+        if key in row:
+            row[f"{key}_closes"] = (row[key]["cloaked"] - row["base"]["cloaked"]) / lost if lost > 0 else None
+    print(f"{spec:40} changed {len(changed):4}  base {row['base']['clean']:.3f} -> {row['base']['cloaked']:.3f}"
+          f"  augmented {row['augmented']['clean']:.3f} -> {row['augmented']['cloaked']:.3f}"
+          f"  closes {row['augmented_closes']}", flush=True)
+    return row
+
+
+def summary(results: dict[str, dict], clean: dict[str, list[dict]], offensive: set[str], held_out: bool) -> dict:
+    """The share of the recall cloaking takes that augmentation wins back, over the styles that changed at
+    least 20 offensive posts; and each model's clean figures."""
     def mean_closed(key: str) -> float | None:
         rows = [r for r in results.values() if r.get(f"{key}_closes") is not None and r["offensive_changed"] >= 20]
         return sum(r[f"{key}_closes"] for r in rows) / len(rows) if rows else None
 
-    summary = {"styles_averaged": sum(1 for r in results.values() if r["recall_lost"] > 0
-                                      and r["offensive_changed"] >= 20),
-               "augmented_closes_mean": mean_closed("augmented"),
-               "held_out_closes_mean": mean_closed("held_out") if args.held_out else None,
-               "clean_recall_all_offensive": {v: recall(clean[v], offensive) for v in victims},
-               "clean_accuracy": {v: sum((o["victim"]["label"] == o["label"]) for o in clean[v]) / len(clean[v])
-                                  for v in victims}}
-    print(json.dumps(summary, indent=1))
-    write_atomic(args.out, json.dumps({"machine": machine_info(), "model": MODEL, "copies": args.copies,
-                                       "summary": summary, "styles": results, "steps": steps,
-                                       "seconds": time.perf_counter() - started}, indent=1,
-                                      ensure_ascii=False).encode())
+    return {"styles_averaged": sum(1 for r in results.values() if r["recall_lost"] > 0
+                                   and r["offensive_changed"] >= 20),
+            "augmented_closes_mean": mean_closed("augmented"),
+            "held_out_closes_mean": mean_closed("held_out") if held_out else None,
+            "clean_recall_all_offensive": {v: recall(clean[v], offensive) for v in clean},
+            "clean_accuracy": {v: sum((o["victim"]["label"] == o["label"]) for o in clean[v]) / len(clean[v])
+                               for v in clean}}
+
+
+def main() -> None:
+    ap = parser(__doc__, out=RESULTS / "cloak_augmentation.json", cold=True, work=WORK / "augmentation")
+    ap.add_argument("--copies", type=int, default=2, help="cloaked copies of each training post")
+    ap.add_argument("--held-out", action="store_true", help="also one model per op, augmented without it")
+    args = ap.parse_args()
+    started = time.perf_counter()
+    work = folder(args.work)
+    steps: dict = {}
+    for split in ("train", "test"):
+        cold_jsonl(args.cold, split, work / f"{split}.jsonl", steps)
+    offensive = {r["id"] for r in read(work / "test.jsonl") if r["label"] == 1}
+    victims = trained_victims(work, args.copies, args.held_out, steps)
+    clean = {v: scores(victims, v, work / "test.jsonl", "clean", work, steps) for v in victims}
+    results = {spec: style_row(spec, op, victims, clean, offensive, args.held_out, work, steps)
+               for spec, op in styles().items()}
+    figures = summary(results, clean, offensive, args.held_out)
+    print(json.dumps(figures, indent=1))
+    write_result(args.out, {"machine": machine_info(), "model": MODEL, "copies": args.copies, "summary": figures,
+                            "styles": results, "steps": steps, "seconds": time.perf_counter() - started})
 
 
 if __name__ == "__main__":

@@ -1,32 +1,19 @@
 """`make demo` as a user runs it: on a fresh virtual environment (pip install included) and again warm.
 
-Run from the repository root: ``.venv/bin/python bench/demo.py``; writes ``bench/results/demo.json`` with
+Run from the repository root: ``.venv/bin/python -m bench.demo``; writes ``bench/results/demo.json`` with
 each run's wall time and peak memory, and the report's headline figures. The target is under two
 minutes on 2 cores for the demo itself (the warm run).
 """
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
-import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bench.long_posts import measure  # noqa: E402
-from bench.machine import machine_info  # noqa: E402
-from bench.summary import print_summary  # noqa: E402
-from cloak.io import write_atomic  # noqa: E402
+from bench.common import REPO, RESULTS, WORK, machine_info, measure, parser, print_summary, read_json, write_result
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "demo")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "demo.json")
-    args = ap.parse_args()
+    args = parser(__doc__, out=RESULTS / "demo.json", work=WORK / "demo").parse_args()
     started = time.perf_counter()
     venv, demo = args.work / "venv", args.work / "demo_out"
     shutil.rmtree(venv, ignore_errors=True)
@@ -37,16 +24,16 @@ def main() -> None:
         runs[name] = measure(command, cwd=str(REPO))
         if runs[name]["exit"] != 0:
             raise SystemExit(f"make demo failed: {runs[name]['stderr']}")
-    report = json.loads((demo / "report.json").read_text(encoding="utf-8"))
+    report = read_json(demo / "report.json")
     result = {"benchmark": "bench/demo.py", "machine": machine_info(("scikit-learn",)),
               "command": "make demo", "runs": runs, "headlines": report["headlines"],
               "matrix": [{"row": r["row"], "clean_f1": r["clean_f1"],
                           "change": {a: -c["drop"] for a, c in r["cells"].items() if "drop" in c}}
                          for r in report["matrix"]],
               "seconds": round(time.perf_counter() - started, 1)}
-    write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
-    print_summary([(f"make demo ({k})", f"{v['seconds']:.1f} s", f"peak {v['peak_mb']:.0f} MB") for k, v in runs.items()],
-                  args.out, time.perf_counter() - started)
+    write_result(args.out, result)
+    print_summary([(f"make demo ({k})", f"{v['seconds']:.1f} s", f"peak {v['peak_mb']:.0f} MB")
+                   for k, v in runs.items()], args.out, time.perf_counter() - started)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """HABERTOR-VAFOQF against a BERT-base-shaped model: training and inference examples per second and peak
 memory (the paper reports 4-5x faster, under a third of the memory).
 
-Run from the repository root: ``.venv/bin/python bench/habertor_speed.py``; writes
+HABERTOR: Tran et al., "HABERTOR: An Efficient and Effective Deep Hatespeech Detector", EMNLP 2020,
+arXiv:2010.08865.
+
+Run from the repository root: ``.venv/bin/python -m bench.habertor_speed``; writes
 ``bench/results/habertor_speed.json``. Random weights, random token ids, the same batch (32) and
 length (128) for both: VAFOQF at the paper's Table 2 shape (V 40k, E 128, H 384, L 6, 6 heads, C 192,
 I 128) with its two ensemble heads, against transformers' ``BertForSequenceClassification`` at BERT
@@ -19,13 +22,8 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bench.machine import machine_info  # noqa: E402
-from cloak.io import write_atomic  # noqa: E402
+from bench.common import REPO, RESULTS, machine_info, parser, write_result
 
 
 def build(kind: str):
@@ -75,8 +73,7 @@ def measure_one(kind: str, batch: int, length: int, steps: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "habertor_speed.json")
+    ap = parser(__doc__, out=RESULTS / "habertor_speed.json")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--length", type=int, default=128)
     ap.add_argument("--steps", type=int, default=4)
@@ -91,9 +88,9 @@ def main() -> None:
     runs: dict[str, list[dict]] = {k: [] for k in kinds}
     for repeat in range(args.repeats):
         for kind in kinds:
-            out = subprocess.run([sys.executable, __file__, "--one", kind, "--batch", str(args.batch), "--length",
-                                  str(args.length), "--steps", str(args.steps)], check=True, capture_output=True,
-                                 text=True).stdout
+            out = subprocess.run([sys.executable, "-m", "bench.habertor_speed", "--one", kind, "--batch",
+                                  str(args.batch), "--length", str(args.length), "--steps", str(args.steps)],
+                                 check=True, capture_output=True, text=True, cwd=REPO).stdout
             runs[kind].append(json.loads(out.strip().splitlines()[-1]))
             print(kind, runs[kind][-1], flush=True)
     medians = {k: {m: statistics.median(r[m] for r in rs) for m in rs[0]} for k, rs in runs.items()}
@@ -106,7 +103,7 @@ def main() -> None:
                          "peak_memory": round(h["peak_mb"] / b["peak_mb"], 3),
                          "parameters": round(h["parameters"] / b["parameters"], 4)},
               "seconds": round(time.perf_counter() - started, 1)}
-    write_atomic(args.out, (json.dumps(result, indent=1) + "\n").encode())
+    write_result(args.out, result)
     print(json.dumps(result["ratios"]))
 
 

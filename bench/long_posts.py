@@ -1,6 +1,6 @@
 """Benchmark: posts of every length through every command, as a user runs them (whole commands).
 
-Run from the repository root: ``.venv/bin/python bench/long_posts.py`` (``--quick`` for a smoke run);
+Run from the repository root: ``.venv/bin/python -m bench.long_posts`` (``--quick`` for a smoke run);
 writes ``bench/results/long_posts.json``. Posts are real COLD test posts joined end to end until
 they reach 1 k, 10 k, 100 k and 1 M characters (one post per file). For each size it runs, in a
 subprocess each, as a user would:
@@ -21,41 +21,19 @@ longer than the position table crashed it.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bench.machine import machine_info  # noqa: E402
-from bench.summary import print_summary  # noqa: E402
-from cloak.convert import read_dataset  # noqa: E402
-from cloak.io import write_atomic  # noqa: E402
+from bench.common import BIN, REPO, RESULTS, cold_records, machine_info, measure, parser, print_summary, write_result
+from cloak.io import write_records
 
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 BASELINE_SIZES = (1_000, 4_000, 16_000)  # the old speech code is quadratic: larger ones take minutes
 MEMORY_TARGET_MB = 500
-BIN = Path(sys.executable).parent
-
-
-def measure(args: list[str], env: dict | None = None, cwd: str | None = None) -> dict:
-    """Run a command; its exit code, wall time and peak resident memory (MB), and its last stderr line."""
-    started = time.perf_counter()
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL, stderr=err,
-                                env={**os.environ, **(env or {})}, cwd=cwd)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - started
-        err.seek(0)
-        lines = err.read().decode("utf-8", "replace").strip().splitlines()
-    return {"exit": os.waitstatus_to_exitcode(status), "seconds": round(seconds, 2),
-            "peak_mb": round(usage.ru_maxrss / 1024, 1), "stderr": lines[-1] if lines else ""}
 
 
 def long_post(posts: list[str], size: int) -> str:
@@ -66,15 +44,11 @@ def long_post(posts: list[str], size: int) -> str:
     return "".join(text)[:size]
 
 
-def write_records(path: Path, records: list[dict]) -> None:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-
-
-def train_tiny(work: Path, cold: str, train_posts: int) -> Path:
+def train_tiny(work: Path, cold: Path, train_posts: int) -> Path:
     """A tiny text + vision MMBERT (stages 1-3, one epoch each) on short COLD train posts (dev: COLD dev)."""
     for split, n in (("train", train_posts), ("dev", 200)):
-        short = [r for r in read_dataset("cold", os.path.join(cold, f"{split}.csv")) if 8 <= len(r["text"]) <= 32]
-        write_records(work / f"{split}.jsonl", short[:n])
+        short = [r for r in cold_records(cold, split) if 8 <= len(r["text"]) <= 32]
+        write_records(str(work / f"{split}.jsonl"), short[:n])
     (work / "tiny.yaml").write_text(
         "preset: tiny\nmodel: {modalities: [text, vision]}\n"
         "train: {stage1: {epochs: 1}, stage2: {epochs: 1, head_warmup_epochs: 0}, stage3: {epochs: 1}}\n")
@@ -111,7 +85,7 @@ def baseline(rev: str, posts: list[str], work: Path, model: Path, all_test: Path
         speak = {}
         for size in BASELINE_SIZES:
             path = work / f"baseline-{size}.jsonl"
-            write_records(path, [{"id": "long", "text": long_post(posts, size), "label": 1}])
+            write_records(str(path), [{"id": "long", "text": long_post(posts, size), "label": 1}])
             speak[str(size)] = measure([sys.executable, "-m", "cloak.cli", "speak", "--in", path, "--out",
                                         work / f"baseline-speech-{size}", "--backend", "tone"], **old)
             print("baseline speak", size, speak[str(size)], flush=True)
@@ -123,16 +97,58 @@ def baseline(rev: str, posts: list[str], work: Path, model: Path, all_test: Path
         subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, capture_output=True)
 
 
+def by_post_length(posts: list[str], sizes: tuple[int, ...], work: Path, model: Path) -> dict[str, dict]:
+    """Every command of ``commands`` on one post of each size."""
+    by_size: dict[str, dict] = {}
+    for size in sizes:
+        path = work / f"post-{size}.jsonl"
+        write_records(str(path), [{"id": "long", "text": long_post(posts, size), "label": 1}])
+        by_size[str(size)] = {}
+        for name, command in commands(path, work / f"out-{size}", model).items():
+            (work / f"out-{size}").mkdir(exist_ok=True)
+            by_size[str(size)][name] = measure(command)
+            print(size, name, by_size[str(size)][name], flush=True)
+    return by_size
+
+
+def evaluate_all(test: list[dict], work: Path, model: Path) -> dict:
+    """``mmbert evaluate`` of the tiny model on all COLD test posts, and its figures where it ran."""
+    all_test = work / "cold_test.jsonl"
+    write_records(str(all_test), test)
+    result = {"posts": len(test), "longest_characters": max(len(r["text"]) for r in test),
+              "model": "tiny preset, text + vision, trained on 8-32 character posts (max_length 32, 64 positions)",
+              **measure([BIN / "mmbert", "evaluate", "--model", model, "--data", all_test, "--out",
+                         work / "eval.json", "-q"])}
+    if result["exit"] == 0:
+        result["figures"] = json.loads((work / "eval.json").read_text())["overall"]
+    return result
+
+
+def summary_rows(result: dict, baseline_rev: str | None) -> list[tuple[str, str, str]]:
+    rows = [(f"{name}, {int(size):,} chars", f"{r['seconds']} s, {r['peak_mb']} MB", "ok" if r["exit"] == 0 else
+             f"exit {r['exit']}") for size, runs in result["by_post_length"].items() for name, r in runs.items()]
+    e = result["evaluate_all_cold_test"]
+    rows.append(("mmbert evaluate, all COLD test posts", f"{e['seconds']} s, {e['peak_mb']} MB",
+                 f"macro-F1 {e['figures']['f1']:.3f}" if "figures" in e else f"exit {e['exit']}: {e['stderr']}"))
+    if baseline_rev:
+        old = result["baseline"]
+        for size, r in old["cloak speak --backend tone"].items():
+            rows.append((f"{baseline_rev[:8]}: speak, {int(size):,} chars", f"{r['seconds']} s, {r['peak_mb']} MB",
+                         "ok" if r["exit"] == 0 else f"exit {r['exit']}"))
+        r = old["evaluate_all_cold_test"]
+        rows.append((f"{baseline_rev[:8]}: evaluate, all COLD test posts", f"{r['seconds']} s, {r['peak_mb']} MB",
+                     "ok" if r["exit"] == 0 else f"exit {r['exit']}: {r['stderr'][:60]}"))
+    return rows
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cold", default=str(REPO.parent / "shared" / "data" / "cold"))
-    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "long_posts.json"))
+    ap = parser(__doc__, out=RESULTS / "long_posts.json", cold=True)
     ap.add_argument("--baseline", metavar="REV", help="also run cloak speak of this commit on small sizes")
     ap.add_argument("--quick", action="store_true", help="sizes up to 10 k and a smaller model")
     args = ap.parse_args()
     started = time.perf_counter()
 
-    test = list(read_dataset("cold", os.path.join(args.cold, "test.csv")))
+    test = cold_records(args.cold, "test")
     posts = [r["text"] for r in test]
     sizes = SIZES[:2] if args.quick else SIZES
     result = {"benchmark": "bench/long_posts.py", "quick": args.quick, "machine": machine_info(("torch",)),
@@ -140,45 +156,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         model = train_tiny(work, args.cold, 200 if args.quick else 2000)
-        by_size: dict[str, dict] = {}
-        for size in sizes:
-            path = work / f"post-{size}.jsonl"
-            write_records(path, [{"id": "long", "text": long_post(posts, size), "label": 1}])
-            by_size[str(size)] = {}
-            for name, command in commands(path, work / f"out-{size}", model).items():
-                (work / f"out-{size}").mkdir(exist_ok=True)
-                by_size[str(size)][name] = measure(command)
-                print(size, name, by_size[str(size)][name], flush=True)
-        result["by_post_length"] = by_size
-        all_test = work / "cold_test.jsonl"
-        write_records(all_test, test)
-        result["evaluate_all_cold_test"] = {
-            "posts": len(test), "longest_characters": max(map(len, posts)),
-            "model": "tiny preset, text + vision, trained on 8-32 character posts (max_length 32, 64 positions)",
-            **measure([BIN / "mmbert", "evaluate", "--model", model, "--data", all_test, "--out",
-                       work / "eval.json", "-q"])}
-        if result["evaluate_all_cold_test"]["exit"] == 0:
-            result["evaluate_all_cold_test"]["figures"] = json.loads((work / "eval.json").read_text())["overall"]
+        result["by_post_length"] = by_post_length(posts, sizes, work, model)
+        result["evaluate_all_cold_test"] = evaluate_all(test, work, model)
         if args.baseline:
-            result["baseline"] = baseline(args.baseline, posts, work, model, all_test)
-    largest = by_size[str(sizes[-1])]["cloak speak --backend tone"]
+            result["baseline"] = baseline(args.baseline, posts, work, model, work / "cold_test.jsonl")
+    largest = result["by_post_length"][str(sizes[-1])]["cloak speak --backend tone"]
     result["speak_largest_post_meets_target"] = largest["exit"] == 0 and largest["peak_mb"] < MEMORY_TARGET_MB
-    write_atomic(args.out, (json.dumps(result, indent=2, ensure_ascii=False) + "\n").encode())
-
-    rows = [(f"{name}, {int(size):,} chars", f"{r['seconds']} s, {r['peak_mb']} MB", "ok" if r["exit"] == 0 else
-             f"exit {r['exit']}") for size, runs in by_size.items() for name, r in runs.items()]
-    e = result["evaluate_all_cold_test"]
-    rows.append(("mmbert evaluate, all COLD test posts", f"{e['seconds']} s, {e['peak_mb']} MB",
-                 f"macro-F1 {e['figures']['f1']:.3f}" if "figures" in e else f"exit {e['exit']}: {e['stderr']}"))
-    if args.baseline:
-        old = result["baseline"]
-        for size, r in old["cloak speak --backend tone"].items():
-            rows.append((f"{args.baseline[:8]}: speak, {int(size):,} chars", f"{r['seconds']} s, {r['peak_mb']} MB",
-                         "ok" if r["exit"] == 0 else f"exit {r['exit']}"))
-        r = old["evaluate_all_cold_test"]
-        rows.append((f"{args.baseline[:8]}: evaluate, all COLD test posts", f"{r['seconds']} s, {r['peak_mb']} MB",
-                     "ok" if r["exit"] == 0 else f"exit {r['exit']}: {r['stderr'][:60]}"))
-    print_summary(rows, args.out, time.perf_counter() - started, value_width=22)
+    write_result(args.out, result, indent=2)
+    print_summary(summary_rows(result, args.baseline), args.out, time.perf_counter() - started, value_width=22)
 
 
 if __name__ == "__main__":

@@ -2,22 +2,25 @@
 
 Run from the repository root with the real weights of ``shared/models/offline_weights.py``::
 
-    python /work/shared/models/offline_weights.py /tmp/weights
-    .venv/bin/python bench/mmbert_cold.py --weights /tmp/weights
+    python ../shared/models/offline_weights.py /tmp/weights
+    .venv/bin/python -m bench.mmbert_cold --weights /tmp/weights
 
 Everything lands in ``--work`` (default ``bench/work/mmbert``) and is reused when present, so a rerun
 after an interruption continues; the figures go to ``bench/results/mmbert_cold.json``.
 
-1. Data (``bench/mmbert_data.py``): COLD posts of 8-32 characters. Training: the first ``--train``
+MMBERT: Xue et al., "MMBERT: Scaled Mixture-of-Experts Multimodal BERT for Robust Chinese Hate Speech
+Detection under Cloaking Perturbations", 2025, arXiv:2508.00760.
+
+1. Data (``bench.mmbert_data``): COLD posts of 8-32 characters. Training: the first ``--train``
    posts, each followed by a cloaked copy (ops homophone, similar, emoji, split, abbrev, pinyin,
    english; lexicon targets), so ``2 x --train`` examples; dev: ``--train // 5`` posts (at most 200)
    and their cloaks;
    test: 300 posts, clean and cloaked by ``homophone`` alone and by ``emoji`` alone.
 2. Speech: every text spoken by Kokoro-82M (int8 ONNX, voice zf_xiaobei; ``--tts espeak-ng``: eSpeak
    NG's Mandarin, about 100x faster) and encoded by Whisper base (trimmed), cached in ``WORK/speech``.
-3. Backbone: the shared ``small`` BERT of ``bench/backbone.py`` (``--backbone``, default
+3. Backbone: the shared ``small`` BERT of ``python -m bench.backbone`` (``--backbone``, default
    ``bench/work/backbone``: masked LM on COLD train + SWSR for as long as it improves), which the
-   ``attacks`` victims of ``bench/victims.py`` use too. Where it has not been made, the ``small`` preset's
+   ``attacks`` victims of ``bench.victims`` use too. Where it has not been made, the ``small`` preset's
    BERT pre-trained here on ``--pretrain-posts`` COLD training posts for ``--pretrain-epochs`` epochs
    (what the figures in the README before the shared backbone used; no pretrained Chinese BERT can be
    had on this machine).
@@ -31,22 +34,15 @@ after an interruption continues; the figures go to ``bench/results/mmbert_cold.j
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from bench.machine import machine_info  # noqa: E402
-from bench.mmbert_data import TEST_OPS, VOICE, head, prepare  # noqa: E402
-from cloak.io import read_records  # noqa: E402
+from bench.common import RESULTS, WORK, machine_info, parser, weight_files, write_result
+from bench.mmbert_data import TEST_OPS, VOICE, head, prepare
+from cloak.io import read_records
 
 TEST_SETS = ("clean", *TEST_OPS)
 BOOTSTRAP = 2000  # resamples of the test posts
@@ -155,45 +151,11 @@ def routing_figure(model_dir: Path, files: dict, out_dir: Path) -> dict:
     return routing_analysis(model, featurizer, records, str(out_dir))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cold", type=Path, default=REPO.parent / "shared" / "data" / "cold")
-    parser.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "mmbert")
-    parser.add_argument("--weights", type=Path, default=os.environ.get("MMCLOAK_WEIGHTS"))
-    parser.add_argument("--train", type=int, default=2000, help="training posts (each also cloaked)")
-    parser.add_argument("--backbone", type=Path, default=REPO / "bench" / "work" / "backbone",
-                        help="the shared backbone of bench/backbone.py (used when it is complete)")
-    parser.add_argument("--pretrain-posts", type=int, default=8000)
-    parser.add_argument("--pretrain-epochs", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "mmbert_cold.json")
-    parser.add_argument("--routing-out", type=Path, default=REPO / "bench" / "results" / "mmbert_routing",
-                        help="folder for routing.json and routing.png")
-    parser.add_argument("--tts", choices=("kokoro-onnx", "espeak-ng"), default="kokoro-onnx",
-                        help="the speech modality's TTS: Kokoro (2-3 s a post here) or eSpeak NG (20 ms)")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: 40 posts, tone TTS instead of Kokoro, 1 epoch a stage, results to /tmp")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="training seed of both models (initialisation, order, dropout); another seed trains "
-                             "in WORK/runs_N_seedS beside seed 0's runs, on the same data, speech and backbone")
-    args = parser.parse_args()
-    if args.quick:
-        args.train, args.out, args.routing_out = 40, Path("/tmp/mmbert_cold_quick.json"), Path("/tmp/mmbert_routing")
-    if not args.weights:
-        parser.error("no weights: pass --weights DIR or set MMCLOAK_WEIGHTS; assemble them with "
-                     "`python /work/shared/models/offline_weights.py DIR`")
-    import torch
-
-    from cloak.io import write_atomic
+def backbone_for(args, work: Path, corpus: Path) -> tuple[Path, dict]:
+    """The shared backbone where it is complete, else the ``small`` BERT pre-trained here (resumed if begun);
+    and its last log entry."""
     from mmbert.presets import load_run_config
     from mmbert.pretrain import pretrain
-
-    started = time.time()
-    work = args.work
-    dev_posts = min(args.train // 5, DEV_POSTS)
-    paths = prepare(args.cold, work, max(args.train, 1000), DEV_POSTS, 300, args.pretrain_posts)
-    files = {"train": head(paths["train"], 2 * args.train, work / f"train_{args.train}.jsonl"),
-             "dev": head(paths["dev"], 2 * dev_posts, work / f"dev_{dev_posts}.jsonl"),
-             **{f"test_{n}": paths[f"test_{n}"] for n in TEST_SETS}}
 
     backbone = args.backbone
     shared = (backbone / "config.json").exists() and not (backbone / "checkpoint").exists()
@@ -202,53 +164,36 @@ def main() -> None:
     if not shared and (not (backbone / "config.json").exists() or (backbone / "checkpoint").exists()):
         run = load_run_config("small")
         run["train"]["pretrain"]["epochs"] = args.pretrain_epochs
-        pretrain(str(paths["pretrain_corpus"]), str(backbone), run,
-                 resume=(backbone / "checkpoint" / "trainer_state.json").exists())
-    pretrain_log = json.loads((backbone / "log.json").read_text())
+        pretrain(str(corpus), str(backbone), run, resume=(backbone / "checkpoint" / "trainer_state.json").exists())
+    return backbone, json.loads((backbone / "log.json").read_text())[-1]
 
-    runs = work / (f"runs_{args.train}" + ("_quick" if args.quick else "") + (f"_seed{args.seed}" if args.seed else ""))
-    mm, text = (run_config(work, args.weights, text_only, args.quick, args.tts, args.seed)
+
+def train_both(args, files: dict, backbone: Path, runs: Path) -> tuple[dict, dict]:
+    """MMBERT's three stages and the text-only twin; MMBERT's run configuration and the training summaries."""
+    mm, text = (run_config(args.work, args.weights, text_only, args.quick, args.tts, args.seed)
                 for text_only in (False, True))
     training = {"mmbert_stage1": trained(1, mm, files, runs / "mmbert_stage1", backbone)}
     training["mmbert_stage2"] = trained(2, mm, files, runs / "mmbert_stage2", runs / "mmbert_stage1")
     training["mmbert_stage3"] = trained(3, mm, files, runs / "mmbert_stage3", runs / "mmbert_stage2")
     training["text_only"] = trained(3, text, files, runs / "text_only", backbone, allow_skip=True)
+    return mm, training
 
-    results, predictions = {}, {}
-    for model, folder in (("mmbert", "mmbert_stage3"), ("text_only", "text_only")):
-        results[model], predictions[model] = evaluate(runs / folder, files)
-    labels = np.array([r["label"] for _, r in read_records(str(files["test_clean"]))])
-    routing = routing_figure(runs / "mmbert_stage3", files, args.routing_out)
+
+def half_the_drop(results: dict) -> dict:
+    """Per op: does MMBERT lose at most half the macro-F1 text-only loses?"""
     goal = {}
     for op in TEST_OPS:
         mm_drop, text_drop = results["mmbert"][op]["drop_f1"], results["text_only"][op]["drop_f1"]
         goal[op] = {"mmbert_drop_f1": mm_drop, "text_only_drop_f1": text_drop,
                     "at_most_half": bool(text_drop > 0 and mm_drop <= text_drop / 2)}
-    report = {
-        "quick": args.quick,
-        "what": f"small-preset MMBERT (text + {args.tts} speech + glyph CNN) vs the same backbone text-only, COLD",
-        "tts": mm["features"]["tts"],
-        "seed": args.seed,
-        "posts": {"train_posts": args.train, "train_examples": 2 * args.train, "dev_examples": 2 * dev_posts,
-                  "test_posts": 300, "post_chars": "8-32", "pretrain_posts": args.pretrain_posts,
-                  "pretrain_epochs": args.pretrain_epochs, "backbone": str(backbone)},
-        "pretrain": pretrain_log[-1],
-        "training": training,
-        "settings": {"stage_settings": mm["train"], "model": mm["model"]},
-        "results": results,
-        "goal_half_the_drop": goal,
-        "bootstrap_95": bootstrap_drops(labels, predictions),
-        "routing": routing,
-        "seconds": round(time.time() - started, 1),
-        "torch_threads": torch.get_num_threads(),
-        "machine": machine_info(),
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(args.out, json.dumps(report, indent=1, ensure_ascii=False).encode())
+    return goal
+
+
+def print_table(report: dict) -> None:
     print(f"{'model':10} {'test':10} {'acc':>6} {'F1':>6} {'drop':>6} {'F1 changed':>10} {'drop changed':>12}")
     for model in ("text_only", "mmbert"):
         for name in TEST_SETS:
-            r = results[model][name]
+            r = report["results"][model][name]
             print(f"{model:10} {name:10} {r['all']['accuracy']:6.3f} {r['all']['f1']:6.3f} "
                   f"{r.get('drop_f1', 0):6.3f} {r.get('changed', r['all'])['f1']:10.3f} "
                   f"{r.get('drop_f1_changed', 0):12.3f}")
@@ -256,6 +201,67 @@ def main() -> None:
         b = report["bootstrap_95"][op]
         print(f"{op}: 95% intervals of the F1 drop: text-only {b['text_only_drop_f1']}, MMBERT {b['mmbert_drop_f1']}, "
               f"text-only minus MMBERT {b['text_only_minus_mmbert']}")
+
+
+def arguments():
+    ap = parser(__doc__, out=RESULTS / "mmbert_cold.json", cold=True, work=WORK / "mmbert", weights=True)
+    ap.add_argument("--train", type=int, default=2000, help="training posts (each also cloaked)")
+    ap.add_argument("--backbone", type=Path, default=WORK / "backbone",
+                    help="the shared backbone of bench.backbone (used when it is complete)")
+    ap.add_argument("--pretrain-posts", type=int, default=8000)
+    ap.add_argument("--pretrain-epochs", type=int, default=1)
+    ap.add_argument("--routing-out", type=Path, default=RESULTS / "mmbert_routing",
+                    help="folder for routing.json and routing.png")
+    ap.add_argument("--tts", choices=("kokoro-onnx", "espeak-ng"), default="kokoro-onnx",
+                    help="the speech modality's TTS: Kokoro (2-3 s a post here) or eSpeak NG (20 ms)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: 40 posts, tone TTS instead of Kokoro, 1 epoch a stage, results to /tmp")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="training seed of both models (initialisation, order, dropout); another seed trains "
+                         "in WORK/runs_N_seedS beside seed 0's runs, on the same data, speech and backbone")
+    return ap
+
+
+def main() -> None:
+    ap = arguments()
+    args = ap.parse_args()
+    if args.quick:
+        args.train, args.out, args.routing_out = 40, Path("/tmp/mmbert_cold_quick.json"), Path("/tmp/mmbert_routing")
+    weight_files(ap, args.weights, "whisper-base.pt",
+                 *(["kokoro/kokoro-v1.0.int8.onnx"] if args.tts == "kokoro-onnx" and not args.quick else []))
+    import torch
+
+    started = time.time()
+    work = args.work
+    dev_posts = min(args.train // 5, DEV_POSTS)
+    paths = prepare(args.cold, work, max(args.train, 1000), DEV_POSTS, 300, args.pretrain_posts)
+    files = {"train": head(paths["train"], 2 * args.train, work / f"train_{args.train}.jsonl"),
+             "dev": head(paths["dev"], 2 * dev_posts, work / f"dev_{dev_posts}.jsonl"),
+             **{f"test_{n}": paths[f"test_{n}"] for n in TEST_SETS}}
+    backbone, pretrain_log = backbone_for(args, work, paths["pretrain_corpus"])
+    runs = work / (f"runs_{args.train}" + ("_quick" if args.quick else "") + (f"_seed{args.seed}" if args.seed else ""))
+    mm, training = train_both(args, files, backbone, runs)
+    results, predictions = {}, {}
+    for model, folder in (("mmbert", "mmbert_stage3"), ("text_only", "text_only")):
+        results[model], predictions[model] = evaluate(runs / folder, files)
+    labels = np.array([r["label"] for _, r in read_records(str(files["test_clean"]))])
+    routing = routing_figure(runs / "mmbert_stage3", files, args.routing_out)
+    report = {
+        "quick": args.quick,
+        "what": f"small-preset MMBERT (text + {args.tts} speech + glyph CNN) vs the same backbone text-only, COLD",
+        "tts": mm["features"]["tts"], "seed": args.seed,
+        "posts": {"train_posts": args.train, "train_examples": 2 * args.train, "dev_examples": 2 * dev_posts,
+                  "test_posts": 300, "post_chars": "8-32", "pretrain_posts": args.pretrain_posts,
+                  "pretrain_epochs": args.pretrain_epochs, "backbone": str(backbone)},
+        "pretrain": pretrain_log, "training": training,
+        "settings": {"stage_settings": mm["train"], "model": mm["model"]},
+        "results": results, "goal_half_the_drop": half_the_drop(results),
+        "bootstrap_95": bootstrap_drops(labels, predictions), "routing": routing,
+        "seconds": round(time.time() - started, 1), "torch_threads": torch.get_num_threads(),
+        "machine": machine_info(),
+    }
+    write_result(args.out, report)
+    print_table(report)
     print(f"wrote {args.out}")
 
 

@@ -12,22 +12,19 @@ stratified by label, the first N of each split.
 - ``test_clean.jsonl``, ``test_homophone.jsonl``, ``test_emoji.jsonl``: the test posts, clean and
   cloaked by one op each (lexicon targets: a post with no lexicon term stays as it is, as in the wild).
 
-Run alone to prepare (and speak) the data ahead of ``bench/mmbert_cold.py``::
+Not a benchmark itself: ``bench.mmbert_cold`` prepares its data with it. Run alone to prepare (and
+speak) the data ahead of ``python -m bench.mmbert_cold``::
 
-    .venv/bin/python bench/mmbert_data.py --weights /tmp/weights --work bench/work/mmbert
+    .venv/bin/python -m bench.mmbert_data --weights /tmp/weights --work bench/work/mmbert
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import random
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from bench.common import WORK, cold_records, parser
+from cloak.io import write_atomic, write_records
 
 MIN_CHARS, MAX_CHARS = 8, 32
 TRAIN_OPS = "homophone,similar,emoji,split,abbrev,pinyin,english"
@@ -43,10 +40,7 @@ def sample(cold: Path, split: str, n: int, seed: int) -> list[dict]:
     sample's blocks, so (cloaks being numbered by position) the posts, cloaks and cached speech of
     a smaller run stay valid when a benchmark scales up.
     """
-    from cloak.convert import read_dataset
-
-    posts = [r for r in read_dataset("cold", str(cold / f"{split}.csv"))
-             if MIN_CHARS <= len(r["text"]) <= MAX_CHARS]
+    posts = [r for r in cold_records(cold, split) if MIN_CHARS <= len(r["text"]) <= MAX_CHARS]
     random.Random(f"{seed}:{split}").shuffle(posts)
     positives = [r for r in posts if r["label"] == 1]
     negatives = [r for r in posts if r["label"] == 0]
@@ -80,12 +74,6 @@ def interleaved(clean: list[dict], cloaks: list[dict]) -> list[dict]:
     return [r for pair in zip(clean, cloaks) for r in pair]
 
 
-def write(path: Path, records: list[dict]) -> None:
-    from cloak.io import dump_record, write_atomic
-
-    write_atomic(path, b"".join(dump_record(r) for r in records))
-
-
 def prepare(cold: Path, work: Path, n_train: int, n_dev: int, n_test: int, n_pretrain: int = 8000,
             seed: int = 0) -> dict[str, Path]:
     """Write the benchmark's record files into ``work``; returns {name: path}."""
@@ -99,22 +87,18 @@ def prepare(cold: Path, work: Path, n_train: int, n_dev: int, n_test: int, n_pre
         **{f"test_{op}": cloaked(test, op, seed) for op in TEST_OPS},
     }
     # The corpus of the from-scratch backbone's masked-LM pre-training: COLD training posts (any length).
-    from cloak.convert import read_dataset
-
-    corpus = list(read_dataset("cold", str(cold / "train.csv")))
+    corpus = cold_records(cold, "train")
     random.Random(f"{seed}:pretrain").shuffle(corpus)
     files["pretrain_corpus"] = corpus[:n_pretrain]
     paths = {}
     for name, records in files.items():
         paths[name] = work / f"{name}.jsonl"
-        write(paths[name], records)
+        write_records(str(paths[name]), records)
     return paths
 
 
 def head(path: Path, lines: int, out: Path) -> Path:
     """The first ``lines`` lines of ``path``, written to ``out``."""
-    from cloak.io import write_atomic
-
     with open(path, encoding="utf-8") as f:
         write_atomic(out, "".join(line for _, line in zip(range(lines), f)).encode())
     return out
@@ -139,20 +123,18 @@ def speak(paths: dict[str, Path], work: Path, weights: Path, limits: dict[str, i
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cold", type=Path, default=REPO.parent / "shared" / "data" / "cold")
-    parser.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "mmbert")
-    parser.add_argument("--weights", type=Path, default=os.environ.get("MMCLOAK_WEIGHTS"))
-    parser.add_argument("--train", type=int, default=2000)
-    parser.add_argument("--dev", type=int, default=200)
-    parser.add_argument("--test", type=int, default=300)
-    parser.add_argument("--speak-train", type=int, default=None, metavar="N",
-                        help="speak only the first N pairs of train (and of dev: N // 5)")
-    parser.add_argument("--workers", type=int, default=1, help="TTS worker processes (they split the cores)")
-    args = parser.parse_args()
+    ap = parser(__doc__, cold=True, work=WORK / "mmbert", weights=True)
+    ap.add_argument("--train", type=int, default=2000)
+    ap.add_argument("--dev", type=int, default=200)
+    ap.add_argument("--test", type=int, default=300)
+    ap.add_argument("--speak-train", type=int, default=None, metavar="N",
+                    help="speak only the first N pairs of train (and of dev: N // 5)")
+    ap.add_argument("--workers", type=int, default=1, help="TTS worker processes (they split the cores)")
+    args = ap.parse_args()
     paths = prepare(args.cold, args.work, args.train, args.dev, args.test)
     if args.weights:
-        limits = None if args.speak_train is None else {"train": 2 * args.speak_train, "dev": 2 * (args.speak_train // 5)}
+        limits = (None if args.speak_train is None
+                  else {"train": 2 * args.speak_train, "dev": 2 * (args.speak_train // 5)})
         speak({k: paths[k] for k in ("test_clean", "test_homophone", "test_emoji", "dev", "train")},
               args.work, args.weights, limits, args.workers)
 

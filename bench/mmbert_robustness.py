@@ -1,16 +1,16 @@
-"""MMBERT in the robustness table: the models of ``bench/mmbert_cold.py`` attacked like every other victim.
+"""MMBERT in the robustness table: the models of ``bench.mmbert_cold`` attacked like every other victim.
 
-Run from the repository root after ``bench/mmbert_cold.py`` (its ``--work``) and ``bench/robustness.py``
-(the conventional victims)::
+Run from the repository root after ``python -m bench.mmbert_cold`` (its ``--work``) and
+``python -m bench.robustness`` (the conventional victims)::
 
-    .venv/bin/python bench/mmbert_robustness.py --work bench/work/mmbert-espeak
+    .venv/bin/python -m bench.mmbert_robustness --work bench/work/mmbert-espeak
 
 writes ``bench/results/mmbert_robustness.json``. Resumable: the evaluations are ``attacks evaluate``
 runs into ``WORK/robustness/``, which resume themselves.
 
 - Victims: MMBERT after stage 3 (``mmbert``) and its text-only twin (``mmbert-text-only``: the same
   backbone, one modality, the same stage-3 settings) from ``WORK/runs_2000`` (``--runs``), both trained on 2,000 COLD
-  posts and their cloaks; and, for scale, the conventional victims of ``bench/robustness.py``
+  posts and their cloaks; and, for scale, the conventional victims of ``bench.robustness``
   (``--conventional``; trained on all of COLD train, without cloaks).
 - Data: ``WORK/test_clean.jsonl``, the 300 COLD test posts (8-32 characters) MMBERT was measured on.
 - Attacks: every cloak op in keyword mode, 2 variants; FGM at eps 0.1 to 1 on the two torch victims;
@@ -21,33 +21,24 @@ runs into ``WORK/robustness/``, which resume themselves.
 - The report of all three, with the run's routing figure: ``attacks report`` into
   ``bench/results/mmbert_robustness_report/``.
 
-Another training seed of the pair (``bench/mmbert_cold.py --seed 1``)::
+Another training seed of the pair (``python -m bench.mmbert_cold --seed 1``)::
 
-    .venv/bin/python bench/mmbert_robustness.py --runs runs_2000_seed1 --conventional "" \
+    .venv/bin/python -m bench.mmbert_robustness --runs runs_2000_seed1 --conventional "" \
         --routing bench/results/mmbert_routing_espeak_seed1 --out bench/results/mmbert_robustness_seed1.json
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from attacks.search import SearchAttack  # noqa: E402
-from bench.long_posts import BIN  # noqa: E402
-from bench.machine import machine_info  # noqa: E402
-from bench.robustness import kept_timings, run, victim_table  # noqa: E402
-from bench.summary import print_summary  # noqa: E402
-from cloak.io import write_atomic  # noqa: E402
+from attacks.search import SearchAttack
+from bench.common import (BIN, CONVENTIONAL, RESULTS, WORK, kept_timings, machine_info, parser, print_summary,
+                          read_json, relative, require, run, victim_flags, victim_table, write_result)
 
 TORCH_VICTIMS = {"mmbert": "mmbert_stage3", "mmbert-text-only": "text_only"}
 EPS = "0.1,0.25,0.5,1"
-RUNS = "runs_2000"  # bench/mmbert_cold.py's runs at its default --train and seed
+RUNS = "runs_2000"  # bench.mmbert_cold's runs at its default --train and seed
 
 
 def link_victims(work: Path, runs: str) -> list[Path]:
@@ -58,17 +49,12 @@ def link_victims(work: Path, runs: str) -> list[Path]:
     links = []
     for name, run_name in TORCH_VICTIMS.items():
         target = work / runs / run_name
-        if not (target / "model.safetensors").exists():
-            raise SystemExit(f"{target}: not trained; run bench/mmbert_cold.py --work {work} first")
+        require(target / "model.safetensors", f"python -m bench.mmbert_cold --work {relative(work)}")
         link = folder / name
         if not link.exists():
             os.symlink(os.path.relpath(target, folder), link)
         links.append(link)
     return links
-
-
-def relative(path: Path) -> str:
-    return str(path.resolve()).removeprefix(str(REPO) + "/")
 
 
 def with_drops(table: dict[str, dict]) -> dict[str, dict]:
@@ -83,56 +69,56 @@ def with_drops(table: dict[str, dict]) -> dict[str, dict]:
     return table
 
 
+def evaluations(args, out: Path, torch_victims: list[Path], conventional: list[Path]) -> dict[str, dict]:
+    """The ``attacks evaluate`` runs, each into its folder of ``out``: their commands and times."""
+    data = args.work / "test_clean.jsonl"
+    timings = {"cloak": run([BIN / "attacks", "evaluate", *victim_flags(torch_victims + conventional), "--data",
+                             data, "--attacks", "cloak", "--variants", "2", "--out", out / "cloak", "-q"]),
+               "embedding": run([BIN / "attacks", "evaluate", *victim_flags(torch_victims), "--data", data,
+                                 "--attacks", "fgm", "--eps", EPS, "--out", out / "embedding", "-q"])}
+    if args.search_limit != 0:
+        limit = ["--limit", str(args.search_limit)] if args.search_limit else []
+        timings["search"] = run([BIN / "attacks", "evaluate", *victim_flags(torch_victims + conventional), "--data",
+                                 data, "--attacks", "search", "--query-budget", "200", "--importance", "deletion",
+                                 *limit, "--out", out / "search", "-q"])
+    return timings
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "mmbert-espeak",
-                    help="bench/mmbert_cold.py's --work")
+    ap = parser(__doc__)
+    ap.add_argument("--work", type=Path, default=WORK / "mmbert-espeak", help="bench.mmbert_cold's --work")
     ap.add_argument("--runs", default=RUNS,
                     help="the folder of WORK holding the two models, e.g. runs_2000_seed1 for "
-                         "bench/mmbert_cold.py --seed 1; the outcomes go to WORK/robustness-RUNS")
-    ap.add_argument("--victims", type=Path, default=REPO / "bench" / "work" / "victims",
-                    help="the conventional victims of bench/robustness.py")
-    ap.add_argument("--conventional", default="tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt")
+                         "bench.mmbert_cold --seed 1; the outcomes go to WORK/robustness-RUNS")
+    ap.add_argument("--victims", type=Path, default=WORK / "victims",
+                    help="the conventional victims of bench.robustness")
+    ap.add_argument("--conventional", default=CONVENTIONAL)
     ap.add_argument("--search-limit", type=int, default=None,
                     help="the first N posts for the search (default: all; 0: no search)")
-    ap.add_argument("--routing", type=Path, default=REPO / "bench" / "results" / "mmbert_routing_espeak",
+    ap.add_argument("--routing", type=Path, default=RESULTS / "mmbert_routing_espeak",
                     help="the run's `mmbert routing` folder, drawn in the report")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "mmbert_robustness.json",
+    ap.add_argument("--out", type=Path, default=RESULTS / "mmbert_robustness.json",
                     help="the figures; the report goes beside it, in OUT's name + _report")
     args = ap.parse_args()
     started = time.perf_counter()
     torch_victims = link_victims(args.work, args.runs)
     conventional = [args.victims / n for n in args.conventional.split(",") if n]
     for folder in conventional:
-        if not (folder / "victim.json").exists():
-            raise SystemExit(f"{folder}: no victim.json; run bench/robustness.py first (it trains them)")
-    data = args.work / "test_clean.jsonl"
+        require(folder / "victim.json", "python -m bench.robustness")  # it trains them
     out = args.work / ("robustness" if args.runs == RUNS else f"robustness-{args.runs}")
-
-    def flags(folders):
-        return [x for f in folders for x in ("--victim", f)]
-
-    timings = {"cloak": run([BIN / "attacks", "evaluate", *flags(torch_victims + conventional), "--data", data,
-                             "--attacks", "cloak", "--variants", "2", "--out", out / "cloak", "-q"]),
-               "embedding": run([BIN / "attacks", "evaluate", *flags(torch_victims), "--data", data,
-                                 "--attacks", "fgm", "--eps", EPS, "--out", out / "embedding", "-q"])}
-    if args.search_limit != 0:
-        limit = ["--limit", str(args.search_limit)] if args.search_limit else []
-        timings["search"] = run([BIN / "attacks", "evaluate", *flags(torch_victims + conventional), "--data", data,
-                                 "--attacks", "search", "--query-budget", "200", "--importance", "deletion",
-                                 *limit, "--out", out / "search", "-q"])
+    timings = evaluations(args, out, torch_victims, conventional)
     attacks = list(timings)
     timings["report"] = run([BIN / "attacks", "report", *(out / k for k in attacks), *(x for k in attacks for x in
                              ("--label", k)), *(("--routing", args.routing) if (args.routing / "routing.json").exists()
                                                 else ()), "--out", args.out.with_name(args.out.stem + "_report")])
-    summaries = {k: json.loads((out / k / "summary.json").read_text(encoding="utf-8")) for k in attacks}
+    summaries = {k: read_json(out / k / "summary.json") for k in attacks}
     table = with_drops(victim_table(summaries))
     result = {"benchmark": "bench/mmbert_robustness.py", "work": relative(args.work), "runs": args.runs,
-              "data": relative(data),
+              "data": relative(args.work / "test_clean.jsonl"),
               "posts": summaries["cloak"]["data"]["records"], "search_max_candidates": SearchAttack.max_candidates,
               "machine": machine_info(("scikit-learn", "torch")), "timings": kept_timings(args.out, timings),
               "victims": table, "seconds": round(time.perf_counter() - started, 1)}
-    write_atomic(args.out, (json.dumps(result, ensure_ascii=False, indent=1) + "\n").encode())
+    write_result(args.out, result)
     print_summary([(v, f"{r['clean_macro_f1']:.4f}", f"mean cloak drop {r.get('mean_cloak_drop', 0):.4f}")
                    for v, r in table.items()], args.out, time.perf_counter() - started)
 

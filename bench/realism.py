@@ -1,6 +1,6 @@
 """How much of COLD the cloak attacks reach, and how hard they hit, by what they cloak and how much of it.
 
-Run from the repository root: ``.venv/bin/python bench/realism.py`` (about 40 minutes on 2 cores; the
+Run from the repository root: ``.venv/bin/python -m bench.realism`` (about 40 minutes on 2 cores; the
 evaluations resume); writes ``bench/results/realism.json``.
 
 Checked against real cloaked posts kept outside this repository, the attacks ranked detectors right but
@@ -13,10 +13,10 @@ This measures the levers on COLD:
 - strength: each op's own share of a term (``op``, what the attacks did before), every character of
   the term (``whole``), and that with a fifth of the homophones among rarer same-sound characters
   (``poster``, the evaluator's default);
-- victims: the conventional detectors of ``bench/robustness.py`` but emb-gbt, whose word vectors
-  ``bench/victims.py`` trains (COLD train, default settings), and
+- victims: the conventional detectors of ``bench.robustness`` but emb-gbt, whose word vectors
+  ``bench.victims`` trains (COLD train, default settings), and
   tfidf-lr trained on COLD train plus a cloaked copy by every op (``cloak perturb``'s defaults), whose
-  attacks by those ops are seen in training (``--seen``: bench/seen_in_training.py measures by how much
+  attacks by those ops are seen in training (``bench.seen_in_training`` measures by how much
   that flatters it).
 
 For every setting: the share of all posts and of the offensive posts the attacks changed (coverage),
@@ -25,23 +25,13 @@ and per victim the drop in macro-F1 and accuracy over all posts and over the pos
 """
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from bench.common import (BIN, RESULTS, WORK, cold_jsonl, folder, machine_info, parser, print_summary, read_json, run,
+                          victim_flags, write_result)
+from cloak import available_ops
 
-from bench.long_posts import BIN  # noqa: E402
-from bench.machine import machine_info  # noqa: E402
-from bench.robustness import run  # noqa: E402
-from bench.summary import print_summary  # noqa: E402
-from cloak import available_ops  # noqa: E402
-from cloak.io import write_atomic  # noqa: E402
-
-SHARED = REPO.parent / "shared" / "data"
 CONVENTIONAL = "tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt"
 TARGETS = ("lexicon", "mined", "lexicon+mined")
 STRENGTHS = ("op", "whole", "poster")
@@ -49,11 +39,7 @@ STRENGTHS = ("op", "whole", "poster")
 
 def prepare(cold: Path, work: Path, names: list[str]) -> tuple[dict[str, Path], list[Path]]:
     """COLD train and test as records, the conventional victims and the augmented tfidf-lr (trained once)."""
-    data = {}
-    for split in ("train", "test"):
-        data[split] = work / f"cold_{split}.jsonl"
-        if not data[split].exists():
-            run([BIN / "cloak", "convert", "--from", "cold", "--in", cold / f"{split}.csv", "--out", data[split]])
+    data = {split: cold_jsonl(cold, split, work / f"cold_{split}.jsonl") for split in ("train", "test")}
     victims = []
     for name in names:
         folder = work / "victims" / name
@@ -100,41 +86,40 @@ def _mean(values) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
+def summary_rows(settings: dict[str, dict]) -> list[tuple[str, str, str]]:
+    rows = []
+    for name, s in settings.items():
+        plain = [v["mean_drop_accuracy"] for k, v in s["victims"].items() if k != "tfidf-lr+cloaks"]
+        augmented = s["victims"]["tfidf-lr+cloaks"]["mean_drop_accuracy"]
+        rows.append((name, f"reach {s['coverage_offensive']:.0%} of offensive",
+                     f"accuracy drop {_mean(plain):.3f} plain, {augmented:.3f} augmented"))
+    return rows
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cold", type=Path, default=SHARED / "cold")
-    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "realism")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "realism.json")
+    ap = parser(__doc__, out=RESULTS / "realism.json", cold=True, work=WORK / "realism")
     ap.add_argument("--conventional", default=CONVENTIONAL, help="the conventional victims (comma-separated)")
     ap.add_argument("--targets", default=",".join(TARGETS))
     ap.add_argument("--strengths", default=",".join(STRENGTHS))
     args = ap.parse_args()
     started = time.perf_counter()
-    args.work.mkdir(parents=True, exist_ok=True)
-    data, victims = prepare(args.cold, args.work, args.conventional.split(","))
-    result = json.loads(args.out.read_text()) if args.out.exists() else {}
+    data, victims = prepare(args.cold, folder(args.work), args.conventional.split(","))
+    result = read_json(args.out, {})
     result.update({"benchmark": "bench/realism.py", "machine": machine_info(("scikit-learn",)),
                    "victims": [v.name for v in victims], "augmented": "tfidf-lr+cloaks"})
     settings = result.setdefault("settings", {})
     for targets in args.targets.split(","):
         for strength in args.strengths.split(","):
             out = args.work / f"eval-{targets}-{strength}"
-            timing = run([BIN / "attacks", "evaluate", *(x for v in victims for x in ("--victim", v)), "--data",
+            timing = run([BIN / "attacks", "evaluate", *victim_flags(victims), "--data",
                           data["test"], "--attacks", "cloak", "--targets", targets, "--strength", strength,
                           "--out", out, "-q"])
-            summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
             settings[f"{targets}/{strength}"] = {"command": timing["command"], "seconds": timing["seconds"],
-                                                 **setting_figures(summary)}
-            write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+                                                 **setting_figures(read_json(out / "summary.json"))}
+            write_result(args.out, result)
     result["seconds"] = round(time.perf_counter() - started, 1)
-    write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
-    rows = []
-    for name, s in settings.items():
-        plain = [v["mean_drop_accuracy"] for k, v in s["victims"].items() if k != "tfidf-lr+cloaks"]
-        rows.append((name, f"reach {s['coverage_offensive']:.0%} of offensive",
-                     f"accuracy drop {_mean(plain):.3f} plain, {s['victims']['tfidf-lr+cloaks']['mean_drop_accuracy']:.3f}"
-                     " augmented"))
-    print_summary(rows, args.out, time.perf_counter() - started, value_width=24)
+    write_result(args.out, result)
+    print_summary(summary_rows(settings), args.out, time.perf_counter() - started, value_width=24)
 
 
 if __name__ == "__main__":

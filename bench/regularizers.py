@@ -1,7 +1,12 @@
 """Where a detector looks: the small ``bert`` with no attention regulariser, with EAR, with KLAR and with
 the GAttention head, on COLD.
 
-Run from the repository root after ``bench/backbone.py``: ``.venv/bin/python bench/regularizers.py``;
+EAR and KLAR: Bonaldi et al., "Weigh Your Own Words: Improving Hate Speech Counter Narrative Generation
+via Attention Regularization", CS4OA 2023, arXiv:2309.02311. GAttention: Jarquín-Vásquez et al.,
+"GAttention: Gated Attention for the Detection of Abusive Language", Findings of EMNLP 2025
+(ACL Anthology 2025.findings-emnlp.1105).
+
+Run from the repository root after ``python -m bench.backbone``: ``.venv/bin/python -m bench.regularizers``;
 writes ``bench/results/regularizers.json``. Every step is the command a user runs, timed as a whole,
 and is skipped when its output is there, so a rerun continues.
 
@@ -20,23 +25,15 @@ and is skipped when its output is there, so a rerun continues.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from attacks.search import SearchAttack  # noqa: E402
-from bench.backbone import SHARED  # noqa: E402
-from bench.habertor_cold import run, write_jsonl  # noqa: E402
-from bench.long_posts import BIN  # noqa: E402
-from bench.machine import machine_info  # noqa: E402
-from cloak.convert import read_dataset  # noqa: E402
-from cloak.io import write_atomic  # noqa: E402
+from attacks.search import SearchAttack
+from bench.common import (BIN, RESULTS, WORK, cold_records, folder, machine_info, parser, read_json, require, run,
+                          victim_flags, write_result)
+from cloak.io import write_records
 
 VARIANTS = {"none": [], "ear": ["--regularizer", "ear"], "klar": ["--regularizer", "klar"],
             "gattention": ["--head", "gattention"]}
@@ -58,73 +55,78 @@ def identity_fpr(clean: Path, test: list[dict]) -> dict:
     return {"posts": len(chosen), "false_positives": flagged, "fpr": flagged / max(1, len(chosen))}
 
 
+def prepare(args, work: Path) -> tuple[dict[str, list[dict]], dict[str, Path]]:
+    """The COLD records: a seeded sample of train, the first 1,000 dev posts, the first ``--test-size`` test posts."""
+    rows = {s: cold_records(args.cold, s) for s in ("train", "dev", "test")}
+    rows["train"] = random.Random(0).sample(rows["train"], min(args.train_size, len(rows["train"])))
+    rows["dev"], rows["test"] = rows["dev"][:1000], rows["test"][:args.test_size]
+    data = {s: work / f"cold_{s}.jsonl" for s in rows}
+    for split, path in data.items():
+        if not path.exists():
+            write_records(str(path), rows[split])
+    return rows, data
+
+
+def train(args, work: Path, data: dict[str, Path], steps: dict) -> list[Path]:
+    """Each variant of ``VARIANTS`` trained once, on the same posts in the same order."""
+    (work / "train.yaml").write_text(json.dumps({"config": {"max_length": 128}, "training": {
+        "epochs": args.epochs, "lr": 1e-4, "batch_size": 32, "patience": 2}}) + "\n")
+    victims = []
+    for name, flags in VARIANTS.items():
+        out = work / "victims" / f"bert-{name}"
+        victims.append(out)
+        if not (out / "victim.json").exists():
+            run([BIN / "attacks", "train", "--model", "bert", "--backbone", args.backbone, *flags,
+                 "--train", data["train"], "--dev", data["dev"], "--config", work / "train.yaml",
+                 "--out", out, "-q"], steps, f"train {name}")
+    return victims
+
+
+def victim_row(folder: Path, summaries: dict[str, dict], clean_outcomes: Path, test: list[dict]) -> dict:
+    """A variant's figures: clean, on the identity posts, under each attack; its training time."""
+    clean = summaries["homophone"]["victims"][folder.name]["clean"]
+    row = {"f1": clean["f1"], "auc": clean["auc"], "fpr_at_5_fnr": clean["fpr_at_5_fnr"],
+           "identity_non_offensive": identity_fpr(clean_outcomes, test)}
+    for key, summary in summaries.items():
+        entry = summary["victims"][folder.name]
+        figures = next(iter(entry["attacks"].values()))
+        row[key] = {"posts": summary["data"]["records"], "clean_f1": entry["clean"]["f1"],
+                    "attacked_f1": figures["all"]["f1"], "f1_drop": figures["drop"]["f1"],
+                    "success_rate": figures["textattack"]["success_rate"]}
+    training = read_json(folder / "training.json")
+    row["train_seconds"], row["dev_f1"] = training["seconds"], training["dev_figures"]["f1"]
+    return row
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cold", type=Path, default=SHARED / "cold")
-    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
-    ap.add_argument("--backbone", type=Path, default=REPO / "bench" / "work" / "backbone")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "regularizers.json")
+    ap = parser(__doc__, out=RESULTS / "regularizers.json", cold=True, work=WORK)
+    ap.add_argument("--backbone", type=Path, default=WORK / "backbone")
     ap.add_argument("--train-size", type=int, default=10000)
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--test-size", type=int, default=None, help="the first N COLD test posts (all by default)")
     ap.add_argument("--search-limit", type=int, default=200)
     ap.add_argument("--max-candidates", type=int, default=SearchAttack.max_candidates)
     args = ap.parse_args()
-    if not (args.backbone / "config.json").exists():
-        raise SystemExit(f"no backbone in {args.backbone}: run bench/backbone.py first")
+    require(args.backbone / "config.json", "python -m bench.backbone")
     started = time.perf_counter()
-    work = args.work / "regularizers"
-    work.mkdir(parents=True, exist_ok=True)
-    previous = json.loads(args.out.read_text()) if args.out.exists() else {}
-    steps: dict = previous.get("steps", {})
-
-    rows = {s: list(read_dataset("cold", str(args.cold / f"{s}.csv"))) for s in ("train", "dev", "test")}
-    rows["train"] = random.Random(0).sample(rows["train"], min(args.train_size, len(rows["train"])))
-    rows["dev"], rows["test"] = rows["dev"][:1000], rows["test"][:args.test_size]
-    data = {s: work / f"cold_{s}.jsonl" for s in rows}
-    for split, path in data.items():
-        if not path.exists():
-            write_jsonl(path, rows[split])
-    (work / "train.yaml").write_text(json.dumps({"config": {"max_length": 128}, "training": {
-        "epochs": args.epochs, "lr": 1e-4, "batch_size": 32, "patience": 2}}) + "\n")
-
-    victims = []
-    for name, flags in VARIANTS.items():
-        out = work / "victims" / f"bert-{name}"
-        victims.append(out)
-        if not (out / "victim.json").exists():
-            run(f"train {name}", [BIN / "attacks", "train", "--model", "bert", "--backbone", args.backbone, *flags,
-                                  "--train", data["train"], "--dev", data["dev"], "--config", work / "train.yaml",
-                                  "--out", out, "-q"], steps)
-    victim_flags = [x for v in victims for x in ("--victim", v)]
+    work = folder(args.work / "regularizers")
+    steps: dict = read_json(args.out, {}).get("steps", {})
+    rows, data = prepare(args, work)
+    victims = train(args, work, data, steps)
     evaluations = {"homophone": ["--attacks", "cloak", "--ops", "homophone", "--variants", "2"],
                    "search": ["--attacks", "search", "--query-budget", "200", "--importance", "deletion",
                               "--max-candidates", str(args.max_candidates), "--limit", str(args.search_limit)]}
     for key, flags in evaluations.items():
         if not (work / key / "summary.json").exists():
-            run(f"evaluate {key}", [BIN / "attacks", "evaluate", *victim_flags, "--data", data["test"], *flags,
-                                    "--out", work / key, "-q"], steps)
-    summaries = {k: json.loads((work / k / "summary.json").read_text()) for k in evaluations}
-
-    table = {}
-    for folder in victims:
-        name = folder.name
-        clean = summaries["homophone"]["victims"][name]["clean"]
-        row = {"f1": clean["f1"], "auc": clean["auc"], "fpr_at_5_fnr": clean["fpr_at_5_fnr"],
-               "identity_non_offensive": identity_fpr(work / "homophone" / name / "clean.jsonl", rows["test"])}
-        for key, summary in summaries.items():
-            entry = summary["victims"][name]
-            figures = next(iter(entry["attacks"].values()))
-            row[key] = {"posts": summary["data"]["records"], "clean_f1": entry["clean"]["f1"],
-                        "attacked_f1": figures["all"]["f1"], "f1_drop": figures["drop"]["f1"],
-                        "success_rate": figures["textattack"]["success_rate"]}
-        training = json.loads((folder / "training.json").read_text())
-        row["train_seconds"], row["dev_f1"] = training["seconds"], training["dev_figures"]["f1"]
-        table[name] = row
+            run([BIN / "attacks", "evaluate", *victim_flags(victims), "--data", data["test"], *flags,
+                 "--out", work / key, "-q"], steps, f"evaluate {key}")
+    summaries = {k: read_json(work / k / "summary.json") for k in evaluations}
+    table = {folder.name: victim_row(folder, summaries, work / "homophone" / folder.name / "clean.jsonl",
+                                     rows["test"]) for folder in victims}
     result = {"benchmark": "bench/regularizers.py", "machine": machine_info(("torch", "transformers")),
               "train_posts": len(rows["train"]), "epochs": args.epochs, "steps": steps, "victims": table,
               "seconds": round(time.perf_counter() - started, 1)}
-    write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+    write_result(args.out, result)
     for name, row in table.items():
         print(name, f"F1 {row['f1']:.4f}", f"identity FPR {row['identity_non_offensive']['fpr']:.4f}",
               f"homophone drop {row['homophone']['f1_drop']:.4f}", f"search drop {row['search']['f1_drop']:.4f}")

@@ -1,6 +1,6 @@
 """Benchmark of ``render``: glyph images per second, uncached and cached, and the similarity index.
 
-Run from the repository root: ``.venv/bin/python bench/render.py`` (``--quick`` for a smoke run);
+Run from the repository root: ``.venv/bin/python -m bench.render`` (``--quick`` for a smoke run);
 writes ``bench/results/render.json``. Measures, with the fonts fontconfig finds:
 
 1. every GB2312 character (6,763) rendered at 224 px RGB (CLIP's input) from an empty cache:
@@ -11,34 +11,17 @@ writes ``bench/results/render.json``. Measures, with the fonts fontconfig finds:
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import sys
 import tempfile
-import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bench.machine import machine_info  # noqa: E402
-from cloak.convert import read_dataset  # noqa: E402
-from cloak.hanzi import gb2312_chars  # noqa: E402
-from render import GlyphRenderer, find_cjk_font, find_emoji_font, glyph_tokens  # noqa: E402
-from render.similarity import build_similarity_index  # noqa: E402
-
-
-def timed(fn):
-    start = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - start
+from bench.common import RESULTS, cold_records, machine_info, parser, timed, write_result
+from cloak.hanzi import gb2312_chars
+from render import GlyphRenderer, find_cjk_font, find_emoji_font, glyph_tokens
+from render.similarity import build_similarity_index
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cold", default=str(REPO.parent / "shared" / "data" / "cold"))
-    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "render.json"))
+    ap = parser(__doc__, out=RESULTS / "render.json", cold=True)
     ap.add_argument("--quick", action="store_true", help="1,000 characters instead of all of GB2312.")
     args = ap.parse_args()
 
@@ -64,7 +47,7 @@ def main() -> None:
         "disk_cache_glyphs_per_s": round(len(chars) / disk, 1),
     }
 
-    texts = [r["text"] for r in read_dataset("cold", os.path.join(args.cold, "test.csv"))]
+    texts = [r["text"] for r in cold_records(args.cold, "test")]
     tokens = [t for text in texts for t in glyph_tokens(text)]
     small = GlyphRenderer(size=64)
     _, corpus = timed(lambda: [small.render(t) for t in tokens])
@@ -75,9 +58,7 @@ def main() -> None:
     index, build = timed(lambda: build_similarity_index(chars))
     result["similarity_index"] = {"characters": len(index), "build_s": round(build, 2)}
 
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=2, ensure_ascii=False)
+    write_result(args.out, result, indent=2)
     print(json.dumps(result, indent=2, ensure_ascii=False))
 
 

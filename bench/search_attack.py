@@ -1,12 +1,12 @@
 """Our search attack against TextAttack's, on the same victims, posts and query budget.
 
-Run from the repository root after ``bench/robustness.py`` (which saves the victims) and after
-setting up TextAttack's virtual environment as the README says:
-``.venv/bin/python bench/search_attack.py``; writes ``bench/results/search_attack.json``.
+Run from the repository root after ``python -m bench.robustness`` (which saves ``tfidf-lr``),
+``python -m bench.victims --neural bert`` and after setting up TextAttack's virtual environment as the
+README says: ``.venv/bin/python -m bench.search_attack``; writes ``bench/results/search_attack.json``.
 
 - Posts: per victim, the first 200 offensive COLD test posts it classifies correctly (both attacks
   get the same ones, so neither skips any).
-- TextAttack 0.3.11 (``bench/textattack_search.py``, in its own environment): ``GreedyWordSwapWIR``
+- TextAttack 0.3.11 (``bench.textattack_search``, in its own environment): ``GreedyWordSwapWIR``
   with deletion importance and ``ChineseMorphonymCharacterSwap``, its Chinese recipe's constraints.
 - Ours: ``SearchAttack(ops="similar")`` (look-alike characters, the closest to TextAttack's
   morphonyms), then with every op; each with TextAttack's stop-word constraint (``stopwords="zh"``,
@@ -21,39 +21,32 @@ setting up TextAttack's virtual environment as the README says:
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
+import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from attacks.search import SearchAttack
+from bench.common import (BIN, REPO, RESULTS, WORK, cold_records, folder, machine_info, parser, print_summary,
+                          read_json, require, write_result)
+from cloak.io import write_atomic, write_records
 
-from attacks.search import SearchAttack  # noqa: E402
-from bench.machine import machine_info  # noqa: E402
-from bench.summary import print_summary  # noqa: E402
-from cloak.convert import read_dataset  # noqa: E402
-from cloak.io import write_atomic  # noqa: E402
-
-SHARED = REPO.parent / "shared" / "data"
-TEXTATTACK = REPO / "bench" / "work" / "textattack-venv" / "bin" / "python"
+TEXTATTACK = WORK / "textattack-venv" / "bin" / "python"
 # ours: (label, ops, stop words). "zh" is the list TextAttack's constraint uses (stopwords-iso's
 # Chinese words, the same 794), so the *_stopwords rows search the words TextAttack searches.
 VARIANTS = (("ours_similar_stopwords", "similar", "zh"), ("ours_similar", "similar", "none"),
             ("ours_all_ops_stopwords", "", "zh"), ("ours_all_ops", "", "none"))
 
 
-def stopwords_folder(folder: Path) -> Path:
+def stopwords_folder(nltk_data: Path) -> Path:
     """NLTK's English stop words, which TextAttack's import needs and cannot download here, written
     from scikit-learn's list."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    (folder / "corpora" / "stopwords").mkdir(parents=True, exist_ok=True)
-    (folder / "corpora" / "stopwords" / "english").write_text("\n".join(sorted(ENGLISH_STOP_WORDS)) + "\n")
-    return folder
+    (folder(nltk_data / "corpora" / "stopwords") / "english").write_text("\n".join(sorted(ENGLISH_STOP_WORDS)) + "\n")
+    return nltk_data
 
 
 class TimedVictim:
@@ -108,83 +101,107 @@ def both_break(theirs: list[dict], mine: list[dict]) -> dict:
     return {"posts": len(ids), "textattack_queries": mean_queries(theirs, 0), "ours_queries": mean_queries(mine, 1)}
 
 
+def attack_posts(victim, test: list[dict], posts: int, data: Path) -> list[dict]:
+    """The first ``posts`` offensive test posts the victim classifies correctly, written to ``data``."""
+    probs = victim.predict_proba([r["text"] for r in test])
+    records = [r for r, p in zip(test, probs) if p.argmax() == 1][:posts]
+    write_records(str(data), records)
+    return records
+
+
+def textattack_figures(args, folder: Path, data: Path, out: Path, env: dict) -> tuple[dict, list[dict]]:
+    """TextAttack's search in its own environment: its totals (and the whole command's seconds), its results."""
+    t0 = time.perf_counter()
+    subprocess.run([str(args.textattack_python), "-m", "bench.textattack_search", "--victim", str(folder),
+                    "--data", str(data), "--budget", str(args.budget), "--out", str(out)],
+                   check=True, env=env, cwd=REPO)
+    command_seconds = time.perf_counter() - t0
+    theirs = read_json(out)
+    return ({**totals(theirs["results"], theirs["seconds"], theirs["victim_seconds"]),
+             "command_seconds": round(command_seconds, 1)}, theirs["results"])
+
+
+def our_command_seconds(args, folder: Path, data: Path, evaluate_dir: Path, env: dict) -> float:
+    """Our closest row as the whole command a user runs (``attacks evaluate --ops similar --stopwords zh``)."""
+    shutil.rmtree(evaluate_dir, ignore_errors=True)
+    t0 = time.perf_counter()
+    subprocess.run([str(BIN / "attacks"), "evaluate", "--victim", str(folder), "--data",
+                    str(data), "--attacks", "search", "--ops", "similar", "--query-budget", str(args.budget - 1),
+                    "--max-candidates", str(args.max_candidates), "--importance", "deletion",
+                    "--stopwords", "zh", "--out", str(evaluate_dir), "-q"],
+                   check=True, env=env, stderr=subprocess.DEVNULL)
+    return round(time.perf_counter() - t0, 1)
+
+
+def compare(args, name: str, test: list[dict], work: Path, env: dict) -> dict:
+    """One victim's entry: TextAttack's figures, each row of ours beside them, and the speed-ups."""
+    from attacks import load_victim
+
+    folder = args.victims_dir / name
+    victim = load_victim(str(folder))
+    data = work / f"{name}_posts.jsonl"
+    records = attack_posts(victim, test, args.posts, data)
+    entry = {"max_candidates": args.max_candidates}
+    clean = victim.predict_proba([r["text"] for r in records])  # what the evaluator has before it attacks
+    entry["textattack"], theirs = textattack_figures(args, folder, data, work / f"{name}_textattack.json", env)
+    for label, ops, stopwords in VARIANTS:
+        figures, results = ours(victim, records, clean, ops, args.budget, args.max_candidates, stopwords)
+        entry[label] = {**figures, "both_break": both_break(theirs, results)}
+        write_atomic(work / f"{name}_{label}.json", json.dumps(results, ensure_ascii=False).encode())
+    entry["ours_similar_stopwords"]["command_seconds"] = our_command_seconds(args, folder, data,
+                                                                             work / f"{name}_evaluate", env)
+    mine, peer = entry["ours_similar_stopwords"], entry["textattack"]
+    entry["speedup_similar"] = round(peer["seconds"] / mine["seconds"], 1)
+    entry["speedup_similar_commands"] = round(peer["command_seconds"] / mine["command_seconds"], 1)
+    # the attack's own work: its loop without the victim's calls, which both make alike
+    entry["speedup_similar_own_work"] = round((peer["seconds"] - peer["victim_seconds"])
+                                              / (mine["seconds"] - mine["victim_seconds"]), 1)
+    return entry
+
+
+def summary_rows(name: str, entry: dict) -> list[tuple[str, str, str]]:
+    rows = []
+    for label in ("textattack", *(v[0] for v in VARIANTS)):
+        f = entry[label]
+        rows.append((f"{name} {label}", f"{f['success_rate']:.1%}",
+                     f"{f['queries_per_post']:.1f} queries a post, {f['seconds']:.1f} s "
+                     f"({f['victim_seconds']:.1f} s in the victim)"))
+    rows.append((f"{name} speed-up (similar)", f"{entry['speedup_similar']}x",
+                 f"whole commands {entry['speedup_similar_commands']}x, "
+                 f"the attack's own work {entry['speedup_similar_own_work']}x"))
+    return rows
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cold", type=Path, default=SHARED / "cold")
+    ap = parser(__doc__, out=RESULTS / "search_attack.json", cold=True)
     ap.add_argument("--victims", default="tfidf-lr,bert")
-    ap.add_argument("--victims-dir", type=Path, default=REPO / "bench" / "work" / "victims")
+    ap.add_argument("--victims-dir", type=Path, default=WORK / "victims")
     ap.add_argument("--textattack-python", type=Path, default=TEXTATTACK)
     ap.add_argument("--posts", type=int, default=200)
     ap.add_argument("--budget", type=int, default=200)
     ap.add_argument("--max-candidates", type=int, default=SearchAttack.max_candidates,
                     help="our search's candidates scored at each word")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "search_attack.json")
     args = ap.parse_args()
     started = time.perf_counter()
+    names = args.victims.split(",")
+    for name in names:
+        require(args.victims_dir / name / "victim.json", "python -m bench.robustness" if name == "tfidf-lr"
+                else f"python -m bench.victims --neural {name}")
+    require(args.textattack_python, "the README's TextAttack set-up (its own virtual environment)")
     import torch
 
-    from attacks import load_victim
-
     torch.set_num_threads(1)  # as TextAttack's process (OMP_NUM_THREADS=1) and our whole command
-
-    work = REPO / "bench" / "work" / "search_attack"
-    work.mkdir(parents=True, exist_ok=True)
+    work = folder(WORK / "search_attack")
     env = {**os.environ, "NLTK_DATA": str(stopwords_folder(work / "nltk_data")), "OMP_NUM_THREADS": "1"}
-    test = [r for r in read_dataset("cold", str(args.cold / "test.csv")) if r["label"] == 1]
-    result = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {"victims": {}}
+    test = [r for r in cold_records(args.cold, "test") if r["label"] == 1]
+    result = read_json(args.out, {"victims": {}})
     result.update(benchmark="bench/search_attack.py", machine=machine_info(("torch", "scikit-learn")),
                   budget=args.budget)  # a victim's entry is replaced when it is run again
     rows = []
-    for name in args.victims.split(","):
-        folder = args.victims_dir / name
-        if not (folder / "victim.json").exists():
-            print(f"skipping {name}: no victim in {folder}", flush=True)
-            continue
-        victim = load_victim(str(folder))
-        probs = victim.predict_proba([r["text"] for r in test])
-        records = [r for r, p in zip(test, probs) if p.argmax() == 1][:args.posts]
-        data = work / f"{name}_posts.jsonl"
-        write_atomic(data, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode())
-        entry = {"max_candidates": args.max_candidates}
-        clean = victim.predict_proba([r["text"] for r in records])  # what the evaluator has before it attacks
-        out = work / f"{name}_textattack.json"
-        t0 = time.perf_counter()
-        subprocess.run([str(args.textattack_python), str(REPO / "bench" / "textattack_search.py"), "--victim",
-                        str(folder), "--data", str(data), "--budget", str(args.budget), "--out", str(out)],
-                       check=True, env=env)
-        command_seconds = time.perf_counter() - t0
-        theirs = json.loads(out.read_text(encoding="utf-8"))
-        entry["textattack"] = {**totals(theirs["results"], theirs["seconds"], theirs["victim_seconds"]),
-                               "command_seconds": round(command_seconds, 1)}
-        for label, ops, stopwords in VARIANTS:
-            figures, results = ours(victim, records, clean, ops, args.budget, args.max_candidates, stopwords)
-            entry[label] = {**figures, "both_break": both_break(theirs["results"], results)}
-            write_atomic(work / f"{name}_{label}.json", json.dumps(results, ensure_ascii=False).encode())
-        evaluate_dir = work / f"{name}_evaluate"
-        subprocess.run(["rm", "-rf", str(evaluate_dir)], check=True)
-        t0 = time.perf_counter()
-        subprocess.run([str(Path(sys.executable).parent / "attacks"), "evaluate", "--victim", str(folder), "--data",
-                        str(data), "--attacks", "search", "--ops", "similar", "--query-budget", str(args.budget - 1),
-                        "--max-candidates", str(args.max_candidates), "--importance", "deletion",
-                        "--stopwords", "zh", "--out", str(evaluate_dir), "-q"],
-                       check=True, env=env, stderr=subprocess.DEVNULL)
-        entry["ours_similar_stopwords"]["command_seconds"] = round(time.perf_counter() - t0, 1)
-        mine, peer = entry["ours_similar_stopwords"], entry["textattack"]
-        entry["speedup_similar"] = round(peer["seconds"] / mine["seconds"], 1)
-        entry["speedup_similar_commands"] = round(peer["command_seconds"] / mine["command_seconds"], 1)
-        # the attack's own work: its loop without the victim's calls, which both make alike
-        entry["speedup_similar_own_work"] = round((peer["seconds"] - peer["victim_seconds"])
-                                                  / (mine["seconds"] - mine["victim_seconds"]), 1)
-        result["victims"][name] = entry
-        write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
-        for label in ("textattack", *(v[0] for v in VARIANTS)):
-            f = entry[label]
-            rows.append((f"{name} {label}", f"{f['success_rate']:.1%}",
-                         f"{f['queries_per_post']:.1f} queries a post, {f['seconds']:.1f} s "
-                         f"({f['victim_seconds']:.1f} s in the victim)"))
-        rows.append((f"{name} speed-up (similar)", f"{entry['speedup_similar']}x",
-                     f"whole commands {entry['speedup_similar_commands']}x, "
-                     f"the attack's own work {entry['speedup_similar_own_work']}x"))
+    for name in names:
+        result["victims"][name] = compare(args, name, test, work, env)
+        write_result(args.out, result)
+        rows += summary_rows(name, result["victims"][name])
     print_summary(rows, args.out, time.perf_counter() - started)
 
 

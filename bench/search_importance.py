@@ -1,8 +1,8 @@
 """The search attack's word ranking: deletion (a query a word) against the gradient (one pass a post).
 
-Run from the repository root after ``bench/robustness.py`` (its COLD test file) and
-``bench/victims.py --neural`` (the torch victims): ``.venv/bin/python bench/search_importance.py``;
-writes ``bench/results/search_importance.json``.
+Run from the repository root after ``python -m bench.robustness`` (its COLD test file) and
+``python -m bench.victims --neural bert,chinesebert`` (the torch victims):
+``.venv/bin/python -m bench.search_importance``; writes ``bench/results/search_importance.json``.
 
 The same command twice, back to back, on the same posts (the first ``--limit`` COLD test posts) and
 victims (``bert`` and ``chinesebert``), every op, a budget of 200 queries a post, differing only in
@@ -17,29 +17,17 @@ command's wall time and peak memory.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from attacks.search import SearchAttack  # noqa: E402
-from bench.long_posts import BIN  # noqa: E402
-from bench.machine import machine_info  # noqa: E402
-from bench.robustness import cold_test, run, search_figures  # noqa: E402
-from bench.summary import print_summary  # noqa: E402
-from cloak.io import write_atomic  # noqa: E402
+from attacks.search import SearchAttack
+from bench.common import (BIN, RESULTS, WORK, cold_test, machine_info, parser, print_summary, require, run,
+                          search_figures, victim_flags, write_result)
 
 RANKINGS = ("deletion", "gradient")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "search_importance.json")
+    ap = parser(__doc__, out=RESULTS / "search_importance.json", work=WORK)
     ap.add_argument("--victims", default="bert,chinesebert")
     ap.add_argument("--limit", type=int, default=300)
     ap.add_argument("--budget", type=int, default=200)
@@ -49,12 +37,11 @@ def main() -> None:
     data = cold_test(args.work)
     victims = [args.work / "victims" / n for n in args.victims.split(",")]
     for folder in victims:
-        if not (folder / "victim.json").exists():
-            raise SystemExit(f"{folder}: run bench/victims.py --neural first")
+        require(folder / "victim.json", f"python -m bench.victims --neural {folder.name}")
     runs, table = {}, {}
     for ranking in RANKINGS:
         out = args.work / "search_importance" / ranking
-        command = [BIN / "attacks", "evaluate", *(x for f in victims for x in ("--victim", f)), "--data", data,
+        command = [BIN / "attacks", "evaluate", *victim_flags(victims), "--data", data,
                    "--attacks", "search", "--query-budget", str(args.budget), "--limit", str(args.limit),
                    "--max-candidates", str(args.max_candidates),
                    "--importance", ranking, "--out", out, "-q"]
@@ -64,7 +51,7 @@ def main() -> None:
     result = {"benchmark": "bench/search_importance.py", "machine": machine_info(("torch",)),
               "posts": args.limit, "query_budget": args.budget, "max_candidates": args.max_candidates, "runs": runs,
               "victims": table, "seconds": round(time.perf_counter() - started, 1)}
-    write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+    write_result(args.out, result)
     rows = [(f"{victim} {ranking}", f"{row[ranking]['success_rate']:.1%} success",
              f"{row[ranking]['queries_per_example']:.1f} queries")
             for victim, row in table.items() for ranking in RANKINGS]

@@ -1,10 +1,10 @@
 """The search attack under one of its settings at several values, as whole commands on COLD.
 
-Run from the repository root after ``bench/robustness.py`` (its COLD test file and the conventional
-victims) and ``bench/victims.py --neural`` (``bert``)::
+Run from the repository root after ``python -m bench.robustness`` (its COLD test file and the
+conventional victims) and ``python -m bench.victims --neural`` (``bert``)::
 
-    .venv/bin/python bench/search_settings.py                          # --max-candidates 30, 15, 10
-    .venv/bin/python bench/search_settings.py --option stopwords       # --stopwords none, zh
+    .venv/bin/python -m bench.search_settings                          # --max-candidates 30, 15, 10
+    .venv/bin/python -m bench.search_settings --option stopwords       # --stopwords none, zh
 
 writing ``bench/results/search_candidates.json`` and ``bench/results/search_stopwords.json``.
 
@@ -21,39 +21,62 @@ The same command for each value, differing only in that option::
         --attacks search --query-budget 200 --importance deletion --limit 1000 --max-candidates 10
 
 on the first ``--limit`` COLD test posts for the conventional victims and ``--neural-limit`` for the
-torch ones (deletion ranking for all, as ``bench/robustness.py``). Reported per victim and value:
+torch ones (deletion ranking for all, as ``bench.robustness``). Reported per victim and value:
 success rate, accuracy under attack, queries a post, characters changed, and each command's wall time.
 A rerun adds to the JSON: the (victim, value) pairs it measures replace their old figures, others stay
 (all of a victim's, when it scores differently clean: it was retrained).
 """
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bench.long_posts import BIN  # noqa: E402
-from bench.machine import machine_info  # noqa: E402
-from bench.robustness import cold_test, run, search_figures  # noqa: E402
-from bench.summary import print_summary  # noqa: E402
-from cloak.io import write_atomic  # noqa: E402
+from bench.common import (BIN, CONVENTIONAL, RESULTS, WORK, cold_test, machine_info, parser, print_summary,
+                          read_json, require, run, search_figures, victim_flags, write_result)
 
 # option -> (the values compared by default, the results file)
 OPTIONS = {"max-candidates": ("30,15,10", "search_candidates.json"), "stopwords": ("none,zh", "search_stopwords.json")}
 
 
+def victim_groups(args) -> list[tuple[str, list[Path], int]]:
+    """(group, victim folders, posts) for the conventional victims and the torch ones. A name is a victim
+    of ``WORK/victims``; a path, any victim folder (HABERTOR's benchmark keeps its own)."""
+    groups = [(g, [Path(n) if "/" in n else args.work / "victims" / n for n in names.split(",") if n], limit)
+              for g, names, limit in (("conventional", args.conventional, args.limit),
+                                      ("neural", args.neural, args.neural_limit))]
+    for group, folders, _ in groups:
+        for folder in folders:
+            require(folder / "victim.json", "python -m bench.robustness" if group == "conventional"
+                    else "python -m bench.victims --neural " + folder.name)
+    return groups
+
+
+def measure_value(args, value: str, groups, data: Path, runs: dict, table: dict) -> None:
+    """The search with ``--OPTION VALUE`` on each group of victims; its figures into ``table``."""
+    for group, folders, limit in groups:
+        if not folders:
+            continue
+        names = [f.name for f in folders]
+        # one folder per victim set: evaluate resumes a folder, so other victims must not share it
+        out = args.work / f"search_{args.option}" / f"{group}-{'+'.join(names)}-{value}"
+        command = [BIN / "attacks", "evaluate", *victim_flags(folders), "--data", data,
+                   "--attacks", "search", "--query-budget", str(args.budget), "--importance", "deletion",
+                   "--limit", str(limit), f"--{args.option}", value, "--out", out, "-q"]
+        runs[f"{','.join(names)} {value}"] = run(command)
+        for victim, (clean, figures) in search_figures(out).items():
+            row = table.get(victim)
+            if row is None or (row["posts"], row["clean_macro_f1"]) != (limit, clean):
+                # a retrained victim (or other posts): its old figures are another model's, so they go
+                row = table[victim] = {"posts": limit, "clean_macro_f1": clean, "values": {}}
+            row["values"][value] = figures
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = parser(__doc__, work=WORK)
     ap.add_argument("--option", choices=sorted(OPTIONS), default="max-candidates")
     ap.add_argument("--values", default=None, help="the values of --option to compare (default: see the docstring)")
-    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
     ap.add_argument("--out", type=Path, default=None, help="default: bench/results/ + the option's file")
-    ap.add_argument("--conventional", default="tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt")
+    ap.add_argument("--conventional", default=CONVENTIONAL)
     ap.add_argument("--neural", default="bert", help="comma-separated victim names or folders")
     ap.add_argument("--limit", type=int, default=1000)
     ap.add_argument("--neural-limit", type=int, default=300)
@@ -61,40 +84,18 @@ def main() -> None:
     args = ap.parse_args()
     started = time.perf_counter()
     default_values, file_name = OPTIONS[args.option]
-    out_path = args.out or REPO / "bench" / "results" / file_name
+    out_path = args.out or RESULTS / file_name
     data = cold_test(args.work)
-    # a name is a victim of bench/work/victims; a path, any victim folder (HABERTOR's bench keeps its own)
-    groups = [(g, [Path(n) if "/" in n else args.work / "victims" / n for n in names.split(",") if n], limit)
-              for g, names, limit in (("conventional", args.conventional, args.limit),
-                                      ("neural", args.neural, args.neural_limit))]
-    for _, folders, _ in groups:
-        for folder in folders:
-            if not (folder / "victim.json").exists():
-                raise SystemExit(f"{folder}: no trained victim (bench/robustness.py, bench/victims.py --neural)")
+    groups = victim_groups(args)
     # a rerun adds to the figures already there: a (victim, value) measured again replaces its old figures
-    old = json.loads(out_path.read_text(encoding="utf-8")) if out_path.exists() else {}
+    old = read_json(out_path, {})
     runs, table = old.get("runs", {}), old.get("victims", {})
     for value in (args.values or default_values).split(","):
-        for group, folders, limit in groups:
-            if not folders:
-                continue
-            names = [f.name for f in folders]
-            # one folder per victim set: evaluate resumes a folder, so other victims must not share it
-            out = args.work / f"search_{args.option}" / f"{group}-{'+'.join(names)}-{value}"
-            command = [BIN / "attacks", "evaluate", *(x for f in folders for x in ("--victim", f)), "--data", data,
-                       "--attacks", "search", "--query-budget", str(args.budget), "--importance", "deletion",
-                       "--limit", str(limit), f"--{args.option}", value, "--out", out, "-q"]
-            runs[f"{','.join(names)} {value}"] = run(command)
-            for victim, (clean, figures) in search_figures(out).items():
-                row = table.get(victim)
-                if row is None or (row["posts"], row["clean_macro_f1"]) != (limit, clean):
-                    # a retrained victim (or other posts): its old figures are another model's, so they go
-                    row = table[victim] = {"posts": limit, "clean_macro_f1": clean, "values": {}}
-                row["values"][value] = figures
+        measure_value(args, value, groups, data, runs, table)
     result = {"benchmark": "bench/search_settings.py", "option": args.option,
               "machine": machine_info(("scikit-learn", "torch")), "query_budget": args.budget, "runs": runs,
               "victims": table, "seconds": round(time.perf_counter() - started, 1)}
-    write_atomic(out_path, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+    write_result(out_path, result)
     rows = [(f"{victim} {args.option} {value}", f"{figures['success_rate']:.1%} success",
              f"{figures['queries_per_example']:.1f} queries")
             for victim, row in table.items() for value, figures in row["values"].items()]

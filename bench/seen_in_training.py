@@ -1,7 +1,7 @@
 """How much a detector's figure under an attack it was trained on overstates its robustness, op by op.
 
-Run from the repository root after ``bench/realism.py`` (it reuses its COLD records):
-``.venv/bin/python bench/seen_in_training.py`` (about 15 minutes on 2 cores); writes
+Run from the repository root after ``python -m bench.realism`` (it reuses its COLD records):
+``.venv/bin/python -m bench.seen_in_training`` (about 15 minutes on 2 cores); writes
 ``bench/results/seen_in_training.json``.
 
 A detector augmented with ``cloak perturb`` copies and then attacked by the same ops is tested in
@@ -13,21 +13,12 @@ detector; ``attacks report`` marks such attacks "seen" and leaves them out of a 
 """
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bench.long_posts import BIN  # noqa: E402
-from bench.machine import machine_info  # noqa: E402
-from bench.robustness import run  # noqa: E402
-from bench.summary import print_summary  # noqa: E402
-from cloak import available_ops  # noqa: E402
-from cloak.io import write_atomic  # noqa: E402
+from bench.common import (BIN, RESULTS, WORK, folder, machine_info, parser, print_summary, read_json, require, run,
+                          write_result)
+from cloak import available_ops
 
 # fullwidth changes only Latin letters, which Chinese posts barely hold: attacking with it says nothing
 OPS = [op for op in sorted(available_ops()) if op != "fullwidth"]
@@ -46,24 +37,21 @@ def augmented(train: Path, ops: list[str], folder: Path, work: Path) -> Path:
 
 
 def figures(out: Path, victim: str, op: str) -> dict:
-    f = json.loads((out / "summary.json").read_text(encoding="utf-8"))["victims"][victim]["attacks"][f"cloak:{op}"]
-    return {"drop_f1": f["drop"]["f1"], "drop_f1_interval": f["drop_interval"]["f1"], "drop_accuracy": f["drop"]["accuracy"],
+    f = read_json(out / "summary.json")["victims"][victim]["attacks"][f"cloak:{op}"]
+    return {"drop_f1": f["drop"]["f1"], "drop_f1_interval": f["drop_interval"]["f1"],
+            "drop_accuracy": f["drop"]["accuracy"],
             "drop_accuracy_interval": f["drop_interval"]["accuracy"], "coverage": f["coverage"]["share"]}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "realism")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "seen_in_training.json")
+    ap = parser(__doc__, out=RESULTS / "seen_in_training.json", work=WORK / "realism")
     ap.add_argument("--ops", default=",".join(OPS))
     args = ap.parse_args()
     started = time.perf_counter()
-    train, test = args.work / "cold_train.jsonl", args.work / "cold_test.jsonl"
-    if not train.exists():
-        raise SystemExit(f"{train}: run bench/realism.py first (it converts COLD)")
+    train = require(args.work / "cold_train.jsonl", "python -m bench.realism")
+    test = require(args.work / "cold_test.jsonl", "python -m bench.realism")
     ops = args.ops.split(",")
-    work = args.work / "seen"
-    work.mkdir(parents=True, exist_ok=True)
+    work = folder(args.work / "seen")
     every = augmented(train, ops, work / "all-ops", work)
     run([BIN / "attacks", "evaluate", "--victim", every, "--data", test, "--ops", ",".join(ops), "--out",
          work / "eval-all-ops", "-q"])
@@ -76,9 +64,9 @@ def main() -> None:
         result["ops"][op] = {"seen": seen, "unseen": unseen,
                              "unseen_over_seen_accuracy": round(unseen["drop_accuracy"] / seen["drop_accuracy"], 2)
                              if seen["drop_accuracy"] > 0 else None}
-        write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+        write_result(args.out, result)
     result["seconds"] = round(time.perf_counter() - started, 1)
-    write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+    write_result(args.out, result)
     rows = [(op, f"seen {r['seen']['drop_accuracy']:.3f}", f"unseen {r['unseen']['drop_accuracy']:.3f}")
             for op, r in result["ops"].items()]
     print_summary(rows, args.out, time.perf_counter() - started)

@@ -1,13 +1,13 @@
-"""TextAttack's side of ``bench/search_attack.py``; runs in TextAttack's own virtual environment.
+"""TextAttack's side of ``bench.search_attack``; runs in TextAttack's own virtual environment.
 
 TextAttack 0.3.11's greedy search with deletion importance (``GreedyWordSwapWIR("delete")``) and its
 ``ChineseMorphonymCharacterSwap``, the constraints of its Chinese recipe (no word modified twice, no
 stop word modified), untargeted against the gold label with a query budget, on one of our saved
 victims (loaded with ``attacks.load_victim`` and wrapped as a TextAttack ``ModelWrapper``). Writes one
 JSON: a result per post (status, queries, adversarial text), the attack loop's wall time and the part
-of it spent inside the victim.
+of it spent inside the victim. Run from the repository root (``bench.search_attack`` runs it)::
 
-    NLTK_DATA=DIR bench/work/textattack-venv/bin/python bench/textattack_search.py \\
+    NLTK_DATA=DIR bench/work/textattack-venv/bin/python -m bench.textattack_search \\
         --victim DIR --data posts.jsonl --budget 200 --out result.json
 """
 from __future__ import annotations
@@ -17,58 +17,70 @@ import json
 import string
 import time
 
-import jieba
-import numpy as np
-import textattack
-from textattack.constraints.pre_transformation import RepeatModification, StopwordModification
-from textattack.goal_functions import UntargetedClassification
-from textattack.models.wrappers import ModelWrapper
-from textattack.search_methods import GreedyWordSwapWIR
-from textattack.shared.data import CHN_STOPWORD
-from textattack.transformations import ChineseMorphonymCharacterSwap
-
-from attacks import load_victim
+STATUS = {"SuccessfulAttackResult": "success", "FailedAttackResult": "failure",
+          "SkippedAttackResult": "skipped", "MaximizedAttackResult": "failure"}
 
 
-class VictimWrapper(ModelWrapper):
-    def __init__(self, victim) -> None:
-        self.model = victim
-        self.seconds = 0.0  # inside the victim: what is left of the loop is TextAttack's own work
+def timed_wrapper(victim):
+    """The victim as a TextAttack ``ModelWrapper`` that adds up the seconds spent inside it (what is left
+    of the attack loop is TextAttack's own work). TextAttack is imported here: ``--help`` runs without it."""
+    from textattack.models.wrappers import ModelWrapper
 
-    def __call__(self, texts: list[str]) -> np.ndarray:
-        started = time.perf_counter()
-        probs = self.model.predict_proba(list(texts))
-        self.seconds += time.perf_counter() - started
-        return probs
+    class VictimWrapper(ModelWrapper):
+        def __init__(self) -> None:
+            self.model = victim
+            self.seconds = 0.0
+
+        def __call__(self, texts: list[str]):
+            started = time.perf_counter()
+            probs = self.model.predict_proba(list(texts))
+            self.seconds += time.perf_counter() - started
+            return probs
+
+    return VictimWrapper()
+
+
+def textattack_search(model, budget: int):
+    import textattack
+    from textattack.constraints.pre_transformation import RepeatModification, StopwordModification
+    from textattack.goal_functions import UntargetedClassification
+    from textattack.search_methods import GreedyWordSwapWIR
+    from textattack.shared.data import CHN_STOPWORD
+    from textattack.transformations import ChineseMorphonymCharacterSwap
+
+    goal = UntargetedClassification(model, query_budget=budget)
+    constraints = [RepeatModification(), StopwordModification(stopwords=CHN_STOPWORD | set(string.punctuation))]
+    return textattack.Attack(goal, constraints, ChineseMorphonymCharacterSwap(), GreedyWordSwapWIR("delete"))
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.textattack_search", description=__doc__.split("\n\n")[0])
     ap.add_argument("--victim", required=True)
     ap.add_argument("--data", required=True)
     ap.add_argument("--budget", type=int, default=200)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    victim = load_victim(args.victim)
+    import jieba
+    import textattack
+
+    from attacks import load_victim
+
     with open(args.data, encoding="utf-8") as f:
         records = [json.loads(line) for line in f]
-    model = VictimWrapper(victim)
-    goal = UntargetedClassification(model, query_budget=args.budget)
-    constraints = [RepeatModification(), StopwordModification(stopwords=CHN_STOPWORD | set(string.punctuation))]
-    attack = textattack.Attack(goal, constraints, ChineseMorphonymCharacterSwap(), GreedyWordSwapWIR("delete"))
+    model = timed_wrapper(load_victim(args.victim))
+    attack = textattack_search(model, args.budget)
     jieba.initialize()  # its word splitter's dictionary (0.8 s), loaded before the clock as our word matcher is
     results = []
     started = time.perf_counter()
     for record in records:
         result = attack.attack(record["text"], int(record["label"]))
-        status = {"SuccessfulAttackResult": "success", "FailedAttackResult": "failure",
-                  "SkippedAttackResult": "skipped", "MaximizedAttackResult": "failure"}[type(result).__name__]
-        results.append({"id": record["id"], "status": status, "queries": result.num_queries,
+        results.append({"id": record["id"], "status": STATUS[type(result).__name__], "queries": result.num_queries,
                         "text": result.perturbed_result.attacked_text.text})
     seconds = time.perf_counter() - started
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"textattack": textattack.__version__ if hasattr(textattack, "__version__") else "0.3.11",
-                   "seconds": seconds, "victim_seconds": model.seconds, "results": results}, f, ensure_ascii=False, indent=1)
+                   "seconds": seconds, "victim_seconds": model.seconds, "results": results},
+                  f, ensure_ascii=False, indent=1)
 
 
 if __name__ == "__main__":

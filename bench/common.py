@@ -1,0 +1,329 @@
+"""What every benchmark shares: paths, whole commands timed, the machine, the results file, COLD.
+
+A benchmark is a module ``bench/NAME.py`` run from the repository root as
+``.venv/bin/python -m bench.NAME --help``; it writes its figures to ``bench/results/NAME.json`` and
+its working files under ``bench/work/``, and has a line in a ``make bench*`` target after the
+benchmarks whose output it reads. It imports what it shares from here, never from another benchmark
+(what one family shares and nothing else needs is a module that is not a benchmark:
+``speech_measures``, ``perturb_realism``, ``perturb_command``, ``mmbert_data``). The shape of one::
+
+    '''One line saying what it measures.
+
+    Run from the repository root after ``python -m bench.OTHER`` (if it needs its output):
+    ``.venv/bin/python -m bench.NAME``; writes ``bench/results/NAME.json``. ...how, on what...
+    '''
+    from bench.common import BIN, RESULTS, machine_info, parser, print_summary, run, write_result
+
+    def main() -> None:
+        ap = parser(__doc__, out=RESULTS / "NAME.json", cold=True)
+        args = ap.parse_args()
+        started = time.perf_counter()
+        step = run([BIN / "attacks", "evaluate", ...])       # a whole command: its text, seconds, peak MB
+        write_result(args.out, {"benchmark": "bench/NAME.py", "machine": machine_info(("torch",)), ...})
+        print_summary([(name, value, note), ...], args.out, time.perf_counter() - started)
+
+    if __name__ == "__main__":
+        main()
+
+What is here:
+
+- Paths: ``REPO``, ``RESULTS`` (``bench/results``), ``WORK`` (``bench/work``), ``COLD`` and ``SWSR``
+  (the data sets beside the repository, ``../shared/data``; every benchmark takes ``--cold`` /
+  ``--swsr``), ``BIN`` (the running virtual environment's ``bin``: ``BIN / "attacks"``).
+- Commands: ``measure`` (a command's exit code, wall time, peak memory and last stderr line),
+  ``run`` (the same, printed first, stopped with the command's error if it fails, and recorded in
+  a ``steps`` dict under a name where one is given), ``shown`` (a command as text, repository paths
+  relative), ``victim_flags``, ``log`` (a progress line with the time), ``timed`` (a call and its seconds).
+- Order: ``require(path, command)`` stops a benchmark with one line naming the command that makes
+  what it needs (``make bench*`` runs them in order).
+- Results: ``parser`` (the argument parser every benchmark starts from; ``weight_files`` checks its
+  ``--weights``), ``machine_info`` (what it ran on), ``write_result`` (the JSON, atomically),
+  ``read_json``, ``print_summary`` (the closing table), ``relative``, ``ratio``.
+- Data: ``folder`` (made if missing), ``cold_records`` (a COLD split as records), ``cold_jsonl``
+  (converted once by ``cloak convert`` into a work folder), ``corpus`` (the texts the shared backbone
+  learns from), ``backbone_log``; JSON Lines are written with ``cloak.io.write_records``.
+- ``attacks evaluate`` summaries: ``CONVENTIONAL`` (the conventional victims the tables attack),
+  ``cold_test`` (the COLD test records ``bench.robustness`` converts, which others attack too),
+  ``victim_table``, ``search_figures``, ``kept_timings``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+
+from cloak.io import write_atomic
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results"
+WORK = REPO / "bench" / "work"
+COLD = REPO.parent / "shared" / "data" / "cold"
+SWSR = REPO.parent / "shared" / "data" / "swsr"
+BIN = Path(sys.executable).parent
+CONVENTIONAL = "tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt"
+
+
+# ---------------------------------------------------------------------------------------------- commands
+
+def shown(command: Iterable) -> str:
+    """A command as text, with paths inside the repository relative to it."""
+    return " ".join(str(a).replace(str(REPO) + "/", "") for a in command)
+
+
+def measure(command: list, env: dict | None = None, cwd: str | None = None) -> dict:
+    """Run a command; its exit code, wall time, peak resident memory (MB) and last stderr line."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([str(a) for a in command], stdout=subprocess.DEVNULL, stderr=err,
+                                env={**os.environ, **(env or {})}, cwd=cwd)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - started
+        err.seek(0)
+        lines = err.read().decode("utf-8", "replace").strip().splitlines()
+    return {"exit": os.waitstatus_to_exitcode(status), "seconds": round(seconds, 2),
+            "peak_mb": round(usage.ru_maxrss / 1024, 1), "stderr": lines[-1] if lines else ""}
+
+
+def run(command: list, steps: dict | None = None, name: str | None = None) -> dict:
+    """A step of a benchmark: print the command, run it as a user would, stop the benchmark if it fails.
+
+    Returns ``{"command": ..., **measure(command)}``, also kept as ``steps[name]`` when ``steps`` is given.
+    """
+    text = shown(command)
+    print(text, flush=True)
+    result = {"command": text, **measure(command)}
+    if steps is not None:
+        steps[name or text] = result
+    if result["exit"] != 0:
+        raise SystemExit(f"{name or text} failed: {result['stderr']}")
+    return result
+
+
+def log(message: str) -> None:
+    """A progress line, with the time of day."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def timed(make):
+    """What ``make()`` returns, and the seconds it took."""
+    started = time.perf_counter()
+    return make(), time.perf_counter() - started
+
+
+def victim_flags(folders: Iterable) -> list:
+    """``--victim A --victim B ...`` for ``attacks evaluate``."""
+    return [x for folder in folders for x in ("--victim", folder)]
+
+
+def require(path: Path, command: str) -> Path:
+    """``path``, which another benchmark makes; if it is not there, stop with one line naming that benchmark."""
+    if not Path(path).exists():
+        raise SystemExit(f"{relative(path)} is missing: run `{command}` first")
+    return path
+
+
+# ----------------------------------------------------------------------------------------------- results
+
+def parser(doc: str, *, out: Path | None = None, cold: bool = False, swsr: bool = False,
+           work: Path | None = None, weights: bool = False) -> argparse.ArgumentParser:
+    """The argument parser a benchmark starts from: its docstring's first paragraph as the description,
+    and the options most share (``--cold``, ``--swsr``, ``--work``, ``--out``, ``--weights``) where asked for."""
+    ap = argparse.ArgumentParser(prog=f"python -m bench.{Path(sys.argv[0]).stem}", description=doc.split("\n\n")[0])
+    if cold:
+        ap.add_argument("--cold", type=Path, default=COLD, help="COLD's folder: train.csv, dev.csv, test.csv")
+    if swsr:
+        ap.add_argument("--swsr", type=Path, default=SWSR, help="SWSR's folder: SexComment.csv")
+    if work is not None:
+        ap.add_argument("--work", type=Path, default=work, help="working files")
+    if out is not None:
+        ap.add_argument("--out", type=Path, default=out, help="the figures (JSON)")
+    if weights:
+        ap.add_argument("--weights", type=Path, default=os.environ.get("MMCLOAK_WEIGHTS"),
+                        help="the real Whisper and Kokoro weights, a folder made by "
+                             "../shared/models/offline_weights.py (default: $MMCLOAK_WEIGHTS)")
+    return ap
+
+
+def weight_files(ap: argparse.ArgumentParser, weights: Path | None, *names: str) -> list[Path]:
+    """The files ``names`` of the ``--weights`` folder; a usage error naming how to make them if one is missing."""
+    make = f"assemble them with `python ../shared/models/offline_weights.py {weights or 'DIR'}`"
+    if not weights:
+        ap.error(f"no weights: pass --weights DIR or set MMCLOAK_WEIGHTS; {make}")
+    files = [Path(weights) / name for name in names]
+    for path in files:
+        if not path.is_file():
+            ap.error(f"{path} not found; {make}")
+    return files
+
+
+def version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _git_state() -> dict:
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
+                                  timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD") or None,
+            "modified_files": dirty.splitlines() if dirty else []}
+
+
+def machine_info(packages: Iterable[str] = ()) -> dict:
+    """What a benchmark ran on: machine, load, package versions, date and commit."""
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = None
+    return {
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cpu_model": _cpu_model(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "loadavg_at_start": load,
+        "packages": {name: version(name) for name in ("mmcloak", *packages)},
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "git": _git_state(),
+    }
+
+
+def write_result(path: Path, result: dict, indent: int = 1) -> None:
+    """The figures as JSON, written atomically (a reader sees the old file or the new one)."""
+    write_atomic(path, (json.dumps(result, indent=indent, ensure_ascii=False) + "\n").encode())
+
+
+def read_json(path: Path, default: dict | None = None) -> dict:
+    """A JSON file; ``default`` where it is not there (a rerun adding to earlier figures)."""
+    if default is not None and not Path(path).exists():
+        return default
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def print_summary(rows: list[tuple[str, str, str]], out, seconds: float, value_width: int = 16) -> None:
+    """The closing table every benchmark prints: one row per figure (name, value, note)."""
+    width = max((len(r[0]) for r in rows), default=0)
+    print()
+    for name, value, note in rows:
+        print(f"{name:<{width}}  {value:<{value_width}}  {note}")
+    print(f"\nwrote {out} in {seconds:.0f} s")
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """``a / b`` to two decimals, or None where either is missing (or zero)."""
+    return round(a / b, 2) if a and b else None
+
+
+def relative(path: Path) -> str:
+    """A path as the results record it: relative to the repository where it is inside it."""
+    return str(Path(path).resolve()).removeprefix(str(REPO) + "/")
+
+
+# -------------------------------------------------------------------------------------------------- data
+
+def folder(path: Path) -> Path:
+    """``path``, a folder made (with its parents) if it is not there yet."""
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def cold_records(cold: Path, split: str) -> list[dict]:
+    """A COLD split (``train``, ``dev`` or ``test``) as records."""
+    from cloak.convert import read_dataset
+
+    return list(read_dataset("cold", str(Path(cold) / f"{split}.csv")))
+
+
+def cold_jsonl(cold: Path, split: str, out: Path, steps: dict | None = None) -> Path:
+    """A COLD split converted to records by ``cloak convert`` into ``out``, once (a rerun reuses it)."""
+    if not out.exists():
+        run([BIN / "cloak", "convert", "--from", "cold", "--in", Path(cold) / f"{split}.csv", "--out", out],
+            steps, f"convert {split}")
+    return out
+
+
+def corpus(cold: Path, swsr: Path, seed: int) -> list[str]:
+    """The shared backbone's pre-training texts: COLD train and SWSR, distinct, in a seeded order."""
+    from cloak.convert import read_dataset
+
+    texts = [r["text"] for r in cold_records(cold, "train")]
+    texts += [r["text"] for r in read_dataset("swsr", str(Path(swsr) / "SexComment.csv"))]
+    distinct = sorted(set(texts))
+    random.Random(seed).shuffle(distinct)
+    return distinct
+
+
+def backbone_log(backbone: Path) -> tuple[list[dict], dict]:
+    """A backbone's training log (an entry an epoch) and its best epoch: the lowest held-out masked-LM loss."""
+    log = read_json(require(backbone / "log.json", "python -m bench.backbone"))
+    return log, min(log, key=lambda e: e["dev_mlm_loss"])
+
+
+# ------------------------------------------------------------------------------ attacks evaluate summaries
+
+def cold_test(work: Path) -> Path:
+    """The COLD test records ``bench.robustness`` converts, which the search benchmarks attack too."""
+    return require(work / "robustness" / "cold_test.jsonl", "python -m bench.robustness")
+
+
+def victim_table(summaries: dict[str, dict]) -> dict[str, dict]:
+    """Per victim of ``attacks evaluate`` summaries: clean macro-F1 and, per attack, macro-F1 under it and
+    TextAttack's success rate."""
+    table: dict[str, dict] = {}
+    for summary in summaries.values():
+        for victim, entry in summary["victims"].items():
+            row = table.setdefault(victim, {"clean_macro_f1": entry["clean"]["f1"], "attacks": {}})
+            for attack, figures in entry["attacks"].items():
+                if "skipped" not in figures:
+                    row["attacks"][attack] = {"macro_f1": figures["all"]["f1"], "clean_macro_f1": entry["clean"]["f1"],
+                                              "success_rate": figures["textattack"]["success_rate"],
+                                              "posts": summary["data"]["records"]}
+    return table
+
+
+def search_figures(out: Path) -> dict[str, tuple[float, dict]]:
+    """Per victim of an ``attacks evaluate --attacks search`` folder: clean macro-F1 and the search's
+    figures (macro-F1 under attack, characters changed and TextAttack's counts, also by gold label)."""
+    summary = read_json(out / "summary.json")
+    return {victim: (entry["clean"]["f1"], {"macro_f1": (f := entry["attacks"]["search"])["all"]["f1"],
+                                            "perturbed_share": f["perturbed_share"], **f["textattack"],
+                                            "by_label": f["textattack_by_label"]})
+            for victim, entry in summary["victims"].items()}
+
+
+def kept_timings(out: Path, timings: dict[str, dict]) -> dict[str, list[dict]]:
+    """This run's timings after those already in ``out``: a rerun that adds a victim resumes the others and
+    times only the new one, so the first run's figures must not be lost."""
+    history = read_json(out, {}).get("timings", {})
+    runs = {k: (v if isinstance(v, list) else [v]) for k, v in history.items()}
+    for k, v in timings.items():
+        runs.setdefault(k, []).append(v)
+    return runs
