@@ -6,7 +6,7 @@ weights of ``shared/models/offline_weights.py``::
 
     bash ../shared/models/encoder/assemble.sh weights/e5
     python ../shared/models/offline_weights.py weights
-    .venv/bin/python bench/encoder_speed.py --encoder weights/e5 --weights weights
+    .venv/bin/python -m bench.encoder_speed --encoder weights/e5 --weights weights
 
 Each (model, layers, threads) is one epoch in a fresh process (torch's thread count is set once a
 process), at ``max_length`` 64, with the encoder's 12 layers and its first 6 (``backbone_layers``), on
@@ -37,15 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from bench.common import REPO, RESULTS, WORK, machine_info, parser, print_summary, read_json, write_result
 
-from bench.machine import machine_info  # noqa: E402
-from bench.summary import print_summary  # noqa: E402
-from cloak.io import write_atomic  # noqa: E402
-
-SHARED = REPO.parent / "shared" / "data"
 KINDS = ("bert", "chinesebert", "mmbert", "twin")
 MAX_LENGTH = 64
 
@@ -166,56 +159,55 @@ def child(args) -> None:
     print("RESULT " + json.dumps(figures), flush=True)
 
 
+def measure_one(args, kind: str, layers: str, threads: str) -> dict:
+    """One (model, layers, threads) epoch in a fresh process (torch's thread count is set once a process)."""
+    command = [sys.executable, "-m", "bench.encoder_speed", "--one", f"{kind},{layers},{threads}", "--encoder",
+               str(args.encoder), "--weights", str(args.weights), "--work", str(args.work)]
+    env = {**os.environ, "OMP_NUM_THREADS": threads, "TOKENIZERS_PARALLELISM": "false"}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=REPO)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode or not lines:
+        raise SystemExit(f"{kind} layers={layers} threads={threads} failed:\n{done.stderr[-3000:]}")
+    return {"kind": kind, "layers": int(layers), "threads": int(threads), "loadavg_at_start": os.getloadavg(),
+            **json.loads(lines[-1][len("RESULT "):])}
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--encoder", type=Path, default=REPO / "weights" / "e5")
-    parser.add_argument("--weights", type=Path, default=REPO / "weights", help="holds whisper-base.pt")
-    parser.add_argument("--cold", type=Path, default=SHARED / "cold")
-    parser.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "encoder_speed")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "encoder_speed.json")
-    parser.add_argument("--posts", type=int, default=200)
-    parser.add_argument("--dev", type=int, default=32)
-    parser.add_argument("--kinds", default=",".join(KINDS))
-    parser.add_argument("--layers", default="12,6")
-    parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--force", action="store_true", help="redo measurements already in --out")
-    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    ap = parser(__doc__, out=RESULTS / "encoder_speed.json", cold=True, work=WORK / "encoder_speed")
+    ap.add_argument("--encoder", type=Path, default=REPO / "weights" / "e5", help="multilingual-e5-small's folder")
+    ap.add_argument("--weights", type=Path, default=REPO / "weights", help="holds whisper-base.pt")
+    ap.add_argument("--posts", type=int, default=200, help="training posts an epoch")
+    ap.add_argument("--dev", type=int, default=32, help="dev posts scored an epoch")
+    ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--layers", default="12,6", help="the encoder's layers kept, each measured")
+    ap.add_argument("--threads", default="1,2", help="torch threads, each measured")
+    ap.add_argument("--force", action="store_true", help="redo measurements already in --out")
+    ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
     args.work = args.work.resolve()
     if args.one:
         return child(args)
     started = time.time()
-    results = json.loads(args.out.read_text()) if args.out.exists() and not args.force else {}
+    results = read_json(args.out, {}) if not args.force else {}
     paths = data(args.cold, args.work, args.posts, args.dev)
-    results.update(benchmark="encoder_speed", encoder=str(args.encoder), max_length=MAX_LENGTH, posts=args.posts,
-                   dev_posts=args.dev, machine=machine_info(("torch", "transformers")))
+    results.update(benchmark="bench/encoder_speed.py", encoder=str(args.encoder), max_length=MAX_LENGTH,
+                   posts=args.posts, dev_posts=args.dev, machine=machine_info(("torch", "transformers")))
     if "one_off" not in results:
         os.environ["OMP_NUM_THREADS"] = "2"
         results["one_off"] = one_off(str(args.encoder), args.weights, paths, args.work)
-        write_atomic(args.out, (json.dumps(results, indent=1) + "\n").encode())
+        write_result(args.out, results)
     runs = results.setdefault("runs", {})
     for kind in args.kinds.split(","):
         for layers in args.layers.split(","):
             for threads in args.threads.split(","):
                 key = f"{kind} layers={layers} threads={threads}"
-                if key in runs:
-                    continue
-                command = [sys.executable, __file__, "--one", f"{kind},{layers},{threads}", "--encoder",
-                           str(args.encoder), "--weights", str(args.weights), "--work", str(args.work)]
-                env = {**os.environ, "OMP_NUM_THREADS": threads, "TOKENIZERS_PARALLELISM": "false"}
-                print(key, flush=True)
-                done = subprocess.run(command, env=env, capture_output=True, text=True)
-                lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-                if done.returncode or not lines:
-                    raise SystemExit(f"{key} failed:\n{done.stderr[-3000:]}")
-                runs[key] = {"kind": kind, "layers": int(layers), "threads": int(threads),
-                             "loadavg_at_start": os.getloadavg(), **json.loads(lines[-1][len("RESULT "):])}
-                write_atomic(args.out, (json.dumps(results, indent=1) + "\n").encode())
-    rows = []
-    for key, run in runs.items():
-        for stage, figures in run["stages"].items():
-            rows.append((f"{key} {stage}", f"{figures['seconds']:.1f} s",
-                         f"{figures['seconds_per_example'] * 1000:.0f} ms an example, {figures['examples']} examples"))
+                if key not in runs:
+                    print(key, flush=True)
+                    runs[key] = measure_one(args, kind, layers, threads)
+                    write_result(args.out, results)
+    rows = [(f"{key} {stage}", f"{figures['seconds']:.1f} s",
+             f"{figures['seconds_per_example'] * 1000:.0f} ms an example, {figures['examples']} examples")
+            for key, run in runs.items() for stage, figures in run["stages"].items()]
     print_summary(rows, args.out, time.time() - started, value_width=10)
 
 

@@ -6,7 +6,7 @@ Run from the repository root (``pip install 'llama-cpp-python[server]'`` in the 
 how to build it on a CPU whose AMX llama.cpp mishandles)::
 
     bash ../shared/models/llm_weights.sh weights/qwen
-    .venv/bin/python bench/llm_victim.py --gguf weights/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+    .venv/bin/python -m bench.llm_victim --gguf weights/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 
 The script starts the server (``python -m llama_cpp.server``, ``--threads`` threads, ``--port``),
 waits until it answers, saves the victim (``attacks train --model llm``: endpoint, model alias,
@@ -20,9 +20,7 @@ rerun asks the server only what it has not answered.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -30,17 +28,23 @@ import time
 import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from bench.common import (
+    BIN,
+    REPO,
+    RESULTS,
+    WORK,
+    cold_records,
+    folder,
+    machine_info,
+    parser,
+    print_summary,
+    shown,
+    version,
+    write_result,
+)
+from cloak.io import write_records
 
-from bench.machine import machine_info, version  # noqa: E402
-from bench.summary import print_summary  # noqa: E402
-from cloak.io import write_atomic  # noqa: E402
-
-SHARED = REPO.parent / "shared" / "data"
 ALIAS = "qwen2.5-coder-0.5b-instruct"
-BIN = Path(sys.executable).parent
 
 
 def check_free(port: int) -> None:
@@ -74,7 +78,7 @@ def wait_until_up(endpoint: str, process: subprocess.Popen, seconds: float = 300
 def attacks_command(*args) -> float:
     started = time.time()
     command = [str(BIN / "attacks"), *map(str, args)]
-    print(" ".join(a.replace(str(REPO) + "/", "") for a in command[1:]), flush=True)
+    print(shown(command[1:]), flush=True)
     subprocess.run(command, check=True)
     return time.time() - started
 
@@ -96,71 +100,66 @@ def figures(summary: dict) -> dict:
     return out
 
 
+def with_server(args, work: Path, data: Path) -> dict:
+    """Start the server, save the victim and attack it, stop the server whatever happens: the seconds."""
+    check_free(args.port)
+    endpoint = f"http://127.0.0.1:{args.port}/v1"
+    with open(work / "server.log", "ab") as log:
+        server = subprocess.Popen(server_command(args.gguf, args.port, args.threads), stdout=log,
+                                  stderr=subprocess.STDOUT)
+        try:
+            startup = wait_until_up(endpoint, server)
+            settings = work / "llm.yaml"
+            settings.write_text(json.dumps({"config": {
+                "endpoint": endpoint, "model": ALIAS, "key_env": "", "language": "zh", "max_tokens": 10,
+                "temperature": 0.0, "concurrency": 1, "timeout": 300, "cache": str(work / "answers")}}))
+            victim = work / "qwen"
+            train = attacks_command("train", "--model", "llm", "--config", settings, "--train", data,
+                                    "--out", victim, "--overwrite", "-q")
+            evaluate = attacks_command("evaluate", "--victim", victim, "--data", data, "--attacks", "cloak",
+                                       "--mode", "keyword", "--variants", 1, "--seed", 0, "--out", work / "eval", "-q")
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+    return {"server_startup": round(startup, 1), "train": round(train, 1), "evaluate": round(evaluate, 1)}
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--gguf", type=Path, default=REPO / "weights" / "qwen" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
-    parser.add_argument("--cold", type=Path, default=SHARED / "cold")
-    parser.add_argument("--posts", type=int, default=300)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--port", type=int, default=8765, help="the server's; the victim saved names it, so a "
-                        "rerun (which resumes) uses the same")
-    parser.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "llm")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "llm_victim.json")
-    args = parser.parse_args()
+    ap = parser(__doc__, out=RESULTS / "llm_victim.json", cold=True, work=WORK / "llm")
+    ap.add_argument("--gguf", type=Path, default=REPO / "weights" / "qwen" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+    ap.add_argument("--posts", type=int, default=300, help="the first N COLD test posts")
+    ap.add_argument("--threads", type=int, default=2, help="the server's threads")
+    ap.add_argument("--port", type=int, default=8765, help="the server's; the victim saved names it, so a "
+                    "rerun (which resumes) uses the same")
+    args = ap.parse_args()
     if not args.gguf.is_file():
         raise SystemExit(f"{args.gguf}: no such GGUF (bash ../shared/models/llm_weights.sh weights/qwen)")
     started = time.time()
-    work = args.work.resolve()
-    work.mkdir(parents=True, exist_ok=True)
-    from cloak.convert import read_dataset
-    from cloak.io import dump_record
-
+    work = folder(args.work.resolve())
     data = work / f"cold_test_{args.posts}.jsonl"
     if not data.exists():
-        posts = list(read_dataset("cold", str(args.cold / "test.csv")))[:args.posts]
-        write_atomic(data, b"".join(dump_record(r) for r in posts))
-    port = args.port
-    check_free(port)
-    endpoint = f"http://127.0.0.1:{port}/v1"
-    command = server_command(args.gguf, port, args.threads)
-    log = open(work / "server.log", "ab")
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        startup = wait_until_up(endpoint, server)
-        settings = work / "llm.yaml"
-        settings.write_text(json.dumps({"config": {
-            "endpoint": endpoint, "model": ALIAS, "key_env": "", "language": "zh", "max_tokens": 10,
-            "temperature": 0.0, "concurrency": 1, "timeout": 300, "cache": str(work / "answers")}}))
-        victim = work / "qwen"
-        train_seconds = attacks_command("train", "--model", "llm", "--config", settings, "--train", data,
-                                        "--out", victim, "-q")
-        evaluate_seconds = attacks_command("evaluate", "--victim", victim, "--data", data, "--attacks", "cloak",
-                                           "--mode", "keyword", "--variants", 1, "--seed", 0, "--out", work / "eval",
-                                           "-q")
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+        write_records(data, cold_records(args.cold, "test")[:args.posts])
+    seconds = with_server(args, work, data)
     summary = json.loads((work / "eval" / "summary.json").read_text())
     with open(work / "answers" / "answers.jsonl", encoding="utf-8") as f:
         answers = [json.loads(line)["answer"] for line in f if line.strip()]
     result = {
-        "benchmark": "llm_victim",
+        "benchmark": "bench/llm_victim.py",
         "what": "Qwen2.5-Coder-0.5B-Instruct Q4_K_M (llama-cpp-python server) asked with MMBERT's Appendix B "
-                "prompt (zh), every cloak op in keyword mode, 1 variant, seed 0",
+                "prompt (zh), every cloak op in keyword mode (attacks evaluate's default targets and strength), "
+                "1 variant, seed 0",
         "model": {"gguf": args.gguf.name, "alias": ALIAS, "llama_cpp_python": version("llama-cpp-python")},
-        "server": " ".join(a if not a.startswith(str(REPO)) else os.path.relpath(a, REPO) for a in command),
+        "server": shown(server_command(args.gguf, args.port, args.threads)),
         "data": {"cold_test_first": args.posts, "sha256": summary["data"]["sha256"]},
         "figures": figures(summary),
         "answers": {"asked": len(answers), "distinct": sorted(set(answers))[:20]},
-        "seconds": {"server_startup": round(startup, 1), "train": round(train_seconds, 1),
-                    "evaluate": round(evaluate_seconds, 1)},
+        "seconds": seconds,
         "machine": machine_info(("llama-cpp-python", "torch")),
     }
-    write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+    write_result(args.out, result)
     f = result["figures"]
     rows = [("clean", f"{f['clean']['macro_f1']:.4f}", f"macro-F1; unanswered {f['clean']['unanswered_share']:.1%}")]
     rows += [(name, f"{a['macro_f1']:.4f}", f"drop {a['drop_macro_f1']:+.4f}; unanswered {a['unanswered_share']:.1%}; "

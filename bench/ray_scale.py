@@ -2,8 +2,8 @@
 
 Run from the repository root (``pip install -e '.[ray]'`` first)::
 
-    .venv/bin/python bench/ray_scale.py                     # 1,000,000 COLD posts: about 10 minutes here
-    .venv/bin/python bench/ray_scale.py --records 20000     # a smoke run
+    .venv/bin/python -m bench.ray_scale                     # 1,000,000 COLD posts: about 10 minutes here
+    .venv/bin/python -m bench.ray_scale --records 20000     # a smoke run
 
 On one file of COLD train posts (cycled to ``--records``), back to back, as a user runs them:
 
@@ -20,9 +20,6 @@ measured rate a worker, what 100M posts would take on N machines.
 """
 from __future__ import annotations
 
-import argparse
-import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -33,16 +30,13 @@ from pathlib import Path
 
 import psutil
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
 # Read by Ray once, on import: keep 127.0.0.1 as it is (Ray would swap in this machine's network address).
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 
-from bench.machine import machine_info  # noqa: E402
-from bench.perturb import MIX, write_jsonl  # noqa: E402
+from bench.common import BIN, REPO, RESULTS, cold_records, machine_info, parser, print_summary, write_result
+from bench.perturb_command import MIX, write_cycled
+from cloak.io import file_sha256
 
 GOAL = 0.8
 PAPER_POSTS = 100_000_000
@@ -54,17 +48,13 @@ def log(*parts) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
-def _status(pid: int) -> dict[str, int]:
-    found = {}
+def peak_kb(pid: int) -> int:
+    """A process's peak resident memory so far (VmHWM), 0 once it is gone."""
     try:
         with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key in ("VmHWM", "VmRSS"):
-                    found[key] = int(value.split()[0])
+            return next((int(line.split()[1]) for line in f if line.startswith("VmHWM:")), 0)
     except OSError:
-        pass
-    return found
+        return 0
 
 
 def descendants(root: int) -> set[int]:
@@ -86,7 +76,7 @@ def titled(pids: set[int], title: str) -> set[int]:
     return found
 
 
-def run(cmd: list[str], env: dict, workers_of) -> dict:
+def run(cmd: list[str], workers_of) -> dict:
     """The command from start to exit, its CPU time, and the peak memory of it and of its workers
     (``workers_of(pid)``: their pids now), polled every 0.2 s."""
     peaks: dict[int, int] = {}
@@ -94,12 +84,12 @@ def run(cmd: list[str], env: dict, workers_of) -> dict:
     stop = threading.Event()
     with tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO)
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO)
 
         def poll() -> None:
             while not stop.is_set():
                 for pid, role in [(child.pid, "command"), *((p, "worker") for p in workers_of(child.pid))]:
-                    hwm = _status(pid).get("VmHWM", 0)
+                    hwm = peak_kb(pid)
                     if hwm:
                         peaks[pid], roles[pid] = max(peaks.get(pid, 0), hwm), role
                 stop.wait(0.2)
@@ -112,7 +102,7 @@ def run(cmd: list[str], env: dict, workers_of) -> dict:
         err.seek(0)
         stderr = err.read().decode("utf-8", "replace")
     if status != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({status}): {stderr[-3000:]}")
+        raise SystemExit(f"{' '.join(cmd)} failed ({status}): {stderr[-3000:]}")
     workers = [round(kb / 1024, 1) for pid, kb in peaks.items() if roles[pid] == "worker"]
     return {"command": " ".join(Path(c).name if c.startswith("/") and "bin" in c else c for c in cmd),
             "wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
@@ -120,103 +110,97 @@ def run(cmd: list[str], env: dict, workers_of) -> dict:
             "peak_rss_per_worker_mb": sorted(workers), "worker_processes_seen": len(workers)}
 
 
-def sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cold", default=str(REPO.parent / "shared" / "data" / "cold"),
-                    help="COLD folder with train.csv [default: ../shared/data/cold]")
-    ap.add_argument("--records", type=int, default=1_000_000, help="Posts, COLD train cycled [1,000,000].")
-    ap.add_argument("--workers", type=int, default=2, help="Worker processes, and the cluster's CPUs [2].")
-    ap.add_argument("--ops", default=MIX, help=f"Ops [{MIX}, as bench/perturb.py's memory run].")
-    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "ray_scale.json"))
-    args = ap.parse_args()
-
+def local_and_ray(posts: str, tmp: str, ops: str, workers: int) -> dict:
+    """The local command, then the same on a Ray cluster started here (its start timed apart)."""
     import ray
     from ray.cluster_utils import Cluster
 
-    from cloak.convert import read_dataset
-
+    base = [str(BIN / "cloak"), "perturb", "--in", posts, "--ops", ops, "--workers", str(workers), "--quiet"]
+    local = run([*base, "--out", os.path.join(tmp, "local.jsonl")], descendants)
+    log(f"local --workers {workers}: {local['wall_s']} s")
     started = time.perf_counter()
-    train = list(read_dataset("cold", os.path.join(args.cold, "train.csv")))
-    cloak = str(Path(sys.executable).with_name("cloak"))
-    with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as tmp:  # short: Ray's socket paths
-        os.environ["RAY_TMPDIR"] = tmp
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
-        posts = os.path.join(tmp, "posts.jsonl")
-        size = write_jsonl(posts, train, args.records)
-        log(f"{args.records:,} COLD train posts ({len(train):,} distinct), {size / 1e6:.0f} MB")
-        base = [cloak, "perturb", "--in", posts, "--ops", args.ops, "--workers", str(args.workers), "--quiet"]
+    nodes = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": workers, "node_ip_address": "127.0.0.1", "include_dashboard": False,
+        "object_store_memory": 1 << 30})
+    cluster_start = time.perf_counter() - started
+    try:
+        on_ray = run([*base, "--out", os.path.join(tmp, "ray.jsonl"), "--engine", "ray", "--address", nodes.address],
+                     lambda _: titled(descendants(os.getpid()), "MapBatches(_Cloak)"))
+    finally:
+        ray.shutdown()
+        nodes.shutdown()
+    log(f"ray, {workers} workers: {on_ray['wall_s']} s")
+    outputs = [os.path.join(tmp, name) for name in ("local.jsonl", "ray.jsonl")]
+    return {"local": local, "ray": on_ray, "cluster_start_s": cluster_start,
+            "byte_identical": file_sha256(outputs[0]) == file_sha256(outputs[1]),
+            "output_mb": round(os.path.getsize(outputs[1]) / 1e6, 1)}
 
-        local_out = os.path.join(tmp, "local.jsonl")
-        local = run([*base, "--out", local_out], env, descendants)
-        log(f"local --workers {args.workers}: {local['wall_s']} s, {args.records / local['wall_s']:,.0f} records/s")
 
-        t = time.perf_counter()
-        nodes = Cluster(initialize_head=True, head_node_args={
-            "num_cpus": args.workers, "node_ip_address": "127.0.0.1", "include_dashboard": False,
-            "object_store_memory": 1 << 30})
-        cluster_start = time.perf_counter() - t
-        ray_out = os.path.join(tmp, "ray.jsonl")
-        try:
-            on_ray = run([*base, "--out", ray_out, "--engine", "ray", "--address", nodes.address], env,
-                         lambda _: titled(descendants(os.getpid()), "MapBatches(_Cloak)"))
-        finally:
-            ray.shutdown()
-            nodes.shutdown()
-        log(f"ray, {args.workers} workers: {on_ray['wall_s']} s, {args.records / on_ray['wall_s']:,.0f} records/s")
-        identical = sha256(local_out) == sha256(ray_out)
-        output_mb = round(os.path.getsize(ray_out) / 1e6, 1)
-
-    local_rate, ray_rate = args.records / local["wall_s"], args.records / on_ray["wall_s"]
-    per_worker = ray_rate / args.workers
-    driver_ceiling = args.records / on_ray["cpu_s"]  # records the driver takes a CPU-second
-
+def on_paper(per_worker: float, driver_ceiling: float) -> dict:
+    """Minutes for 100M posts on N machines of PAPER_CORES workers: into one file (one driver), or a
+    shard a machine (a driver each), at the measured rates."""
     def minutes(workers: int, drivers: int) -> float:
         return round(PAPER_POSTS / min(per_worker * workers, driver_ceiling * drivers) / 60, 1)
-    paper = {f"{n}_machines": {"workers": n * PAPER_CORES, "one_file_minutes": minutes(n * PAPER_CORES, 1),
-                               "a_shard_a_machine_minutes": minutes(n * PAPER_CORES, n)} for n in PAPER_MACHINES}
-    result = {
+    return {f"{n}_machines": {"workers": n * PAPER_CORES, "one_file_minutes": minutes(n * PAPER_CORES, 1),
+                              "a_shard_a_machine_minutes": minutes(n * PAPER_CORES, n)} for n in PAPER_MACHINES}
+
+
+def figures(args, runs: dict, size: int, elapsed: float) -> dict:
+    local, on_ray = runs["local"], runs["ray"]
+    local_rate, ray_rate = args.records / local["wall_s"], args.records / on_ray["wall_s"]
+    per_worker, driver_ceiling = ray_rate / args.workers, args.records / on_ray["cpu_s"]
+    return {
         "benchmark": "bench/ray_scale.py",
         "machine": machine_info(("ray", "pyarrow", "pypinyin", "jieba")),
         "data": {"cold_dir": os.path.abspath(args.cold), "records": args.records, "input_mb": round(size / 1e6, 1),
-                 "output_mb": output_mb},
+                 "output_mb": runs["output_mb"]},
         "settings": {"ops": args.ops, "workers": args.workers, "variants": 1, "seed": 0,
-                     "cluster": f"one Ray node on 127.0.0.1, {args.workers} CPUs, started in {cluster_start:.1f} s "
-                                "(not counted)"},
+                     "cluster": f"one Ray node on 127.0.0.1, {args.workers} CPUs, started in "
+                                f"{runs['cluster_start_s']:.1f} s (not counted)"},
         "local": {**local, "records_per_s": round(local_rate, 1)},
         "ray": {**on_ray, "records_per_s": round(ray_rate, 1), "records_per_s_per_worker": round(per_worker, 1),
                 "driver_records_per_cpu_s": round(driver_ceiling, 1)},
         "ray_vs_local": round(ray_rate / local_rate, 3),
         "goal": GOAL,
         "meets_goal": ray_rate / local_rate >= GOAL,
-        "byte_identical": identical,
-        "paper_100m_posts": {**paper, "note": f"{PAPER_POSTS:,} posts at the measured rate a worker, "
-                                              f"{PAPER_CORES} workers a machine, capped by the drivers: one output "
-                                              "file has one driver, whose records per CPU-second cap it (startup "
-                                              "included); --shard i/n run from each machine gives a driver each"},
-        "elapsed_s": round(time.perf_counter() - started, 1),
+        "byte_identical": runs["byte_identical"],
+        "paper_100m_posts": {**on_paper(per_worker, driver_ceiling),
+                             "note": f"{PAPER_POSTS:,} posts at the measured rate a worker, {PAPER_CORES} workers a "
+                                     "machine, capped by the drivers: one output file has one driver, whose records "
+                                     "per CPU-second cap it (startup included); --shard i/n run from each machine "
+                                     "gives a driver each"},
+        "elapsed_s": round(elapsed, 1),
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    print(f"{args.records:,} COLD posts, --ops {args.ops}: local --workers {args.workers} {local_rate:,.0f} records/s, "
-          f"Ray ({args.workers} workers) {ray_rate:,.0f} records/s: {result['ray_vs_local']}x "
-          f"(goal >= {GOAL}); byte-identical: {identical}")
-    print(f"peak RSS a worker: local {local['peak_rss_per_worker_mb']} MB, Ray {on_ray['peak_rss_per_worker_mb']} MB; "
-          f"Ray driver {on_ray['peak_rss_command_mb']} MB, {on_ray['cpu_s']} CPU-s ({driver_ceiling:,.0f} records "
-          "a CPU-second)")
-    for name, row in paper.items():
-        print(f"100M posts, {name} x {PAPER_CORES} workers: {row['one_file_minutes']} min into one file, "
-              f"{row['a_shard_a_machine_minutes']} min with a shard (and a driver) a machine")
-    print(f"wrote {args.out} in {result['elapsed_s']} s")
+
+
+def main() -> None:
+    ap = parser(__doc__, out=RESULTS / "ray_scale.json", cold=True)
+    ap.add_argument("--records", type=int, default=1_000_000, help="Posts, COLD train cycled [1,000,000].")
+    ap.add_argument("--workers", type=int, default=2, help="Worker processes, and the cluster's CPUs [2].")
+    ap.add_argument("--ops", default=MIX, help=f"Ops [{MIX}, as bench.perturb's memory run].")
+    args = ap.parse_args()
+    started = time.perf_counter()
+    train = cold_records(args.cold, "train")
+    with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as tmp:  # short: Ray's socket paths
+        os.environ["RAY_TMPDIR"] = tmp
+        posts = os.path.join(tmp, "posts.jsonl")
+        size = write_cycled(posts, train, args.records)
+        log(f"{args.records:,} COLD train posts ({len(train):,} distinct), {size / 1e6:.0f} MB")
+        runs = local_and_ray(posts, tmp, args.ops, args.workers)
+    result = figures(args, runs, size, time.perf_counter() - started)
+    write_result(args.out, result)
+    local, on_ray = result["local"], result["ray"]
+    rows = [("local records/s", f"{local['records_per_s']:,.0f}", f"--workers {args.workers}"),
+            ("ray records/s", f"{on_ray['records_per_s']:,.0f}", f"{args.workers} actors"),
+            ("ray / local", str(result["ray_vs_local"]), f"goal >= {GOAL}"),
+            ("byte-identical", str(result["byte_identical"]), ""),
+            ("peak MB a worker", f"{local['peak_rss_per_worker_mb']} / {on_ray['peak_rss_per_worker_mb']}",
+             "local / Ray"),
+            ("driver CPU-s", str(on_ray["cpu_s"]), f"{on_ray['driver_records_per_cpu_s']:,.0f} records a CPU-s")]
+    rows += [(f"100M posts, {name}", f"{row['one_file_minutes']} min",
+              f"{row['a_shard_a_machine_minutes']} min a shard a machine")
+             for name, row in result["paper_100m_posts"].items() if name != "note"]
+    print_summary(rows, args.out, time.perf_counter() - started, value_width=24)
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ def ours(victim, records: list[dict], clean, ops: str, budget: int, max_candidat
     started = time.perf_counter()
     outcomes = attack.attack(timed, records, range(len(records)), clean)
     seconds = time.perf_counter() - started
-    results = [{"id": r["id"], "status": o["status"], "queries": o["queries"], "text": o["text"]}
+    results = [{"id": r["id"], "status": o.details["status"], "queries": o.queries, "text": o.text}
                for r, o in zip(records, outcomes)]
     return totals(results, seconds, timed.seconds, extra_query=1), results
 

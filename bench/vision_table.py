@@ -1,7 +1,7 @@
 """Benchmark of MMBERT's frozen vision table from open_clip: seconds to build it for the whole vocabulary.
 
 Run from the repository root in the venv that has open_clip (``make test`` or ``make bench-mmbert``
-makes it): ``.venv-open-clip/bin/python bench/vision_table.py`` (``--quick`` for a smoke run); writes
+makes it): ``.venv-open-clip/bin/python bench.vision_table`` (``--quick`` for a smoke run); writes
 ``bench/results/vision_table.json``.
 
 The vocabulary is MMBERT's own (bert-base-chinese's 21,128 entries plus emoji, ``mmbert.build_tokenizer``)
@@ -13,23 +13,17 @@ the ViT's forward passes.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
 import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+import torch
 
-import torch  # noqa: E402
-
-from bench.machine import machine_info  # noqa: E402
-from cloak.io import write_atomic  # noqa: E402
-from mmbert.tokenization import build_tokenizer, vocabulary  # noqa: E402
-from mmbert.vision import OpenCLIP, drawable, vision_table  # noqa: E402
+from bench.common import RESULTS, machine_info, parser, write_result
+from mmbert.tokenization import build_tokenizer, vocabulary
+from mmbert.vision import OpenCLIP, drawable, vision_table
 
 
 class TimedOpenCLIP(OpenCLIP):
@@ -52,13 +46,12 @@ class TimedOpenCLIP(OpenCLIP):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = parser(__doc__, out=RESULTS / "vision_table.json")
     ap.add_argument("--model", default="ViT-B-32", help="open_clip model name.")
     ap.add_argument("--pretrained", default=None, help="Tag or file (default: random weights, the same cost).")
     ap.add_argument("--batch-size", type=int, default=64, help="Glyphs a forward pass (vision_table's default).")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads (default: every core).")
     ap.add_argument("--quick", action="store_true", help="The first 1,000 vocabulary entries only.")
-    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "vision_table.json"))
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     machine = machine_info(("torch", "torchvision", "open_clip_torch", "transformers", "pillow"))
@@ -76,7 +69,7 @@ def main() -> None:
     parameters = sum(p.numel() for p in encoder.model.visual.parameters())
     result = {
         "benchmark": "bench/vision_table.py", "quick": args.quick,
-        "command": " ".join(["python bench/vision_table.py", *sys.argv[1:]]),
+        "command": " ".join([".venv-open-clip/bin/python -m bench.vision_table", *sys.argv[1:]]),
         "machine": {**machine, "torch_threads": torch.get_num_threads(), "loadavg_at_end": os.getloadavg()},
         "encoder": {**encoder.source, "visual_parameters": parameters, "weights": args.pretrained or "random"},
         "vocabulary": {"entries": len(tokens), "drawn": drawn, "special (zero rows)": len(tokens) - drawn,
@@ -93,7 +86,7 @@ def main() -> None:
         "pictures_per_second": round(encoder.pictures / seconds, 1),
         "peak_rss_megabytes": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
-    write_atomic(args.out, (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+    write_result(args.out, result)
     print(json.dumps({k: result[k] for k in ("vocabulary", "seconds", "pictures_per_second")}, ensure_ascii=False))
 
 

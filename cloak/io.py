@@ -400,7 +400,7 @@ class AtomicWriter:
         directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):
             raise FileNotFoundError(f"output directory does not exist: {directory}")
-        self.partial = path + PARTIAL
+        self.partial = os.fspath(path) + PARTIAL
         self.ckpt = self.partial + CHECKPOINT
         if resume and os.path.exists(self.partial) and os.path.exists(self.ckpt):
             with open(self.ckpt, encoding="utf-8") as f:
