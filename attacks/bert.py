@@ -1,10 +1,10 @@
-"""``bert``: any pretrained transformers encoder fine-tuned with a classification head (paper 001's recipe).
+"""``bert``: any pretrained transformers encoder fine-tuned with a classification head (Wankmüller (2021, arXiv:2102.02111)'s recipe).
 
 The backbone is a hub name (``bert-base-chinese``, ``hfl/chinese-roberta-wwm-ext``,
 ``intfloat/multilingual-e5-small``) or a folder, such as the output of ``mmbert pretrain`` (a
 masked-LM BERT and its tokenizer); its tokenizer may be WordPiece or SentencePiece (XLM-R's), and emoji
 it cannot keep whole are added as tokens. Posts longer than the
-position table keep their head and their tail (paper 001, after Sun et al.: the first 128 and the last
+position table keep their head and their tail (Wankmüller 2021, after Sun et al.: the first 128 and the last
 382 of BERT's 510 tokens; the same shares of a shorter table).
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ class BertVictimConfig(Settings):
     backbone_layers: use its first N layers (None: all); max_length: tokens read, [CLS] and [SEP]
     (<s>, </s>) included (at most the backbone's position table); head_share: the share of a long
     post's tokens kept from its head; head: ``linear`` on the first token ([CLS] / <s>: through the
-    backbone's pooler where its checkpoint trained one), or ``gattention`` (paper 002) over the last
+    backbone's pooler where its checkpoint trained one), or ``gattention`` (GAttention, Jarquín-Vásquez et al. 2025) over the last
     layer with ``gattention_heads`` heads."""
 
     backbone: str = "bert-base-chinese"

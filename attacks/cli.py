@@ -109,7 +109,7 @@ def list_models() -> None:
     from . import victim_names
     from .victim import LAZY_KINDS
 
-    descriptions = {"bert": "any BERT checkpoint fine-tuned with a classification head (paper 001's recipe)",
+    descriptions = {"bert": "any BERT checkpoint fine-tuned with a classification head (Wankmüller 2021's recipe)",
                     "chinesebert": "ChineseBERT-style: character + glyph + pinyin embeddings fused into an encoder",
                     "habertor": "HABERTOR: quaternion-factorised BERT, source ensemble heads, adaptive FGM training",
                     "mmbert": "MMBERT: text + speech + glyph mixture of experts, three stages",
@@ -141,7 +141,7 @@ def list_models() -> None:
 @click.option("--vectors", default=None, metavar="FILE", help="emb-*: word vectors, word2vec text format.")
 @click.option("--config", "config_path", default=None, metavar="YAML",
               help="Settings: {config: {...}, training: {...}} (`attacks models` names the kinds).")
-@click.option("--grid", is_flag=True, default=None, help="Conventional: paper 001's 5-fold CV grid on macro-F1.")
+@click.option("--grid", is_flag=True, default=None, help="Conventional: Wankmüller (2021)'s 5-fold CV grid on macro-F1.")
 @click.option("--oversample", is_flag=True, default=None, help="Conventional: minority classes to 1/4 of the majority.")
 @click.option("--seed", type=click.IntRange(0), default=None, help="Seed of the training [default: 0].")
 @click.option("--preset", type=click.Choice(["habertor", "vqf", "vaqf", "vafqf", "vafoqf"]), default=None,
@@ -339,7 +339,7 @@ def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the samples and runs.")
 @_errors_reported
 def curve(name, train_path, test_path, out_dir, sizes, repeats, backbone, vectors, config_path, seed) -> None:
-    """Paper 001's curve: macro-F1 against training size, nested subsamples, repeated."""
+    """Wankmüller (2021)'s curve: macro-F1 against training size, nested subsamples, repeated."""
     check_files([train_path, test_path, *([config_path] if config_path else [])])
     try:
         size_list = sorted({int(s) for s in sizes.split(",") if s.strip()})

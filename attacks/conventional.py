@@ -1,4 +1,4 @@
-"""Conventional detectors (paper 001 §8; HABERTOR's baselines): scikit-learn pipelines of features and
+"""Conventional detectors (Wankmüller (2021, arXiv:2102.02111) §8; HABERTOR's baselines): scikit-learn pipelines of features and
 a classifier, named ``FEATURES-CLASSIFIER`` (``tfidf-lr``, ``bow-svm``, ``emb-gbt``, ...).
 
 Features:
@@ -11,7 +11,7 @@ Classifiers: ``lr`` logistic regression, ``svm`` linear SVM and ``rbf`` RBF SVM 
 probabilities, Platt's sigmoid over 3 folds), ``nb`` multinomial naive Bayes (counts only: not with
 ``emb``), ``rf`` random forest, ``gbt`` gradient-boosted trees (LightGBM).
 
-``training.grid`` runs paper 001's five-fold cross-validated grids, chosen on macro-F1 (SVM: C {0.1, 1,
+``training.grid`` runs Wankmüller (2021)'s five-fold cross-validated grids, chosen on macro-F1 (SVM: C {0.1, 1,
 10}, and gamma {0.001, 0.01, 0.1} for RBF; boosting: 50 / 250 trees, depth 5 / 8, learning rate
 {0.001, 0.01, 0.1}; and small grids of our own for the others); ``training.oversample`` raises every
 minority class to a quarter of the majority by sampling with replacement, inside each fold.
@@ -42,7 +42,7 @@ MODEL_FILE = "model.skops"
 # vocabulary of COLD train made a 134 MB file that took 18 s to load. The terms go to a JSON list.
 VOCABULARY_FILE = "vocabulary.json"
 
-# Each classifier's hyperparameters: their declaration, defaults and paper 001's grid.
+# Each classifier's hyperparameters: their declaration, defaults and Wankmüller (2021)'s grid.
 POSITIVE = Interval(float, 0, closed="neither")
 CLASSIFIER_PARAMS: dict[str, dict[str, Any]] = {
     "lr": {"C": POSITIVE},

@@ -1,4 +1,4 @@
-"""Paper 001's training-size curve (its Fig. 14): macro-F1 on a fixed test set against the number of
+"""Wankmüller (2021, arXiv:2102.02111)'s training-size curve (its Fig. 14): macro-F1 on a fixed test set against the number of
 training posts, over repeated nested subsamples.
 
 For repeat ``r`` the training records are shuffled with seed ``(seed, r)`` and each size takes the

@@ -1,4 +1,4 @@
-"""GAttention (paper 002): a gate, per token, between self-attention and contextual attention, as a
+"""GAttention (Jarquín-Vásquez et al., Findings of EMNLP 2025): a gate, per token, between self-attention and contextual attention, as a
 classification head on the last layer of a BERT encoder.
 
 From the encoded sequence X_e (b, n, d), each head (a GAttention unit) computes, as the paper's
@@ -12,8 +12,8 @@ equations number them:
 
 k heads are concatenated and projected back to d (eq. 8-9); then the paper's classification block:
 add & norm, a position-wise feed-forward network, add & norm, the mean over the real tokens, a dense
-layer with ReLU and the output layer (DESIGN §7: the equations are followed; the authors' code departs
-from them). Padding never takes part: attention and the contextual softmax see real tokens only, and
+layer with ReLU and the output layer (the paper's equations are followed where the authors' code
+departs from them). Padding never takes part: attention and the contextual softmax see real tokens only, and
 the mean is over real tokens.
 """
 from __future__ import annotations

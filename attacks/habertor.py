@@ -1,4 +1,4 @@
-"""``habertor``: HABERTOR (paper 000) as a victim, and its pre-training on the user's corpus.
+"""``habertor``: HABERTOR (Tran et al., EMNLP 2020, arXiv:2010.08865) as a victim, and its pre-training on the user's corpus.
 
 - A SentencePiece (unigram) vocabulary trained on the corpus (§4.1), run as a fast tokenizer so every
   token knows the characters it covers; the characters cloaks write (emoji, Latin letters, digits)
@@ -7,7 +7,7 @@
   epoch, each copy with its own mask (positions sampled anew for each, so with replacement across
   copies), fixed from the seed so that a resumed run masks as the uninterrupted one.
 - Fine-tuning with one ensemble of heads per source (``source_field``, §4.4) and adversarial training
-  (§4.5, DESIGN §7): ``adaptive`` adds ``lambda_adv * L_adv - lambda_eps * ||eps||`` with a learnable
+  (§4.5): ``adaptive`` adds ``lambda_adv * L_adv - lambda_eps * ||eps||`` with a learnable
   per-dimension noise magnitude eps projected into [eps_low, eps_high] after every step; ``fgm`` uses
   a fixed scalar ``eps`` (the paper's Table 5 comparison); the adversarial loss is the gold label's on
   ``s + delta``, ``delta = eps * g / ||g||_2`` with ``g`` the gold loss's gradient on the post's token
@@ -241,7 +241,7 @@ class HabertorVictimConfig(Settings):
 
 @dataclasses.dataclass
 class HabertorTraining(NeuralTraining):
-    """Paper 001's fine-tuning recipe (as every torch victim) plus adversarial training: ``adv`` is
+    """Wankmüller (2021)'s fine-tuning recipe (as every torch victim) plus adversarial training: ``adv`` is
     ``adaptive`` (learnable eps in [eps_low, eps_high], learnt at ``eps_lr``: at the model's 2e-5 it
     would barely leave eps_low), ``fgm`` (fixed ``eps``) or ``none``.
 

@@ -1,4 +1,4 @@
-"""HABERTOR (paper 000): a BERT whose vocabulary, attention, feed-forward and output parts are
+"""HABERTOR (Tran et al., EMNLP 2020, arXiv:2010.08865): a BERT whose vocabulary, attention, feed-forward and output parts are
 quaternion-factorised (§4.2), pre-trained by masked LM on the domain (§4.3), with one ensemble of
 classification heads per source of the posts (§4.4).
 

@@ -29,7 +29,7 @@ ARCHITECTURE = "architecture.json"
 
 @dataclasses.dataclass
 class NeuralTraining(Settings):
-    """Paper 001's fine-tuning recipe by default: AdamW, linear decay, no warm-up, no weight decay, lr
+    """Wankmüller (2021)'s fine-tuning recipe by default: AdamW, linear decay, no warm-up, no weight decay, lr
     2e-5, 3 epochs, batches of 16; the best epoch by dev macro-F1 (``dev_share`` of the training
     records are held out when no dev set is given). ``regularizer``: ``ear`` or ``klar`` adds an
     attention regulariser (``attacks.regularizers``) weighted by ``regularizer_alpha`` (None: 0.01 for
@@ -295,7 +295,7 @@ def read_json(directory: str, name: str) -> dict:
 
 
 def head_tail(ids: list[int], budget: int, head_share: float) -> list[int]:
-    """A token sequence longer than ``budget`` keeps its first and last tokens (paper 001: the first 128
+    """A token sequence longer than ``budget`` keeps its first and last tokens (Wankmüller 2021: the first 128
     and the last 382 of BERT's 510), ``head_share`` of the budget at the head."""
     if len(ids) <= budget:
         return ids

@@ -1,4 +1,4 @@
-"""Attention regularisers for the transformer victims (paper 004 §3, DESIGN §7): where a detector looks.
+"""Attention regularisers for the transformer victims (EAR and KLAR, Bonaldi et al. (2023, arXiv:2309.02311) §3): where a detector looks.
 
 - **EAR** (entropy attention regularisation, Attanasio et al. 2022): per layer, the entropy of each
   real token's head-averaged attention row (over the real tokens), averaged over the tokens; summed over
@@ -22,7 +22,7 @@ import torch
 TINY = 1e-12
 
 
-ALPHA = {"ear": 0.01, "klar": 0.1}  # DESIGN §7's defaults when no alpha is given
+ALPHA = {"ear": 0.01, "klar": 0.1}  # the weight when no alpha is given
 
 
 def load_relevant(path: str | None):

@@ -1,4 +1,5 @@
-"""The search attack: untargeted against the gold label, greedy, query-budgeted (DESIGN §7).
+"""The search attack: untargeted against the gold label, greedy, query-budgeted (the split of
+TextAttack, Morris et al. 2020: transformation, constraints, search).
 
 After TextAttack's ``GreedyWordSwapWIR``: the post's words (jieba's, protected spans left alone) that
 some op can change are ranked by importance and visited in that order. ``importance`` says how:

@@ -13,7 +13,7 @@ process), at ``max_length`` 64, with the encoder's 12 layers and its first 6 (``
 1 and 2 threads:
 
 - ``bert``, ``chinesebert``: ``--posts`` COLD training posts in file order (any length; cut to 64
-  tokens, head and tail), batches of 16 (paper 001's recipe), dev ``--dev`` COLD dev posts.
+  tokens, head and tail), batches of 16 (Wankmüller 2021's recipe), dev ``--dev`` COLD dev posts.
 - ``mmbert``: stages 1, 2 and 3 one epoch each, the ``small`` preset's settings (batches of 32, glyph
   CNN, speech by eSpeak NG and Whisper base): ``--posts`` COLD posts of 8-32 characters each followed
   by one cloak (``bench/mmbert_data.py``'s data, as item 3's runs train), dev ``--dev`` posts and cloaks.

@@ -1,4 +1,4 @@
-"""EAR and KLAR (paper 004): the terms equal their formulas on hand-made attention, uniform attention
+"""EAR and KLAR (Bonaldi et al. (2023, arXiv:2309.02311)): the terms equal their formulas on hand-made attention, uniform attention
 has the most entropy, KLAR vanishes at its target, relevant tokens are the lexicon's, and every
 transformer victim trains with either."""
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_habertor_trains_with_an_attention_regularizer(habertor_backbone, rows_o
     assert len(attentions) == 2 and torch.allclose(attentions[0].sum(-1), torch.ones(()))
 
 
-# ---- GAttention (paper 002) ----
+# ---- GAttention (Jarquín-Vásquez et al. 2025) ----
 
 def test_the_gattention_gate_lies_in_0_1_and_a_forced_gate_leaves_one_path():
     from attacks.gattention import GAttentionUnit
