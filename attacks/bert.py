@@ -1,4 +1,5 @@
-"""``bert``: any pretrained transformers encoder fine-tuned with a classification head (Wankmüller (2021, arXiv:2102.02111)'s recipe).
+"""``bert``: any pretrained transformers encoder fine-tuned with a classification head (the recipe of
+Wankmüller 2021, arXiv:2102.02111).
 
 The backbone is a hub name (``bert-base-chinese``, ``hfl/chinese-roberta-wwm-ext``,
 ``intfloat/multilingual-e5-small``) or a folder, such as the output of ``mmbert pretrain`` (a
@@ -30,8 +31,8 @@ class BertVictimConfig(Settings):
     backbone_layers: use its first N layers (None: all); max_length: tokens read, [CLS] and [SEP]
     (<s>, </s>) included (at most the backbone's position table); head_share: the share of a long
     post's tokens kept from its head; head: ``linear`` on the first token ([CLS] / <s>: through the
-    backbone's pooler where its checkpoint trained one), or ``gattention`` (GAttention, Jarquín-Vásquez et al. 2025) over the last
-    layer with ``gattention_heads`` heads."""
+    backbone's pooler where its checkpoint trained one), or ``gattention`` (GAttention, Jarquín-Vásquez
+    et al. 2025) over the last layer with ``gattention_heads`` heads."""
 
     backbone: str = "bert-base-chinese"
     backbone_layers: int | None = None
@@ -153,7 +154,8 @@ class BertWithLinearHead(torch.nn.Module):
     def config(self):
         return self.bert.config
 
-    def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, output_attentions: bool = False) -> dict:
+    def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor,
+                output_attentions: bool = False) -> dict:
         out = self.bert(inputs_embeds=inputs_embeds, attention_mask=attention_mask, output_attentions=output_attentions)
         return {"logits": self.classifier(self.dropout(first_token(out))), "attentions": list(out.attentions or ())}
 
@@ -172,6 +174,7 @@ class BertVictim(GAttentionGates, HeadTailTokens, TorchVictim):
     layer), fine-tuned end to end."""
 
     kind = "bert"
+    attentions = True  # model_attentions: the regularisers reach it
     Config = BertVictimConfig
 
     def _model(self, bert: torch.nn.Module, num_labels: int) -> torch.nn.Module:

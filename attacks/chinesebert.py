@@ -100,6 +100,7 @@ class ChineseBertModel(nn.Module):
         self.pinyin_embeddings = nn.Embedding(len(PINYIN_ALPHABET), pinyin_dim, padding_idx=0)
         self.pinyin_cnn = nn.Conv1d(pinyin_dim, pinyin_dim, kernel_size=2, padding=1)
         self.fusion = nn.Linear(hidden + glyph_dim + pinyin_dim, hidden)
+        self.head = None
         if gattention_heads:
             self.bert.pooler = None  # the GAttention head reads every token's last hidden state
             self.head = GAttentionHead(hidden, num_labels, gattention_heads, dropout=config.hidden_dropout_prob)
@@ -121,7 +122,7 @@ class ChineseBertModel(nn.Module):
         """``logits``, the encoder's ``attentions`` if asked, and GAttention's ``gates`` where it has them."""
         out = self.bert(inputs_embeds=inputs_embeds, attention_mask=attention_mask, output_attentions=output_attentions)
         attentions = list(out.attentions or ())
-        if hasattr(self, "head"):
+        if self.head is not None:
             logits, gates = self.head(out.last_hidden_state, attention_mask)
             return {"logits": logits, "gates": gates, "attentions": attentions}
         return {"logits": self.classifier(self.dropout(first_token(out))), "attentions": attentions}
@@ -132,6 +133,7 @@ class ChineseBertVictim(GAttentionGates, HeadTailTokens, TorchVictim):
     """Character + glyph + pinyin embeddings fused into an encoder (see the module docstring)."""
 
     kind = "chinesebert"
+    attentions = True  # model_attentions: the regularisers reach it
     Config = ChineseBertConfig
 
     def _model(self, bert: nn.Module, num_labels: int, pinyin_chars: int) -> ChineseBertModel:

@@ -133,7 +133,8 @@ def list_models() -> None:
 @click.option("--dev", "dev_path", default=None, metavar="FILE",
               help="Labelled dev records: picks a torch victim's best epoch (else a share of --train is held out); "
                    "scored for every victim.")
-@click.option("--out", "out_dir", required=True, metavar="DIR", help="Where the victim is saved (victim.json + weights).")
+@click.option("--out", "out_dir", required=True, metavar="DIR",
+              help="Where the victim is saved (victim.json + weights).")
 @click.option("--backbone", default=None, metavar="NAME|DIR",
               help="bert / chinesebert / mmbert: the encoder to start from (any transformers encoder; a folder).")
 @click.option("--backbone-layers", type=click.IntRange(1), default=None, metavar="N",
@@ -141,7 +142,8 @@ def list_models() -> None:
 @click.option("--vectors", default=None, metavar="FILE", help="emb-*: word vectors, word2vec text format.")
 @click.option("--config", "config_path", default=None, metavar="YAML",
               help="Settings: {config: {...}, training: {...}} (`attacks models` names the kinds).")
-@click.option("--grid", is_flag=True, default=None, help="Conventional: Wankmüller (2021)'s 5-fold CV grid on macro-F1.")
+@click.option("--grid", is_flag=True, default=None,
+              help="Conventional: Wankmüller (2021)'s 5-fold CV grid on macro-F1.")
 @click.option("--oversample", is_flag=True, default=None, help="Conventional: minority classes to 1/4 of the majority.")
 @click.option("--seed", type=click.IntRange(0), default=None, help="Seed of the training [default: 0].")
 @click.option("--preset", type=click.Choice(["habertor", "vqf", "vaqf", "vafqf", "vafoqf"]), default=None,
@@ -168,8 +170,8 @@ def list_models() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def train(name, train_path, dev_path, out_dir, backbone, backbone_layers, vectors, config_path, grid, oversample, seed,
-          preset, adv, source_field, head, gattention_heads, regularizer, regularizer_alpha, klar_share, relevant, resume,
-          overwrite, quiet) -> None:
+          preset, adv, source_field, head, gattention_heads, regularizer, regularizer_alpha, klar_share, relevant,
+          resume, overwrite, quiet) -> None:
     """Train a detector and save it as a victim."""
     check_files([train_path, *([dev_path] if dev_path else []), *([config_path] if config_path else []),
                  *([relevant] if relevant else [])])
@@ -300,17 +302,15 @@ def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
 
     _quiet_libraries()
     victim = load_victim(victim_dir)
-    if gates and getattr(victim.config, "head", None) != "gattention":
+    if gates and not victim.has_gates:
         raise ValueError(f"{victim_dir}: --gates needs a victim with a GAttention head (attacks train --head "
                          f"gattention); this is {victim.name}")
     click.echo(f"predict: {victim.name} ({victim.settings_text()})", err=True)
-    source_field = getattr(victim.config, "source_field", None)  # HABERTOR: each post read by its source's net
     n = 0
     with AtomicWriter(out_path) as out:
         for block in batched((r for _, r in read_records(in_path, unique_ids=True)), batch_size):
             texts = [r["text"] for r in block]
-            probs = victim.predict_proba(texts, [r.get(source_field) for r in block]) if source_field else \
-                victim.predict_proba(texts)
+            probs = victim.predict_records(block)  # HABERTOR reads each post's source too
             token_gates = victim.gates(texts) if gates else [None] * len(block)
             for record, p, token_gate in zip(block, probs, token_gates):
                 answered = not np.isnan(p).any()  # an LLM answer that names no label has no probabilities
@@ -332,7 +332,8 @@ def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
               help="Training sizes, each a sample holding the smaller ones.")
 @click.option("--repeats", type=click.IntRange(1), default=5, show_default=True,
               help="Runs at each size, each on another sample.")
-@click.option("--backbone", default=None, metavar="NAME|DIR", help="bert / chinesebert / mmbert: the BERT to start from.")
+@click.option("--backbone", default=None, metavar="NAME|DIR",
+              help="bert / chinesebert / mmbert: the encoder to start from.")
 @click.option("--vectors", default=None, metavar="FILE", help="emb-*: word vectors, word2vec text format.")
 @click.option("--config", "config_path", default=None, metavar="YAML",
               help="Settings: {config: {...}, training: {...}}, as for `attacks train`.")

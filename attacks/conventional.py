@@ -1,5 +1,5 @@
-"""Conventional detectors (Wankmüller (2021, arXiv:2102.02111) §8; HABERTOR's baselines): scikit-learn pipelines of features and
-a classifier, named ``FEATURES-CLASSIFIER`` (``tfidf-lr``, ``bow-svm``, ``emb-gbt``, ...).
+"""Conventional detectors (Wankmüller 2021, arXiv:2102.02111, §8; HABERTOR's baselines): scikit-learn
+pipelines of features and a classifier, named ``FEATURES-CLASSIFIER`` (``tfidf-lr``, ``bow-svm``, ``emb-gbt``, ...).
 
 Features:
 - ``bow``: binary bag of words, jieba's words (seen in at least ``min_df`` posts);
@@ -200,7 +200,8 @@ class ConventionalConfig(Settings):
         if self.features == "emb" and self.classifier == "nb":
             raise ValueError("emb-nb: naive Bayes needs counts, and mean word vectors are not (use bow-nb or tfidf-nb)")
         declared = CLASSIFIER_PARAMS[self.classifier]
-        self.params = {**DEFAULT_PARAMS[self.classifier], **validate(self.params, declared, f"{self.classifier} params")}
+        self.params = {**DEFAULT_PARAMS[self.classifier],
+                       **validate(self.params, declared, f"{self.classifier} params")}
 
 
 @dataclasses.dataclass

@@ -1,5 +1,5 @@
-"""Wankmüller (2021, arXiv:2102.02111)'s training-size curve (its Fig. 14): macro-F1 on a fixed test set against the number of
-training posts, over repeated nested subsamples.
+"""The training-size curve of Wankmüller (2021, arXiv:2102.02111; its Fig. 14): macro-F1 on a fixed
+test set against the number of training posts, over repeated nested subsamples.
 
 For repeat ``r`` the training records are shuffled with seed ``(seed, r)`` and each size takes the
 first ``size`` of that order, so within a repeat every sample contains the smaller ones. Each run

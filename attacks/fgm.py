@@ -1,4 +1,5 @@
-"""Embedding-space attacks on a differentiable victim: FGM and PGD (HABERTOR (Tran et al., EMNLP 2020, arXiv:2010.08865), eq. 2).
+"""Embedding-space attacks on a differentiable victim: FGM and PGD (HABERTOR, Tran
+et al., EMNLP 2020, arXiv:2010.08865, eq. 2).
 
 Each example's input embeddings ``s`` (what ``victim.embed`` gives: one post's tokens, not the
 shared embedding matrix) move to ``s + delta`` with ``||delta||_2 <= eps``, the norm taken per example

@@ -1,5 +1,5 @@
-"""GAttention (Jarquín-Vásquez et al., Findings of EMNLP 2025): a gate, per token, between self-attention and contextual attention, as a
-classification head on the last layer of a BERT encoder.
+"""GAttention (Jarquín-Vásquez et al., Findings of EMNLP 2025): a gate, per token, between
+self-attention and contextual attention, as a classification head on the last layer of a BERT encoder.
 
 From the encoded sequence X_e (b, n, d), each head (a GAttention unit) computes, as the paper's
 equations number them:
@@ -120,14 +120,18 @@ class GAttentionGates:
 
     @property
     def name(self) -> str:
-        return f"{self.kind}-gattention" if self.config.head == "gattention" else self.kind
+        return f"{self.kind}-gattention" if self.has_gates else self.kind
+
+    @property
+    def has_gates(self) -> bool:
+        return self.config.head == "gattention"
 
     @torch.no_grad()
     def gates(self, texts: Sequence[str]) -> list[list[dict]]:
         """GAttention's gate z for each token a text's prediction read: ``{"token", "start", "end", "z"}``
         with one z a head (near 1: read through self-attention, near 0: through the contextual path);
         [CLS] and [SEP] included, without a span."""
-        if self.config.head != "gattention":
+        if not self.has_gates:
             raise ValueError(f"{self.name} has no GAttention head: no gates (train it with --head gattention)")
         self.model.eval()
         out = []

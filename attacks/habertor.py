@@ -1,4 +1,5 @@
-"""``habertor``: HABERTOR (Tran et al., EMNLP 2020, arXiv:2010.08865) as a victim, and its pre-training on the user's corpus.
+"""``habertor``: HABERTOR (Tran et al., EMNLP 2020, arXiv:2010.08865) as a victim, and its pre-training
+on the user's corpus.
 
 - A SentencePiece (unigram) vocabulary trained on the corpus (§4.1), run as a fast tokenizer so every
   token knows the characters it covers; the characters cloaks write (emoji, Latin letters, digits)
@@ -282,12 +283,73 @@ class AdaptiveNoise(nn.Module):
             self.eps.clamp_(self.low, self.high)
 
 
+class Adversary:
+    """How adversarial training (§4.5) perturbs a batch: ``adv: none`` does not."""
+
+    perturbs = False
+
+    def noise(self, width: int, t: HabertorTraining) -> AdaptiveNoise | None:
+        """The module the model carries for it (None: nothing to learn)."""
+        return None
+
+    def scale(self, model: nn.Module, t: HabertorTraining) -> torch.Tensor | float:
+        """The length of the step along the gradient's direction."""
+        raise NotImplementedError
+
+    def penalty(self, model: nn.Module, t: HabertorTraining) -> torch.Tensor | float:
+        """What the loss pays for the noise's size."""
+        return 0.0
+
+    def parameter_groups(self, groups: list[dict], model: nn.Module, t: HabertorTraining) -> list[dict]:
+        return groups
+
+    def after_step(self, model: nn.Module) -> None:
+        pass
+
+
+class FixedFGM(Adversary):
+    """``adv: fgm``: a fixed scalar eps (the paper's Table 5 comparison)."""
+
+    perturbs = True
+
+    def scale(self, model: nn.Module, t: HabertorTraining) -> float:
+        return t.eps
+
+
+class AdaptiveFGM(Adversary):
+    """``adv: adaptive``: a learnable per-dimension eps, learnt at its own lr, paid for by
+    ``lambda_eps * ||eps||`` and projected into [eps_low, eps_high] after every step."""
+
+    perturbs = True
+
+    def noise(self, width: int, t: HabertorTraining) -> AdaptiveNoise:
+        return AdaptiveNoise(width, t.eps_low, t.eps_high)
+
+    def scale(self, model: nn.Module, t: HabertorTraining) -> torch.Tensor:
+        return model.noise.eps
+
+    def penalty(self, model: nn.Module, t: HabertorTraining) -> torch.Tensor:
+        return t.lambda_eps * model.noise.eps.norm()
+
+    def parameter_groups(self, groups: list[dict], model: nn.Module, t: HabertorTraining) -> list[dict]:
+        noise = model.noise.eps
+        groups[0]["params"] = [p for p in groups[0]["params"] if p is not noise]
+        return [*groups, {"params": [noise], "lr": t.eps_lr, "weight_decay": 0.0, "name": "eps"}]
+
+    def after_step(self, model: nn.Module) -> None:
+        model.noise.project()
+
+
+ADVERSARIES: dict[str, Adversary] = {"none": Adversary(), "fgm": FixedFGM(), "adaptive": AdaptiveFGM()}
+
+
 @register_victim
 class HabertorVictim(HeadTailTokens, TorchVictim):
     """HABERTOR fine-tuned with its multi-source ensemble heads and adversarial training (see the
     module docstring)."""
 
     kind = "habertor"
+    attentions = True  # model_attentions: the regularisers reach it
     Config = HabertorVictimConfig
     Training = HabertorTraining
 
@@ -307,9 +369,14 @@ class HabertorVictim(HeadTailTokens, TorchVictim):
     def _classifier(self, config: HabertorConfig, num_labels: int) -> nn.Module:
         c = self.config
         model = HabertorForClassification(config, num_labels, max(1, len(self.sources)), c.heads, c.pooling)
-        if self.training.adv == "adaptive":
-            model.noise = AdaptiveNoise(config.hidden_size, self.training.eps_low, self.training.eps_high)
+        noise = self.adversary.noise(config.hidden_size, self.training)
+        if noise is not None:
+            model.noise = noise
         return model
+
+    @property
+    def adversary(self) -> Adversary:
+        return ADVERSARIES[self.training.adv]
 
     def build(self, num_labels: int) -> nn.Module:
         from safetensors.torch import load_file
@@ -382,31 +449,30 @@ class HabertorVictim(HeadTailTokens, TorchVictim):
         return self.probabilities_by_length(texts, lambda chosen: self.batch([texts[i] for i in chosen],
                                                                              [sources[i] for i in chosen]))
 
+    def predict_records(self, records: Sequence[dict]) -> np.ndarray:
+        """Each record read by its source's net (``source_field``), where the victim has one."""
+        field = self.config.source_field
+        texts = [r["text"] for r in records]
+        return self.predict_proba(texts, [r.get(field) for r in records]) if field else self.predict_proba(texts)
+
     # -- adversarial training (§4.5) --------------------------------------------------------------
 
     def training_loss(self, model: nn.Module, inputs: dict, labels: torch.Tensor) -> torch.Tensor:
-        t = self.training
+        t, adversary = self.training, self.adversary
         embedded = self.embed_batch(model, inputs)
         loss = self.task_loss(model, embedded, inputs, labels)
-        if t.adv == "none" or t.lambda_adv == 0:
+        if not adversary.perturbs or t.lambda_adv == 0:
             return loss
         (grad,) = torch.autograd.grad(loss, embedded.embeds, retain_graph=True)
         grad = grad.detach() * embedded.mask.unsqueeze(-1).to(grad.dtype)  # padding is never moved
         direction = grad / _norm(grad).clamp_min(1e-12)
-        scale = model.noise.eps if t.adv == "adaptive" else t.eps
-        adversarial = F.cross_entropy(self.model_logits(model, embedded.perturbed(scale * direction)), labels)
-        loss = loss + t.lambda_adv * adversarial
-        return loss - t.lambda_eps * model.noise.eps.norm() if t.adv == "adaptive" else loss
+        step = adversary.scale(model, t) * direction
+        adversarial = F.cross_entropy(self.model_logits(model, embedded.perturbed(step)), labels)
+        return loss + t.lambda_adv * adversarial - adversary.penalty(model, t)
 
     def parameter_groups(self, model: nn.Module) -> list[dict]:
-        groups = super().parameter_groups(model)
-        if self.training.adv == "adaptive":
-            noise = model.noise.eps
-            groups[0]["params"] = [p for p in groups[0]["params"] if p is not noise]
-            groups.append({"params": [noise], "lr": self.training.eps_lr, "weight_decay": 0.0, "name": "eps"})
-        return groups
+        return self.adversary.parameter_groups(super().parameter_groups(model), model, self.training)
 
     def after_step(self, model: nn.Module) -> None:
-        if self.training.adv == "adaptive":
-            model.noise.project()
+        self.adversary.after_step(model)
 

@@ -1,6 +1,6 @@
-"""HABERTOR (Tran et al., EMNLP 2020, arXiv:2010.08865): a BERT whose vocabulary, attention, feed-forward and output parts are
-quaternion-factorised (§4.2), pre-trained by masked LM on the domain (§4.3), with one ensemble of
-classification heads per source of the posts (§4.4).
+"""HABERTOR (Tran et al., EMNLP 2020, arXiv:2010.08865): a BERT whose vocabulary, attention,
+feed-forward and output parts are quaternion-factorised (§4.2), pre-trained by masked LM on the
+domain (§4.3), with one ensemble of classification heads per source of the posts (§4.4).
 
 Read top to bottom: the config, the embeddings, one layer (attention, feed-forward, output), the
 encoder, the masked-LM model, the classifier. Each factorisation is a switch:
@@ -314,8 +314,7 @@ def parameter_formula(config: HabertorConfig, paper: bool = False) -> int:
 
 
 def weight_count(model: nn.Module) -> int:
-    """The weights :func:`parameter_formula` counts, in a built model: every matrix of the token
-    embedding and of the layers (a quaternion layer's four blocks)."""
-    encoder = model.habertor if hasattr(model, "habertor") else model
-    parts = [encoder.embeddings.tokens, encoder.layers]
+    """The weights :func:`parameter_formula` counts, in a built encoder (``HabertorModel``): every matrix of
+    the token embedding and of the layers (a quaternion layer's four blocks)."""
+    parts = [model.embeddings.tokens, model.layers]
     return sum(p.numel() for part in parts for p in part.parameters() if p.dim() == 2)

@@ -91,7 +91,8 @@ class MMBertVictim(TorchVictim):
     def _save_weights(self, directory: str) -> list[str]:
         self.model.save_pretrained(directory)
         written = self.featurizer.tokenizer.save_pretrained(directory)
-        return sorted({"config.json", "model.safetensors", *(os.path.basename(p) for p in written if os.path.isfile(p))})
+        names = {os.path.basename(p) for p in written if os.path.isfile(p)}
+        return sorted({"config.json", "model.safetensors", *names})
 
     def _load_weights(self, directory: str) -> None:
         from mmbert.loading import load_model

@@ -8,6 +8,7 @@ loading), turns texts into padded batches (``batch``), and says how a batch beco
 """
 from __future__ import annotations
 
+import abc
 import dataclasses
 import json
 import os
@@ -95,23 +96,26 @@ class TorchVictim(Victim):
         """Write what ``architecture`` needs besides the weights; returns the files written."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
         """Padded tensors for a list of texts (``input_ids``, ``attention_mask``, ...)."""
-        raise NotImplementedError
 
     def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int] | None]]:
         """Each text's input positions as ``batch`` gives them: the characters each covers, None for
         special tokens (NotImplementedError where the tokenizer gives no offsets)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def embed_batch(self, model: torch.nn.Module, batch: dict) -> Embedded:
-        raise NotImplementedError
+        """A batch's input embeddings (what FGM and PGD move), its mask and the other inputs."""
 
+    @abc.abstractmethod
     def model_logits(self, model: torch.nn.Module, embedded: Embedded) -> torch.Tensor:
-        raise NotImplementedError
+        """The model's logits on (possibly moved) input embeddings."""
 
     def model_attentions(self, model: torch.nn.Module, embedded: Embedded) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """The logits and every layer's attention weights (b, heads, n, n), for the attention regularisers."""
+        """The logits and every layer's attention weights (b, heads, n, n), for the attention regularisers;
+        a victim that gives them sets ``attentions = True``."""
         raise NotImplementedError(f"{self.name} gives no attention weights: no attention regularizer for it")
 
     def training_batch(self, records: Sequence[dict]) -> dict[str, torch.Tensor]:
@@ -221,7 +225,7 @@ class TorchVictim(Victim):
         from mmbert.metrics import classification_metrics
 
         t = self.training
-        if t.regularizer != "none" and type(self).model_attentions is TorchVictim.model_attentions:
+        if t.regularizer != "none" and not self.attentions:
             raise ValueError(f"{self.name} gives no attention weights: no attention regularizer for it "
                              "(bert, chinesebert and habertor take one)")
         if dev is None:  # hold out a seeded share of the training records

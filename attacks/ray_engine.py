@@ -71,8 +71,9 @@ def uses_torch(directory: str) -> bool:
 def shard_count(out_dir: str, records: int, workers: int) -> int:
     """The shards of a run into ``out_dir``: those its earlier run made (so that it resumes), else
     SHARDS_PER_WORKER a worker, at most one a record."""
-    found = {int(m.group(1)) for name in os.listdir(os.path.join(out_dir, SHARDS_DIR))
-             if (m := re.fullmatch(r"\d+-of-(\d+)", name))} if os.path.isdir(os.path.join(out_dir, SHARDS_DIR)) else set()
+    shards = os.path.join(out_dir, SHARDS_DIR)
+    found = {int(m.group(1)) for name in (os.listdir(shards) if os.path.isdir(shards) else [])
+             if (m := re.fullmatch(r"\d+-of-(\d+)", name))}
     if len(found) > 1:
         raise ValueError(f"{out_dir}/{SHARDS_DIR} holds shards of runs cut {len(found)} ways; delete it to start over")
     return found.pop() if found else max(1, min(records, SHARDS_PER_WORKER * workers))

@@ -1,4 +1,5 @@
-"""Attention regularisers for the transformer victims (EAR and KLAR, Bonaldi et al. (2023, arXiv:2309.02311) §3): where a detector looks.
+"""Attention regularisers for the transformer victims (EAR and KLAR, Bonaldi et al. 2023,
+arXiv:2309.02311, §3): where a detector looks.
 
 - **EAR** (entropy attention regularisation, Attanasio et al. 2022): per layer, the entropy of each
   real token's head-averaged attention row (over the real tokens), averaged over the tokens; summed over

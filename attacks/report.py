@@ -592,8 +592,9 @@ def markdown(report: dict) -> str:
         flag = " (useless as trained)" if row["useless"] else ""
         out.append(f"| {_md(row['row'])}{flag} | {row['clean_f1']:.3f} | " + " | ".join(cells) + " |")
     if report["coverage"]:
-        out += ["", "## Coverage", "", "The posts each cloak attack changed, and each row's change in macro-F1 over all "
-                "posts and over the posts it changed. An attack that changed under 5% of the posts is barely applied "
+        out += ["", "## Coverage", "",
+                "The posts each cloak attack changed, and each row's change in macro-F1 over all posts and over "
+                "the posts it changed. An attack that changed under 5% of the posts is barely applied "
                 "and counts in no average.", "",
                 "| attack | posts changed | " + " | ".join(f"{_md(r['row'])}: all / changed" for r in
                                                          report["coverage"][0]["rows"]) + " |",

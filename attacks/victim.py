@@ -23,6 +23,7 @@ perturb one example's embeddings without touching the shared embedding matrix, a
 """
 from __future__ import annotations
 
+import abc
 import dataclasses
 import hashlib
 import importlib
@@ -87,12 +88,20 @@ def versions(*packages: str) -> dict[str, str | None]:
     return found
 
 
-class Victim:
+class Victim(abc.ABC):
     """Base class of every detector. Subclasses set ``kind``, ``Config`` and ``Training`` and implement
-    ``fit``, ``predict_proba``, ``_save_weights`` (returning the files written) and ``_load_weights``."""
+    ``fit`` and ``predict_proba``; to be saved, ``_save_weights`` (returning the files written) and
+    ``_load_weights``.
+
+    What a detector can do beyond predicting is declared here, not probed for: ``differentiable`` (it
+    gives input embeddings that FGM and PGD move), ``attentions`` (it gives attention weights, for the
+    attention regularisers), ``has_gates`` (it gives GAttention's gates), and ``predict_records`` reads
+    whatever of a record it uses besides the text (HABERTOR: the post's source)."""
 
     kind: ClassVar[str] = ""
     differentiable: ClassVar[bool] = False
+    attentions: ClassVar[bool] = False
+    has_gates: bool = False
     Config: ClassVar[type[Settings]] = NoSettings
     Training: ClassVar[type[Settings]] = NoSettings
     packages: ClassVar[tuple[str, ...]] = ()  # whose versions victim.json records
@@ -132,15 +141,19 @@ class Victim:
 
     # -- the contract ---------------------------------------------------------------------------
 
+    @abc.abstractmethod
     def fit(self, train: Sequence[dict], dev: Sequence[dict] | None = None, *, out_dir: str | None = None,
             resume: bool = False, progress: bool | None = None) -> Victim:
         """Train on labelled records; ``dev`` (if given) picks the best epoch or setting. Victims that
         checkpoint while they train (torch ones) write to ``out_dir``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), num_labels) probabilities, each row summing to 1."""
-        raise NotImplementedError
+
+    def predict_records(self, records: Sequence[dict]) -> np.ndarray:
+        """``predict_proba`` of records: their texts, and whatever else of them the victim reads."""
+        return self.predict_proba([r["text"] for r in records])
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         return self.predict_proba(texts).argmax(1)
@@ -161,11 +174,14 @@ class Victim:
         write_atomic(os.path.join(directory, VICTIM_FILE), text)
         self.fingerprint = hashlib.sha256(text).hexdigest()
 
+    # Saving is optional: a detector used only through the Python API need not write itself.
     def _save_weights(self, directory: str) -> list[str]:
-        raise NotImplementedError
+        """Write the weights into ``directory``; returns the files written."""
+        raise TypeError(f"{type(self).__name__} cannot be saved: it has no _save_weights")
 
     def _load_weights(self, directory: str) -> None:
-        raise NotImplementedError
+        """Read what ``_save_weights`` wrote."""
+        raise TypeError(f"{type(self).__name__} cannot be loaded: it has no _load_weights")
 
     @classmethod
     def load(cls, directory: str, meta: dict) -> Victim:

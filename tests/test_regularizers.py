@@ -87,11 +87,14 @@ def test_bert_victims_train_with_an_attention_regularizer(name, kind, backbone, 
 
 
 def test_a_victim_without_attention_weights_refuses_a_regularizer(rows_of_sample):
-    from attacks.neural import TorchVictim
+    from attacks.bert import BertVictim
+    from attacks.multimodal import MMBertVictim
 
-    class NoAttention(TorchVictim):
+    class NoAttention(BertVictim):  # a torch victim that does not declare attention weights
         kind = "no-attention"
+        attentions = False
 
+    assert BertVictim.attentions and not MMBertVictim.attentions
     with pytest.raises(ValueError, match="no attention regularizer for it"):
         NoAttention(training={"regularizer": "ear"}).fit(*rows_of_sample)
 
