@@ -10,15 +10,15 @@ from __future__ import annotations
 from cloak.lazy import lazy_exports
 from cloak.params import unknown_key
 
-from .victim import LAZY_KINDS, Victim, VictimError, load_victim, register_victim, victim_kind, victim_kinds
+from .victims.base import LAZY_KINDS, Victim, VictimError, load_victim, register_victim, victim_kind, victim_kinds
 
-__getattr__, __dir__ = lazy_exports(__name__, {name: "conventional" for name in (
+__getattr__, __dir__ = lazy_exports(__name__, {name: "victims.conventional" for name in (
     "CLASSIFIERS", "FEATURES", "ConventionalVictim", "conventional_names")})
 
 
 def victim_names() -> list[str]:
     """Every name ``make_victim`` takes."""
-    from .conventional import conventional_names
+    from .victims.conventional import conventional_names
 
     return [*conventional_names(), *LAZY_KINDS]
 
@@ -29,7 +29,7 @@ def make_victim(name: str, config: dict | None = None, training: dict | None = N
         raise unknown_key(name, victim_names(), "", kind="victim")
     if name in LAZY_KINDS:
         return victim_kind(name)(config, training)
-    from .conventional import ConventionalVictim
+    from .victims.conventional import ConventionalVictim
 
     features, classifier = name.split("-")
     return ConventionalVictim({**(config or {}), "features": features, "classifier": classifier}, training)

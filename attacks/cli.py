@@ -18,8 +18,8 @@ from cloak.ops.base import STRENGTHS
 from cloak.params import ParameterError, validate
 
 from .attack import attack_kinds, make_attacks
-from .llm import EndpointError  # loads neither torch nor any client library
 from .search import SearchAttack  # its defaults are the CLI's; importing it loads neither torch nor jieba
+from .victims.llm import EndpointError  # loads neither torch nor any client library
 
 EXAMPLES = """
 \b
@@ -107,7 +107,7 @@ def main() -> None:
 def list_models() -> None:
     """List the detectors: name, what it is, and whether it takes embedding-space attacks."""
     from . import victim_names
-    from .victim import LAZY_KINDS
+    from .victims.base import LAZY_KINDS
 
     descriptions = {"bert": "any BERT checkpoint fine-tuned with a classification head (Wankmüller 2021's recipe)",
                     "chinesebert": "ChineseBERT-style: character + glyph + pinyin embeddings fused into an encoder",
@@ -187,7 +187,7 @@ def train(name, train_path, dev_path, out_dir, backbone, backbone_layers, vector
 
     from . import make_victim
     from .metrics import detection_metrics, prediction_counts
-    from .victim import training_data
+    from .victims.base import training_data
 
     victim = make_victim(name, config, training)
     if victim.differentiable:
@@ -225,7 +225,7 @@ CHECKED = 1000  # training posts a victim without dev posts is checked on for a 
 def check_victim_out(out_dir: str, overwrite: bool, resume: bool) -> None:
     """Refuse to train into a file, or over a saved victim without ``--overwrite`` (it would be gone, and an
     evaluation of the old one would no longer match its folder)."""
-    from .victim import VICTIM_FILE
+    from .victims.base import VICTIM_FILE
 
     check_out_folder("--out", out_dir)
     saved = os.path.join(out_dir, VICTIM_FILE)
@@ -266,8 +266,8 @@ def pretrain_habertor_command(corpus_paths, out_dir, preset, config_path, tau, e
     from mmbert.pretrain import read_corpus
 
     texts = [t for path in corpus_paths for t in read_corpus(path)]
-    from .habertor import HabertorPretraining, pretrain_habertor
-    from .habertor_model import HabertorConfig
+    from .nn.habertor_model import HabertorConfig
+    from .victims.habertor import HabertorPretraining, pretrain_habertor
 
     _quiet_libraries()
     model = HabertorConfig.preset(preset, **(sections.get("model") or {}))
@@ -454,7 +454,7 @@ def evaluate(victim_dirs, data_path, out_dir, attack_names, ops, query_budget, m
 
     from .evaluate import data_info, first_unknown_label
     from .evaluate import evaluate as run_evaluation
-    from .victim import inspect_victim
+    from .victims.base import inspect_victim
 
     # every victim checked, and every label against it, before anything is written
     victims = {name: inspect_victim(d) for name, d in zip(folders, victim_dirs)}

@@ -26,7 +26,7 @@ from cloak.params import InstanceOf, Interval, Options, validate_fields
 from cloak.targets import Lexicon, default_lexicon
 
 from .attack import Outcome, register_attack
-from .victim import Victim
+from .victims.base import Victim
 
 
 @dataclasses.dataclass

@@ -18,7 +18,7 @@ import numpy as np
 
 from cloak.io import write_atomic
 
-from .victim import Victim, labels_of, texts_of
+from .victims.base import Victim, labels_of, texts_of
 
 
 def nested_samples(n: int, sizes: Sequence[int], repeats: int, seed: int) -> dict[tuple[int, int], np.ndarray]:

@@ -28,7 +28,7 @@ from cloak.io import dump_record, file_sha256, write_atomic
 from .attack import Attack
 from .bootstrap import paired_intervals
 from .metrics import detection_metrics, drops, prediction_counts
-from .victim import Victim, VictimFolder, inspect_victim, versions
+from .victims.base import Victim, VictimFolder, inspect_victim, versions
 
 SUMMARY = "summary.json"
 META = "run.json"  # what was run: data, attacks, versions, victims and the pairs skipped

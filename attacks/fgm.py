@@ -23,7 +23,7 @@ import numpy as np
 from cloak.params import Interval, validate_fields
 
 from .attack import Outcome, register_attack
-from .victim import Victim, check_texts, victim_kind
+from .victims.base import Victim, check_texts, victim_kind
 
 if TYPE_CHECKING:
     import torch

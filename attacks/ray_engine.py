@@ -21,7 +21,7 @@ from cloak.progress import progress_bar
 from cloak.ray import cluster_cpus, connect, ray  # cloak.ray says how to install Ray where it is missing
 
 from .evaluate import Attack, evaluate, merge
-from .victim import VICTIM_FILE, Victim, VictimFolder, inspect_victim, victim_kind
+from .victims.base import VICTIM_FILE, Victim, VictimFolder, inspect_victim, victim_kind
 
 SHARDS_DIR = "ray-shards"
 SHARDS_PER_WORKER = 4  # more shards than actors: a slow shard holds one actor up, not the run

@@ -39,7 +39,7 @@ from mmbert.metrics import useless_reason
 
 from .bootstrap import excludes_zero, mean_difference_interval
 from .evaluate import DEFAULT_LABEL_NAMES, META, SUMMARY, outcome_file
-from .victim import versions
+from .victims.base import versions
 
 TEMPLATE = "report.html.j2"
 MIN_EXAMPLE_CHARS, MAX_EXAMPLE_CHARS = 15, 160  # the posts shown as examples, when there are such

@@ -35,7 +35,7 @@ from cloak.targets import load_stopwords
 
 from .attack import Outcome, register_attack
 from .fgm import NotDifferentiable
-from .victim import Victim
+from .victims.base import Victim
 
 
 @dataclasses.dataclass

@@ -31,7 +31,7 @@ def build(kind: str):
 
     torch.manual_seed(0)
     if kind == "habertor-vafoqf":
-        from attacks.habertor_model import HabertorConfig, HabertorForClassification
+        from attacks.nn.habertor_model import HabertorConfig, HabertorForClassification
 
         config = HabertorConfig.preset("vafoqf", vocab_size=40000)
         model = HabertorForClassification(config, 2, sources=1, heads=2, pooling="min")

@@ -36,7 +36,7 @@ def word_vectors(texts: list[str], path: Path) -> dict:
     """Train word2vec on jieba's words of ``texts`` and write it in word2vec text format."""
     from gensim.models import Word2Vec
 
-    from attacks.conventional import jieba_words
+    from attacks.victims.conventional import jieba_words
 
     started = time.perf_counter()
     sentences = [jieba_words(t) for t in texts]
@@ -81,7 +81,7 @@ class Results:
 def conventional(args, names: list[str], splits: dict[str, list[dict]], results: Results) -> None:
     """Each conventional victim trained on COLD train and scored on COLD test, in this process."""
     from attacks import make_victim
-    from attacks.conventional import ConventionalVictim
+    from attacks.victims.conventional import ConventionalVictim
 
     vectors = args.work / "word2vec_cold_swsr.txt"
     if any(n.startswith("emb") for n in names) and not vectors.exists():

@@ -117,7 +117,7 @@ def test_sound_path_gives_emoji_of_a_character_read_the_same_in_context():
 
 
 def test_every_emoji_made_is_in_the_word_table():
-    """attacks/habertor.py builds its alphabet from the first table: it must hold every emoji the op makes."""
+    """attacks/victims/habertor.py builds its alphabet from the first table: it must hold every emoji the op makes."""
     words, by_char, by_sound = emoji_tables()
     alphabet = {e for es in words.values() for e in es}
     assert {e for es in by_char.values() for e in es} <= alphabet

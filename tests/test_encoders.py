@@ -57,7 +57,7 @@ def test_a_backbone_tokenizer_keeps_emoji_whole_and_says_what_each_piece_stands_
 
 
 def test_a_piece_of_several_characters_is_drawn_whole_and_read_as_its_characters(xlmr_backbones):
-    from attacks.chinesebert import PINYIN_ALPHABET, PINYIN_LETTERS, pinyin_table
+    from attacks.victims.chinesebert import PINYIN_ALPHABET, PINYIN_LETTERS, pinyin_table
     from mmbert.vision import glyph_images
     from render import GlyphRenderer
 

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 from attacks import load_victim
 from attacks.cli import main
-from attacks.habertor import HabertorVictim
-from attacks.habertor_model import (PRESETS, EnsembleHeads, HabertorConfig, HabertorModel, parameter_formula,
+from attacks.victims.habertor import HabertorVictim
+from attacks.nn.habertor_model import (PRESETS, EnsembleHeads, HabertorConfig, HabertorModel, parameter_formula,
                                     weight_count)
-from attacks.quaternion import QuaternionLinear
+from attacks.nn.quaternion import QuaternionLinear
 
 from .conftest import HABERTOR_TINY as TINY, read_jsonl
 from .test_victims import check_differentiable
@@ -95,7 +95,7 @@ def test_pretraining_writes_a_backbone_with_a_vocabulary_of_the_corpus_and_the_c
     assert [e["epoch"] for e in log["log"]] == [1, 2] and log["best_epoch"] in (1, 2)
     held_out = max(1, 300 // 50)
     assert log["sequences_per_epoch"] == 2 * (300 - held_out)  # tau copies of every training text
-    from attacks.habertor import load_tokenizer
+    from attacks.victims.habertor import load_tokenizer
 
     tokenizer = load_tokenizer(str(habertor_backbone))
     assert tokenizer.unk_token_id not in tokenizer("白人txl🐴🍚", add_special_tokens=False)["input_ids"]
@@ -105,7 +105,7 @@ def test_pretraining_writes_a_backbone_with_a_vocabulary_of_the_corpus_and_the_c
 def test_a_new_masked_lm_guesses_about_uniformly():
     # The decoder is the token table: drawn at torch's N(0, 1) it started far above ln V and took an
     # epoch of COLD to come down to the unigram loss.
-    from attacks.habertor_model import HabertorForMaskedLM
+    from attacks.nn.habertor_model import HabertorForMaskedLM
 
     for preset in ("vafoqf", "habertor"):
         torch.manual_seed(0)
@@ -120,7 +120,7 @@ def test_a_new_masked_lm_guesses_about_uniformly():
 def test_an_interrupted_pretraining_resumes_to_the_same_model(sample_path, tmp_path):
     from safetensors.torch import load_file
 
-    from attacks.habertor import HabertorPretraining, pretrain_habertor
+    from attacks.victims.habertor import HabertorPretraining, pretrain_habertor
 
     texts = [r["text"] for r in read_jsonl(sample_path)][:120]
     args = (texts, HabertorConfig.preset("vafoqf", **TINY),
@@ -179,7 +179,7 @@ def test_the_adversarial_loss_is_eq_3(habertor_backbone, sample_path):
     torch.testing.assert_close(plain.training_loss(model, inputs, labels), 2 * clean)  # L_hs + L_adv at delta = 0
     plain.training = plain.Training(adv="fgm", eps=1.0)
     assert plain.training_loss(model, inputs, labels) > 2 * clean  # the step raises the gold loss
-    from attacks.habertor import AdaptiveNoise
+    from attacks.victims.habertor import AdaptiveNoise
 
     model.noise = AdaptiveNoise(model.habertor.config.hidden_size, 2.0, 2.0)
     plain.training = plain.Training(adv="fgm", eps=2.0)

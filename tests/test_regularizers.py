@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from attacks import load_victim, make_victim
-from attacks.regularizers import ear_term, klar_target, klar_term, regularization, relevant_positions
+from attacks.nn.regularizers import ear_term, klar_target, klar_term, regularization, relevant_positions
 from cloak.targets import Lexicon
 
 from .conftest import read_jsonl
@@ -87,8 +87,8 @@ def test_bert_victims_train_with_an_attention_regularizer(name, kind, backbone, 
 
 
 def test_a_victim_without_attention_weights_refuses_a_regularizer(rows_of_sample):
-    from attacks.bert import BertVictim
-    from attacks.multimodal import MMBertVictim
+    from attacks.victims.bert import BertVictim
+    from attacks.victims.multimodal import MMBertVictim
 
     class NoAttention(BertVictim):  # a torch victim that does not declare attention weights
         kind = "no-attention"
@@ -115,7 +115,7 @@ def test_habertor_trains_with_an_attention_regularizer(habertor_backbone, rows_o
 # ---- GAttention (Jarquín-Vásquez et al. 2025) ----
 
 def test_the_gattention_gate_lies_in_0_1_and_a_forced_gate_leaves_one_path():
-    from attacks.gattention import GAttentionUnit
+    from attacks.nn.gattention import GAttentionUnit
 
     torch.manual_seed(0)
     unit = GAttentionUnit(8)
@@ -134,7 +134,7 @@ def test_the_gattention_gate_lies_in_0_1_and_a_forced_gate_leaves_one_path():
 
 
 def test_padding_does_not_change_a_gattention_prediction():
-    from attacks.gattention import GAttentionHead
+    from attacks.nn.gattention import GAttentionHead
 
     torch.manual_seed(0)
     head = GAttentionHead(8, 2, heads=3).eval()

@@ -15,7 +15,7 @@ import dataclasses
 import numpy as np
 
 from attacks import make_victim
-from attacks.victim import Settings, Victim, register_victim
+from attacks.victims.base import Settings, Victim, register_victim
 
 from .conftest import read_jsonl
 

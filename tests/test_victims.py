@@ -68,7 +68,7 @@ def test_the_grid_and_oversampling_follow_paper_001(split):
     assert [c["params"] for c in results["candidates"]] == [{"C": 0.1}, {"C": 1.0}, {"C": 10.0}]
     best = max(results["candidates"], key=lambda c: c["cv_macro_f1"])
     assert victim.config.params == results["best_params"] == best["params"]
-    from attacks.conventional import Oversampled
+    from attacks.victims.conventional import Oversampled
 
     assert isinstance(victim.model, Oversampled)
     model = Oversampled(Recorder(), 0.25, 0).fit(["x"] * 44, np.array([0] * 40 + [1] * 4))
@@ -107,7 +107,7 @@ def test_a_tampered_victim_does_not_load(split, tmp_path):
     # A file holding code to run, its hash updated to match: refused by the trusted-types list.
     skops.io.dump({"model": os.system}, str(model))
     meta = json.loads((tmp_path / "victim.json").read_text())
-    from attacks.victim import sha256
+    from attacks.victims.base import sha256
 
     meta["files"]["model.skops"] = sha256(str(model))
     (tmp_path / "victim.json").write_text(json.dumps(meta))
@@ -174,7 +174,7 @@ def test_torch_victims_train_through_the_loop_save_reload_and_differentiate(name
 
 
 def test_head_and_tail_are_kept():
-    from attacks.neural import head_tail
+    from attacks.victims.neural import head_tail
 
     assert head_tail(list(range(10)), 20, 0.25) == list(range(10))
     assert head_tail(list(range(1000)), 510, 128 / 510) == list(range(128)) + list(range(1000 - 382, 1000))
@@ -248,14 +248,14 @@ def test_the_llm_victim_asks_retries_caches_and_never_guesses(endpoint, tmp_path
     again = load_victim(str(tmp_path / "v"))
     again.predict_proba(posts)
     assert len(FakeChat.requests) == 5  # every answer from the cache
-    from attacks.llm import parse_answer
+    from attacks.victims.llm import parse_answer
 
     assert parse_answer("非仇恨言论", "zh") == 0 and parse_answer("`仇恨言论`", "zh") == 1
     assert parse_answer("仇恨言论或非仇恨言论", "zh") is None and parse_answer("Non-Hate Speech.", "en") == 0
 
 
 def test_an_endpoint_that_refuses_fails_clearly(tmp_path):
-    from attacks.llm import EndpointError
+    from attacks.victims.llm import EndpointError
 
     victim = make_victim("llm", {"endpoint": "http://127.0.0.1:9/v1", "cache": str(tmp_path), "retries": 0,
                                  "timeout": 2})

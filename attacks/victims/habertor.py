@@ -33,11 +33,11 @@ from torch import nn
 from cloak.io import usual_permissions
 from cloak.params import InstanceOf, Interval, Options
 
+from ..fgm import _norm
+from ..nn.habertor_model import PRESETS, HabertorConfig, HabertorForClassification, HabertorForMaskedLM
+from .base import Settings, check_texts, register_victim
 from .bert import HEAD_SHARE, HeadTailTokens, encode_head_tail, pad
-from .fgm import _norm
-from .habertor_model import PRESETS, HabertorConfig, HabertorForClassification, HabertorForMaskedLM
 from .neural import ARCHITECTURE, WEIGHTS, Embedded, NeuralTraining, TorchVictim, read_json, write_json
-from .victim import Settings, check_texts, register_victim
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 

@@ -18,9 +18,9 @@ import torch
 
 from cloak.params import InstanceOf, Interval, Options
 
-from .gattention import BertWithGAttention, GAttentionGates
+from ..nn.gattention import BertWithGAttention, GAttentionGates
+from .base import Settings, register_victim
 from .neural import ARCHITECTURE, WEIGHTS, Embedded, TorchVictim, head_tail, read_json, write_json
-from .victim import Settings, register_victim
 
 HEAD_SHARE = 128 / 510
 

@@ -21,8 +21,8 @@ import torch
 from cloak.io import write_records
 from cloak.params import InstanceOf, Interval
 
+from .base import NoSettings, Settings, register_victim
 from .neural import Embedded, TorchVictim
-from .victim import NoSettings, Settings, register_victim
 
 STAGES = (1, 2, 3)
 

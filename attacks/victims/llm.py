@@ -26,7 +26,7 @@ import numpy as np
 
 from cloak.params import InstanceOf, Interval, Options
 
-from .victim import NoSettings, Settings, Victim, check_texts, labels_of, register_victim
+from .base import NoSettings, Settings, Victim, check_texts, labels_of, register_victim
 
 PROMPTS = {
     "zh": (

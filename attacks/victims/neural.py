@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from cloak.params import InstanceOf, Interval, Options
 
-from .victim import Settings, Victim, check_texts, labels_of, texts_of
+from .base import Settings, Victim, check_texts, labels_of, texts_of
 
 WEIGHTS = "model.safetensors"
 ARCHITECTURE = "architecture.json"
@@ -33,7 +33,7 @@ class NeuralTraining(Settings):
     """Wankmüller (2021)'s fine-tuning recipe by default: AdamW, linear decay, no warm-up, no weight decay, lr
     2e-5, 3 epochs, batches of 16; the best epoch by dev macro-F1 (``dev_share`` of the training
     records are held out when no dev set is given). ``regularizer``: ``ear`` or ``klar`` adds an
-    attention regulariser (``attacks.regularizers``) weighted by ``regularizer_alpha`` (None: 0.01 for
+    attention regulariser (``attacks.nn.regularizers``) weighted by ``regularizer_alpha`` (None: 0.01 for
     EAR, 0.1 for KLAR); KLAR gives ``klar_share`` of the attention to the tokens of the ``relevant``
     lexicon's terms (None: the default lexicon)."""
 
@@ -124,7 +124,7 @@ class TorchVictim(Victim):
         texts = [r["text"] for r in records]
         out = self.batch(texts)
         if self.training.regularizer == "klar":
-            from .regularizers import load_relevant, relevant_positions
+            from ..nn.regularizers import load_relevant, relevant_positions
 
             if getattr(self, "_relevant", None) is None:
                 self._relevant = load_relevant(self.training.relevant)
@@ -141,7 +141,7 @@ class TorchVictim(Victim):
         t = self.training
         if t.regularizer == "none":
             return F.cross_entropy(self.model_logits(model, embedded), labels)
-        from .regularizers import regularization
+        from ..nn.regularizers import regularization
 
         logits, attentions = self.model_attentions(model, embedded)
         return F.cross_entropy(logits, labels) + regularization(

@@ -27,8 +27,8 @@ from torch import nn
 
 from cloak.params import Interval, Options
 
+from ..victims.base import Settings
 from .quaternion import QuaternionEmbedding, QuaternionLinear
-from .victim import Settings
 
 CONFIG_FILE = "config.json"
 PRESETS = {  # name -> (vocabulary, attention, feed-forward, output) factorised

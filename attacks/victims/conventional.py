@@ -33,7 +33,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from cloak.io import write_atomic
 from cloak.params import InstanceOf, Interval, Options, validate
 
-from .victim import Settings, Victim, VictimError, check_texts, labels_of, register_victim, texts_of
+from .base import Settings, Victim, VictimError, check_texts, labels_of, register_victim, texts_of
 
 FEATURES = ("bow", "tfidf", "emb")
 CLASSIFIERS = ("lr", "svm", "rbf", "nb", "rf", "gbt")
@@ -218,7 +218,7 @@ class ConventionalTraining(Settings):
 
 # Everything a saved pipeline may contain; skops loads these and nothing else.
 TRUSTED_TYPES = {
-    "attacks.conventional.MeanWordVectors", "attacks.conventional.Oversampled", "attacks.conventional.jieba_words",
+    *(f"{__name__}.{name}" for name in ("MeanWordVectors", "Oversampled", "jieba_words")),
     "sklearn.pipeline.Pipeline", "sklearn.feature_extraction.text.CountVectorizer",
     "sklearn.feature_extraction.text.TfidfVectorizer", "sklearn.feature_extraction.text.TfidfTransformer",
     "sklearn.linear_model._logistic.LogisticRegression", "sklearn.calibration.CalibratedClassifierCV",
@@ -312,6 +312,9 @@ class ConventionalVictim(Victim):
         path = os.path.join(directory, MODEL_FILE)
         found = set(skops.io.get_untrusted_types(file=path))
         refused = sorted(found - TRUSTED_TYPES)
+        if refused and all(name.startswith("attacks.conventional.") for name in refused):
+            raise VictimError(f"{path} was saved before the detectors moved to attacks.victims (its pipeline names "
+                              f"{', '.join(refused)}): train it again")
         if refused:
             raise VictimError(f"{path} holds types that are not a conventional victim's: {', '.join(refused)}; "
                               "refusing to load it")

@@ -25,11 +25,11 @@ from torch import nn
 
 from cloak.params import Interval
 
+from ..nn.gattention import GAttentionGates, GAttentionHead
+from .base import register_victim
 from .bert import (BertVictimConfig, HeadTailTokens, attention_kernel, first_token, position_limit, saved_encoder,
                    saved_shapes)
-from .gattention import GAttentionGates, GAttentionHead
 from .neural import ARCHITECTURE, Embedded, TorchVictim, write_json
-from .victim import register_victim
 
 PINYIN_LETTERS = 8  # longest TONE3 syllable: "zhuang1"
 PINYIN_ALPHABET = " abcdefghijklmnopqrstuvwxyz012345"  # index 0 pads
@@ -81,7 +81,7 @@ class ChineseBertConfig(BertVictimConfig):
 
 class ChineseBertModel(nn.Module):
     """An encoder (``bert``: any transformers encoder) whose input embeddings fuse character, glyph and
-    pinyin; a linear head on its first token (``attacks.bert.first_token``), or a GAttention head over
+    pinyin; a linear head on its first token (``attacks.victims.bert.first_token``), or a GAttention head over
     the last layer (``gattention_heads`` > 0). ``pinyin_chars``: pinyin slots a token has (the longest
     piece of its vocabulary, in characters)."""
 
