@@ -23,17 +23,21 @@ def victim_names() -> list[str]:
     return [*conventional_names(), *LAZY_KINDS]
 
 
-def make_victim(name: str, config: dict | None = None, training: dict | None = None) -> Victim:
-    """A victim by name, its config and training settings checked (unknown keys refused by name)."""
+def victim_class(name: str) -> type[Victim]:
+    """The class of the victims ``make_victim(name)`` makes."""
     if name not in victim_names():
         raise unknown_key(name, victim_names(), "", kind="victim")
-    if name in LAZY_KINDS:
-        return victim_kind(name)(config, training)
-    from .victims.conventional import ConventionalVictim
+    return victim_kind(name if name in LAZY_KINDS else "conventional")
 
+
+def make_victim(name: str, config: dict | None = None, training: dict | None = None) -> Victim:
+    """A victim by name, its config and training settings checked (unknown keys refused by name)."""
+    cls = victim_class(name)
+    if name in LAZY_KINDS:
+        return cls(config, training)
     features, classifier = name.split("-")
-    return ConventionalVictim({**(config or {}), "features": features, "classifier": classifier}, training)
+    return cls({**(config or {}), "features": features, "classifier": classifier}, training)
 
 
 __all__ = ["CLASSIFIERS", "FEATURES", "ConventionalVictim", "Victim", "VictimError", "load_victim", "make_victim",
-           "register_victim", "victim_kind", "victim_kinds", "victim_names"]
+           "register_victim", "victim_class", "victim_kind", "victim_kinds", "victim_names"]

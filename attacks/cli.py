@@ -61,10 +61,6 @@ def _quiet_libraries() -> None:
     hf_logging.disable_progress_bar()
 
 
-# flags that say how a victim is trained (the others say what it is)
-TRAINING_FLAGS = ("grid", "oversample", "seed", "adv", "regularizer", "regularizer_alpha", "klar_share", "relevant")
-
-
 def _yaml_sections(config_path: str | None, *names: str) -> dict:
     """The named sections (mappings) of a YAML settings file; {} without a file."""
     if not config_path:
@@ -82,14 +78,21 @@ def _yaml_sections(config_path: str | None, *names: str) -> dict:
         raise ParameterError(f"{config_path}: {e}") from None
 
 
-def _settings(config_path: str | None, **flags) -> tuple[dict, dict]:
-    """(config, training) from a YAML file ({config: ..., training: ...}) with the flags laid over it."""
+def _settings(config_path: str | None, name: str, **flags) -> tuple[dict, dict]:
+    """(config, training) of victim ``name`` from a YAML file ({config: ..., training: ...}) with the flags
+    laid over it: a flag naming a field of the victim's ``Training`` says how it is trained, any other what
+    it is (and is refused there by name if it is neither)."""
+    import dataclasses
+
+    from . import victim_class
+
     sections = _yaml_sections(config_path, "config", "training")
     config, training = dict(sections.get("config") or {}), dict(sections.get("training") or {})
+    how = {field.name for field in dataclasses.fields(victim_class(name).Training)}
     for key, value in flags.items():
         if value is None or value is False:
             continue
-        (training if key in TRAINING_FLAGS else config)[key] = value
+        (training if key in how else config)[key] = value
     return config, training
 
 
@@ -178,7 +181,7 @@ def train(name, train_path, dev_path, out_dir, backbone, backbone_layers, vector
     check_victim_out(out_dir, overwrite, resume)
     train_records = _labelled(train_path)
     dev_records = _labelled(dev_path) if dev_path else None
-    config, training = _settings(config_path, backbone=backbone, backbone_layers=backbone_layers, vectors=vectors,
+    config, training = _settings(config_path, name, backbone=backbone, backbone_layers=backbone_layers, vectors=vectors,
                                  grid=grid, oversample=oversample,
                                  seed=seed, preset=preset, adv=adv, source_field=source_field, head=head,
                                  gattention_heads=gattention_heads, regularizer=regularizer,
@@ -349,7 +352,7 @@ def curve(name, train_path, test_path, out_dir, sizes, repeats, backbone, vector
     if not size_list or size_list[0] < 2:
         raise ValueError("--sizes must be at least 2 posts each")
     train_records, test_records = _labelled(train_path), _labelled(test_path)
-    config, training = _settings(config_path, backbone=backbone, vectors=vectors)
+    config, training = _settings(config_path, name, backbone=backbone, vectors=vectors)
     from . import make_victim
     from .curve import training_curve
 

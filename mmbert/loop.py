@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
 
 import torch
 from cloak.progress import progress_bar
@@ -68,6 +69,13 @@ class LoopSettings:
     seed: int = 0
     checkpoint_minutes: float = 10
     warmup_ratio: float = 0.0
+
+    @classmethod
+    def of(cls, settings: Mapping[str, Any], **given: Any) -> LoopSettings:
+        """The loop's fields taken from a larger set of training settings (``given`` over them): each
+        declared once, here, and not copied field by field."""
+        merged = {**settings, **given}
+        return cls(**{f.name: merged[f.name] for f in fields(cls) if f.name in merged})
 
 
 def train_epochs(model: torch.nn.Module, loss: Loss, train: Sequence, collate: Callable, groups: list[dict],

@@ -76,8 +76,7 @@ def pretrain(corpus: str, out_dir: str, run: dict, resume: bool = False, progres
 
     groups = [{"params": list(model.parameters()), "lr": options["lr"], "weight_decay": settings["weight_decay"],
                "name": "bert"}]
-    loop = LoopSettings(epochs=options["epochs"], batch_size=batch_size, patience=options["patience"], seed=seed,
-                        checkpoint_minutes=settings["checkpoint_minutes"], warmup_ratio=0.06)
+    loop = LoopSettings.of({**settings, **options}, warmup_ratio=0.06)
     result = train_epochs(model, lambda m, batch, epoch: masked_lm_loss(m, batch), train, collator, groups,
                           held_out_loss, lambda m, accelerator: save_model(out_dir, m, tokenizer, accelerator),
                           out_dir, loop, resume=resume, progress=progress, desc="pretrain",

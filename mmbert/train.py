@@ -232,9 +232,7 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
         model.config.stage = stage
         save_model(out_dir, model, tokenizer, accelerator)
 
-    loop = LoopSettings(epochs=settings[f"stage{stage}"]["epochs"], batch_size=settings["batch_size"],
-                        patience=settings["patience"], seed=seed, checkpoint_minutes=settings["checkpoint_minutes"],
-                        warmup_ratio=settings["warmup_ratio"])
+    loop = LoopSettings.of(settings, epochs=settings[f"stage{stage}"]["epochs"], seed=seed)
     groups = optimizer_groups(model, stage_learning_rates(stage, settings), settings["weight_decay"])
     result = train_epochs(model, functools.partial(stage_loss, stage=stage, settings=settings), train_examples,
                           featurizer.collate, groups, lambda m: evaluate_stage(stage, m, dev_loader, dev_labels),

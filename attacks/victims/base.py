@@ -197,8 +197,8 @@ _KINDS: dict[str, type[Victim]] = {}
 # Our kinds by the module that registers each, imported when first needed: they import torch or
 # scikit-learn, which `attacks --help` should not wait for. LAZY_KINDS are victim names as they stand;
 # a conventional victim is named by its features and classifier (`tfidf-lr`).
-LAZY_KINDS = {"bert": "attacks.victims.bert", "chinesebert": "attacks.victims.chinesebert", "habertor": "attacks.victims.habertor",
-              "mmbert": "attacks.victims.multimodal", "llm": "attacks.victims.llm"}
+LAZY_KINDS = {"bert": "attacks.victims.bert", "chinesebert": "attacks.victims.chinesebert",
+              "habertor": "attacks.victims.habertor", "mmbert": "attacks.victims.multimodal", "llm": "attacks.victims.llm"}
 KIND_MODULES = {"conventional": "attacks.victims.conventional", **LAZY_KINDS}
 
 

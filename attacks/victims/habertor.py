@@ -202,9 +202,7 @@ def pretrain_habertor(texts: Sequence[str], out_dir: str, model: HabertorConfig 
             write_json(out_dir, "pretraining.json", settings.to_dict())
 
     groups = [{"params": list(network.parameters()), "lr": settings.lr, "weight_decay": 0.01, "name": "habertor"}]
-    loop = LoopSettings(epochs=settings.epochs, batch_size=settings.batch_size, patience=settings.patience,
-                        seed=settings.seed, checkpoint_minutes=settings.checkpoint_minutes,
-                        warmup_ratio=settings.warmup_ratio)
+    loop = LoopSettings.of(settings.to_dict())
     result = train_epochs(network, loss, train, collator, groups, held_out_loss, save, out_dir, loop, resume=resume,
                           progress=progress, on_checkpoint=on_checkpoint, desc="pretrain-habertor",
                           lengths=[len(sequences[index]) for index, _ in train])

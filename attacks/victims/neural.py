@@ -259,8 +259,7 @@ class TorchVictim(Victim):
                 self.save(work)
 
         groups = self.parameter_groups(self.model)
-        settings = LoopSettings(epochs=t.epochs, batch_size=t.batch_size, patience=t.patience, seed=t.seed,
-                                checkpoint_minutes=t.checkpoint_minutes, warmup_ratio=t.warmup_ratio)
+        settings = LoopSettings.of(dataclasses.asdict(t))
         self.log = train_epochs(self.model, loss, examples, collate, groups, evaluate, save, work, settings,
                                 resume=resume, progress=progress, on_checkpoint=on_checkpoint, desc=self.name,
                                 after_step=self.after_step)
