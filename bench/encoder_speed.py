@@ -45,18 +45,19 @@ MAX_LENGTH = 64
 
 def data(cold: Path, work: Path, posts: int, dev: int) -> dict[str, Path]:
     """The measurement's record files in ``work`` (written once)."""
-    from bench.mmbert_data import TRAIN_OPS, cloaked, interleaved, sample, write
-    from cloak.convert import read_dataset
+    from bench.common import cold_records
+    from bench.mmbert_data import TRAIN_OPS, cloaked, interleaved, sample
+    from cloak.io import write_records
 
     paths = {name: work / f"{name}.jsonl" for name in ("train", "dev", "mm_train", "mm_dev")}
     if all(p.exists() for p in paths.values()):
         return paths
     work.mkdir(parents=True, exist_ok=True)
-    write(paths["train"], list(read_dataset("cold", str(cold / "train.csv")))[:posts])
-    write(paths["dev"], list(read_dataset("cold", str(cold / "dev.csv")))[:dev])
+    write_records(paths["train"], cold_records(cold, "train")[:posts])
+    write_records(paths["dev"], cold_records(cold, "dev")[:dev])
     for name, split, n in (("mm_train", "train", posts), ("mm_dev", "dev", dev)):
         clean = sample(cold, split, n, 0)
-        write(paths[name], interleaved(clean, cloaked(clean, TRAIN_OPS, 0)))
+        write_records(paths[name], interleaved(clean, cloaked(clean, TRAIN_OPS, 0)))
     return paths
 
 
