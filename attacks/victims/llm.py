@@ -133,6 +133,7 @@ class LLMVictim(Victim):
         self.num_labels = 2
         self.unparseable = 0  # answers that named no label, so far
         self.asked = 0  # requests sent (cache misses)
+        self._answers: AnswerCache | None = None  # opened at the first question
 
     @property
     def name(self) -> str:
@@ -147,7 +148,7 @@ class LLMVictim(Victim):
         return self
 
     def _cache(self) -> AnswerCache:
-        if not hasattr(self, "_answers"):
+        if self._answers is None:
             from cloak.cache import cache_dir
 
             self._answers = AnswerCache(os.path.expanduser(self.config.cache or str(cache_dir() / "llm")))

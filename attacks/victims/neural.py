@@ -82,6 +82,12 @@ class TorchVictim(Victim):
     packages = ("torch", "transformers", "safetensors")
     predict_batch_size = 64
 
+    def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
+        super().__init__(config, training)
+        self.model: torch.nn.Module | None = None  # built by fit, or read by load
+        self.log: dict = {}  # each epoch's figures and the best, as fit ran them
+        self._relevant = None  # KLAR's relevant terms (a cloak Lexicon), read at the first batch
+
     # -- what a subclass provides ---------------------------------------------------------------
 
     def build(self, num_labels: int) -> torch.nn.Module:
@@ -126,7 +132,7 @@ class TorchVictim(Victim):
         if self.training.regularizer == "klar":
             from ..nn.regularizers import load_relevant, relevant_positions
 
-            if getattr(self, "_relevant", None) is None:
+            if self._relevant is None:
                 self._relevant = load_relevant(self.training.relevant)
             out["relevant"] = relevant_positions(texts, self.token_spans(texts), self._relevant,
                                                  out["input_ids"].shape[1])
