@@ -329,29 +329,37 @@ def headlines(rows: Sequence[dict], ranked: Sequence[dict], search: Sequence[dic
                              + (f" ({'; '.join(by_label)})" if by_label else ""))
         if parts:
             lines.append(f"{row['row']} (clean macro-F1 {row['clean_f1']:.3f}): " + "; ".join(parts) + ".")
-    if len(ranked) > 1:
-        best, second = ranked[0], ranked[1]
-        lines.append(f"Holds up best under cloaking: {best['row']}, macro-F1 {best['mean_f1']:.3f} on average under "
-                     f"{plural(len(best['attacks']), 'cloak attack')} ({best['worst_f1']:.3f} at worst, under "
-                     f"{short_name(best['worst_attack'])}).")
-        lead = second["lead"]
-        if lead["value"] is None:
-            verdict = "no cloak attack counts for both (seen in training, or barely applied), so they are not compared"
+    return lines + ranking_sentences(ranked)
+
+
+def ranking_sentences(ranked: Sequence[dict]) -> list[str]:
+    """Which row holds up best under cloaking, the next and by how much (or that the lead is within the
+    noise), and the row that loses least if that is another."""
+    if len(ranked) < 2:
+        return []
+    lines = []
+    best, second = ranked[0], ranked[1]
+    lines.append(f"Holds up best under cloaking: {best['row']}, macro-F1 {best['mean_f1']:.3f} on average under "
+                 f"{plural(len(best['attacks']), 'cloak attack')} ({best['worst_f1']:.3f} at worst, under "
+                 f"{short_name(best['worst_attack'])}).")
+    lead = second["lead"]
+    if lead["value"] is None:
+        verdict = "no cloak attack counts for both (seen in training, or barely applied), so they are not compared"
+    else:
+        over = (f"over the {plural(lead['attacks'], 'attack')} both are judged by, {best['row']} leads by "
+                f"{lead['value']:.3f}")
+        if lead["interval"] is None:
+            verdict = f"{over}; they attacked other posts, so the lead has no interval"
+        elif lead["noise"]:
+            verdict = f"{over}, within the noise (95% interval {lead_bounds(lead['interval'])})"
         else:
-            over = (f"over the {plural(lead['attacks'], 'attack')} both are judged by, {best['row']} leads by "
-                    f"{lead['value']:.3f}")
-            if lead["interval"] is None:
-                verdict = f"{over}; they attacked other posts, so the lead has no interval"
-            elif lead["noise"]:
-                verdict = f"{over}, within the noise (95% interval {lead_bounds(lead['interval'])})"
-            else:
-                verdict = f"{over}, 95% interval {lead_bounds(lead['interval'])}"
-        lines.append(f"Next: {second['row']}, {second['mean_f1']:.3f} under {plural(len(second['attacks']), 'attack')} "
-                     f"({second['worst_f1']:.3f} at worst); {verdict}.")
-        least = min(ranked, key=lambda e: e["mean_drop"])
-        if least is not best:
-            lines.append(f"{least['row']} loses the least to cloaking ({change(least['mean_drop'])} on average) but "
-                         f"scores lower under it: it starts at {least['clean_f1']:.3f}.")
+            verdict = f"{over}, 95% interval {lead_bounds(lead['interval'])}"
+    lines.append(f"Next: {second['row']}, {second['mean_f1']:.3f} under {plural(len(second['attacks']), 'attack')} "
+                 f"({second['worst_f1']:.3f} at worst); {verdict}.")
+    least = min(ranked, key=lambda e: e["mean_drop"])
+    if least is not best:
+        lines.append(f"{least['row']} loses the least to cloaking ({change(least['mean_drop'])} on average) but "
+                     f"scores lower under it: it starts at {least['clean_f1']:.3f}.")
     return lines
 
 
@@ -570,8 +578,8 @@ def trained_on_text(trained_on: dict | None) -> str:
     return f"{where}{train['records']:,} posts: {labels}; {seen})"
 
 
-def markdown(report: dict) -> str:
-    names = report["label_names"]
+def _md_header(report: dict) -> list[str]:
+    """The data, each victim, and the headlines."""
     out = ["# Robustness report", ""]
     out += [f"- `{r['label']}`: {r['data'].get('records')} records of {_md(str(r['data'].get('path')))} "
             f"(sha256 {str(r['data'].get('sha256'))[:12]}), written {r['written']}" for r in report["results"]]
@@ -580,6 +588,12 @@ def markdown(report: dict) -> str:
             f"trained on {_md(trained_on_text(f['trained_on']))}"
             for victim, f in described.items()]
     out += [""] + [f"- {_md(line)}" for line in report["headlines"]]
+    return out
+
+
+def _md_matrix(report: dict) -> list[str]:
+    """Clean macro-F1 and its change under each attack, a row a victim."""
+    out: list[str] = []
     out += ["", "## Macro-F1 under each attack", "",
             "Clean macro-F1, then its change under each attack (attacked - clean) with the paired bootstrap 95% "
             "interval of the change; `~` marks a change within the noise (its interval holds zero); `-` where the "
@@ -591,67 +605,119 @@ def markdown(report: dict) -> str:
         cells = [_md_cell(row["cells"].get(a)) for a in attacks]
         flag = " (useless as trained)" if row["useless"] else ""
         out.append(f"| {_md(row['row'])}{flag} | {row['clean_f1']:.3f} | " + " | ".join(cells) + " |")
-    if report["coverage"]:
-        out += ["", "## Coverage", "",
-                "The posts each cloak attack changed, and each row's change in macro-F1 over all posts and over "
-                "the posts it changed. An attack that changed under 5% of the posts is barely applied "
-                "and counts in no average.", "",
-                "| attack | posts changed | " + " | ".join(f"{_md(r['row'])}: all / changed" for r in
-                                                         report["coverage"][0]["rows"]) + " |",
-                "|---|---|" + "---|" * len(report["coverage"][0]["rows"])]
-        for c in report["coverage"]:
-            cells = [f"{change(x['drop'])} / {'' if x['on_changed'] is None else change(x['on_changed'])}"
-                     f"{' (seen)' if x['seen'] else ''}" for x in c["rows"]]
-            out.append(f"| {short_name(c['attack'])}{' (barely applied)' if c['barely'] else ''} | "
-                       f"{coverage_text(c['coverage'])} | " + " | ".join(cells) + " |")
-    if report["ranking"]:
-        out += ["", "## Under cloaking", "", "Macro-F1 under the cloak attacks each row is judged by (unseen in "
-                "training, applied to at least 5% of the posts), the best first; the lead of the best row over each "
-                "other row over the attacks both are judged by, with its paired bootstrap 95% interval.", "",
-                "| victim | clean | mean under cloaking | worst case | lead of the best |", "|---|---:|---:|---|---|"]
-        for e in report["ranking"]:
-            lead = e.get("lead")
-            lead_text = "" if lead is None else "no attack counts for both" if lead["value"] is None else \
-                f"{lead['value']:+.3f} {lead_bounds(lead['interval'])} over {plural(lead['attacks'], 'attack')}" + \
-                (" (within the noise)" if lead["noise"] else "")
-            out.append(f"| {_md(e['row'])} | {e['clean_f1']:.3f} | {e['mean_f1']:.3f} | {e['worst_f1']:.3f} "
-                       f"({short_name(e['worst_attack'])}) | {lead_text} |")
-    if report["search"]:
-        labels = sorted({k for s in report["search"] for k in s["by_label"]}, reverse=True)
-        out += ["", "## Search attack", "",
-                "Counted as TextAttack counts (posts the victim already gets wrong are skipped). By gold label: an "
-                "offensive post flipped gets past the detector; a non-offensive one flipped is a false alarm.", "",
-                "| victim | attack | clean F1 | attacked F1 | success rate | "
-                + " | ".join(flips_heading(k, names) for k in labels)
-                + " | accuracy under attack | characters changed | queries a post |",
-                "|---|---|---:|---:|---:|" + "---:|" * len(labels) + "---:|---:|---:|"]
-        out += [f"| {_md(s['row'])} | {s['attack']} | {s['clean_f1']:.3f} | {s['f1']:.3f} | {_pct(s['success_rate'])} | "
-                + " | ".join(flips_cell(s["by_label"].get(k)) for k in labels)
-                + f" | {_pct(s['accuracy_under_attack'])} | {_pct(s['perturbed_share'])} | "
-                f"{_num(s['queries_per_example'], '.1f')} |" for s in report["search"]]
-    if report["embedding"]:
-        eps = sorted({e for c in report["embedding"] for e, _ in c["points"]})
-        out += ["", "## Accuracy under FGM / PGD", "", "| victim | attack | " + " | ".join(f"eps {e:g}" for e in eps)
-                + " |", "|---|---|" + "---:|" * len(eps)]
-        for c in report["embedding"]:
-            at = dict(c["points"])
-            out.append(f"| {_md(c['row'])} | {c['kind'].upper()} | "
-                       + " | ".join(f"{at[e]:.3f}" if e in at else "" for e in eps) + " |")
-    if any(report["examples"].values()):
-        out += ["", "## Examples", "", "Edited spans in 【】."]
-        for row, examples in report["examples"].items():
-            if examples:
-                out += ["", f"### {_md(row)}", ""]
-                for ex in examples:
-                    out.append(f"- {short_name(ex['attack'])} (p({names[str(ex['label'])]}) {ex['clean_p']:.2f} -> "
-                               f"{ex['attacked_p']:.2f}): {_md_segments(ex['original'])} -> "
-                               f"{_md_segments(ex['adversarial'])}")
+    return out
+
+
+def _md_coverage(report: dict) -> list[str]:
+    """The posts each cloak attack changed, and the drops over all and over those."""
+    if not report["coverage"]:
+        return []
+    out: list[str] = []
+    out += ["", "## Coverage", "",
+            "The posts each cloak attack changed, and each row's change in macro-F1 over all posts and over "
+            "the posts it changed. An attack that changed under 5% of the posts is barely applied "
+            "and counts in no average.", "",
+            "| attack | posts changed | " + " | ".join(f"{_md(r['row'])}: all / changed" for r in
+                                                     report["coverage"][0]["rows"]) + " |",
+            "|---|---|" + "---|" * len(report["coverage"][0]["rows"])]
+    for c in report["coverage"]:
+        cells = [f"{change(x['drop'])} / {'' if x['on_changed'] is None else change(x['on_changed'])}"
+                 f"{' (seen)' if x['seen'] else ''}" for x in c["rows"]]
+        out.append(f"| {short_name(c['attack'])}{' (barely applied)' if c['barely'] else ''} | "
+                   f"{coverage_text(c['coverage'])} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _md_ranking(report: dict) -> list[str]:
+    """Macro-F1 under the counted cloak attacks, the best first, with its lead."""
+    if not report["ranking"]:
+        return []
+    out: list[str] = []
+    out += ["", "## Under cloaking", "", "Macro-F1 under the cloak attacks each row is judged by (unseen in "
+            "training, applied to at least 5% of the posts), the best first; the lead of the best row over each "
+            "other row over the attacks both are judged by, with its paired bootstrap 95% interval.", "",
+            "| victim | clean | mean under cloaking | worst case | lead of the best |", "|---|---:|---:|---|---|"]
+    for e in report["ranking"]:
+        lead = e.get("lead")
+        lead_text = "" if lead is None else "no attack counts for both" if lead["value"] is None else \
+            f"{lead['value']:+.3f} {lead_bounds(lead['interval'])} over {plural(lead['attacks'], 'attack')}" + \
+            (" (within the noise)" if lead["noise"] else "")
+        out.append(f"| {_md(e['row'])} | {e['clean_f1']:.3f} | {e['mean_f1']:.3f} | {e['worst_f1']:.3f} "
+                   f"({short_name(e['worst_attack'])}) | {lead_text} |")
+    return out
+
+
+def _md_search(report: dict) -> list[str]:
+    """The search attack, split by gold label."""
+    if not report["search"]:
+        return []
+    names = report["label_names"]
+    out: list[str] = []
+    labels = sorted({k for s in report["search"] for k in s["by_label"]}, reverse=True)
+    out += ["", "## Search attack", "",
+            "Counted as TextAttack counts (posts the victim already gets wrong are skipped). By gold label: an "
+            "offensive post flipped gets past the detector; a non-offensive one flipped is a false alarm.", "",
+            "| victim | attack | clean F1 | attacked F1 | success rate | "
+            + " | ".join(flips_heading(k, names) for k in labels)
+            + " | accuracy under attack | characters changed | queries a post |",
+            "|---|---|---:|---:|---:|" + "---:|" * len(labels) + "---:|---:|---:|"]
+    out += [f"| {_md(s['row'])} | {s['attack']} | {s['clean_f1']:.3f} | {s['f1']:.3f} | {_pct(s['success_rate'])} | "
+            + " | ".join(flips_cell(s["by_label"].get(k)) for k in labels)
+            + f" | {_pct(s['accuracy_under_attack'])} | {_pct(s['perturbed_share'])} | "
+            f"{_num(s['queries_per_example'], '.1f')} |" for s in report["search"]]
+    return out
+
+
+def _md_embedding(report: dict) -> list[str]:
+    """Accuracy under FGM / PGD at each eps."""
+    if not report["embedding"]:
+        return []
+    out: list[str] = []
+    eps = sorted({e for c in report["embedding"] for e, _ in c["points"]})
+    out += ["", "## Accuracy under FGM / PGD", "", "| victim | attack | " + " | ".join(f"eps {e:g}" for e in eps)
+            + " |", "|---|---|" + "---:|" * len(eps)]
+    for c in report["embedding"]:
+        at = dict(c["points"])
+        out.append(f"| {_md(c['row'])} | {c['kind'].upper()} | "
+                   + " | ".join(f"{at[e]:.3f}" if e in at else "" for e in eps) + " |")
+    return out
+
+
+def _md_examples(report: dict) -> list[str]:
+    """A few attacked posts a victim, edited spans marked."""
+    if not any(report["examples"].values()):
+        return []
+    names = report["label_names"]
+    out: list[str] = []
+    out += ["", "## Examples", "", "Edited spans in 【】."]
+    for row, examples in report["examples"].items():
+        if examples:
+            out += ["", f"### {_md(row)}", ""]
+            for ex in examples:
+                out.append(f"- {short_name(ex['attack'])} (p({names[str(ex['label'])]}) {ex['clean_p']:.2f} -> "
+                           f"{ex['attacked_p']:.2f}): {_md_segments(ex['original'])} -> "
+                           f"{_md_segments(ex['adversarial'])}")
+    return out
+
+
+def _md_curves(report: dict) -> list[str]:
+    """Each training-size curve as a table."""
+    out: list[str] = []
     for curve in report["curves"]:
         out += ["", f"## Training-size curve: {_md(str(curve['victim']))}", "", "| training posts | macro-F1 (mean) "
                 "| min | max |", "|---:|---:|---:|---:|"]
         out += [f"| {b['size']} | {b['mean_macro_f1']:.3f} | {b['min_macro_f1']:.3f} | {b['max_macro_f1']:.3f} |"
                 for b in curve["by_size"]]
-    return "\n".join(out) + "\n"
+    return out
+
+
+# The page's sections in order; each gives its lines, none where the report has nothing for it.
+MARKDOWN_SECTIONS = (_md_header, _md_matrix, _md_coverage, _md_ranking, _md_search, _md_embedding, _md_examples,
+                     _md_curves)
+
+
+def markdown(report: dict) -> str:
+    return "\n".join(line for section in MARKDOWN_SECTIONS for line in section(report)) + "\n"
 
 
 def _md_cell(cell: dict | None) -> str:
