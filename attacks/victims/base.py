@@ -198,7 +198,8 @@ _KINDS: dict[str, type[Victim]] = {}
 # scikit-learn, which `attacks --help` should not wait for. LAZY_KINDS are victim names as they stand;
 # a conventional victim is named by its features and classifier (`tfidf-lr`).
 LAZY_KINDS = {"bert": "attacks.victims.bert", "chinesebert": "attacks.victims.chinesebert",
-              "habertor": "attacks.victims.habertor", "mmbert": "attacks.victims.multimodal", "llm": "attacks.victims.llm"}
+              "habertor": "attacks.victims.habertor", "mmbert": "attacks.victims.multimodal",
+              "llm": "attacks.victims.llm"}
 KIND_MODULES = {"conventional": "attacks.victims.conventional", **LAZY_KINDS}
 
 

@@ -20,7 +20,7 @@ from cloak.params import InstanceOf, Interval, Options
 
 from ..nn.gattention import BertWithGAttention, GAttentionGates
 from .base import Settings, register_victim
-from .neural import ARCHITECTURE, WEIGHTS, Embedded, TorchVictim, head_tail, read_json, write_json
+from .neural import ARCHITECTURE, WEIGHTS, Embedded, FineTunedVictim, head_tail, read_json, write_json
 
 HEAD_SHARE = 128 / 510
 
@@ -169,7 +169,7 @@ def position_limit(encoder: torch.nn.Module) -> int:
 
 
 @register_victim
-class BertVictim(GAttentionGates, HeadTailTokens, TorchVictim):
+class BertVictim(GAttentionGates, HeadTailTokens, FineTunedVictim):
     """A pretrained encoder with a linear head on its first token (or a GAttention head over its last
     layer), fine-tuned end to end."""
 

@@ -29,7 +29,7 @@ from ..nn.gattention import GAttentionGates, GAttentionHead
 from .base import register_victim
 from .bert import (BertVictimConfig, HeadTailTokens, attention_kernel, first_token, position_limit, saved_encoder,
                    saved_shapes)
-from .neural import ARCHITECTURE, Embedded, TorchVictim, write_json
+from .neural import ARCHITECTURE, Embedded, FineTunedVictim, write_json
 
 PINYIN_LETTERS = 8  # longest TONE3 syllable: "zhuang1"
 PINYIN_ALPHABET = " abcdefghijklmnopqrstuvwxyz012345"  # index 0 pads
@@ -129,7 +129,7 @@ class ChineseBertModel(nn.Module):
 
 
 @register_victim
-class ChineseBertVictim(GAttentionGates, HeadTailTokens, TorchVictim):
+class ChineseBertVictim(GAttentionGates, HeadTailTokens, FineTunedVictim):
     """Character + glyph + pinyin embeddings fused into an encoder (see the module docstring)."""
 
     kind = "chinesebert"

@@ -37,7 +37,7 @@ from ..fgm import _norm
 from ..nn.habertor_model import PRESETS, HabertorConfig, HabertorForClassification, HabertorForMaskedLM
 from .base import Settings, check_texts, register_victim
 from .bert import HEAD_SHARE, HeadTailTokens, encode_head_tail, pad
-from .neural import ARCHITECTURE, WEIGHTS, Embedded, NeuralTraining, TorchVictim, read_json, write_json
+from .neural import ARCHITECTURE, WEIGHTS, Embedded, FineTunedVictim, NeuralTraining, read_json, write_json
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -342,7 +342,7 @@ ADVERSARIES: dict[str, Adversary] = {"none": Adversary(), "fgm": FixedFGM(), "ad
 
 
 @register_victim
-class HabertorVictim(HeadTailTokens, TorchVictim):
+class HabertorVictim(HeadTailTokens, FineTunedVictim):
     """HABERTOR fine-tuned with its multi-source ensemble heads and adversarial training (see the
     module docstring)."""
 

@@ -1,9 +1,10 @@
-"""What every torch detector shares: training through MMBERT's epoch loop, batched prediction through
-the input embeddings, and safetensors weights.
+"""What the torch detectors share. ``TorchVictim``: batched prediction through the input embeddings,
+which FGM, PGD and the search's gradients move. ``FineTunedVictim``: fine-tuning through MMBERT's epoch
+loop and safetensors weights, for the detectors trained here (MMBERT trains in its own three stages).
 
-A subclass builds its model (``build``, from a backbone, for training; ``architecture``, empty, for
-loading), turns texts into padded batches (``batch``), and says how a batch becomes input embeddings
-(``embed_batch``) and embeddings become logits (``logits``). ``predict_proba`` goes through
+A subclass turns texts into padded batches (``batch``) and says how a batch becomes input embeddings
+(``embed_batch``) and embeddings become logits (``model_logits``); a fine-tuned one also builds its
+model (``build``, from a backbone, for training; ``architecture``, empty, for loading). ``predict_proba`` goes through
 ``embed`` and ``logits`` too, so what an attack perturbs is exactly what the prediction reads.
 """
 from __future__ import annotations
@@ -75,32 +76,19 @@ class Embedded:
 
 
 class TorchVictim(Victim):
-    """Base of the torch detectors (see the module docstring)."""
+    """Base of the torch detectors: a model read through its input embeddings, so that FGM, PGD and the
+    gradient importance of the search reach it; predictions batched by length. A subclass gives
+    ``batch``, ``embed_batch`` and ``model_logits``; one trained here derives from ``FineTunedVictim``."""
 
     differentiable = True
-    Training = NeuralTraining
     packages = ("torch", "transformers", "safetensors")
     predict_batch_size = 64
 
     def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
         super().__init__(config, training)
         self.model: torch.nn.Module | None = None  # built by fit, or read by load
-        self.log: dict = {}  # each epoch's figures and the best, as fit ran them
-        self._relevant = None  # KLAR's relevant terms (a cloak Lexicon), read at the first batch
 
     # -- what a subclass provides ---------------------------------------------------------------
-
-    def build(self, num_labels: int) -> torch.nn.Module:
-        """The model to train, from its backbone; sets ``self.tokenizer``."""
-        raise NotImplementedError
-
-    def architecture(self, directory: str) -> torch.nn.Module:
-        """The saved model's shape, empty (weights are loaded into it); sets ``self.tokenizer``."""
-        raise NotImplementedError
-
-    def save_architecture(self, directory: str) -> list[str]:
-        """Write what ``architecture`` needs besides the weights; returns the files written."""
-        raise NotImplementedError
 
     @abc.abstractmethod
     def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
@@ -123,44 +111,6 @@ class TorchVictim(Victim):
         """The logits and every layer's attention weights (b, heads, n, n), for the attention regularisers;
         a victim that gives them sets ``attentions = True``."""
         raise NotImplementedError(f"{self.name} gives no attention weights: no attention regularizer for it")
-
-    def training_batch(self, records: Sequence[dict]) -> dict[str, torch.Tensor]:
-        """The model's inputs for training records (``batch`` of their texts, and for KLAR which tokens
-        are relevant; a victim that reads more of a record, such as its source, adds it)."""
-        texts = [r["text"] for r in records]
-        out = self.batch(texts)
-        if self.training.regularizer == "klar":
-            from ..nn.regularizers import load_relevant, relevant_positions
-
-            if self._relevant is None:
-                self._relevant = load_relevant(self.training.relevant)
-            out["relevant"] = relevant_positions(texts, self.token_spans(texts), self._relevant,
-                                                 out["input_ids"].shape[1])
-        return out
-
-    def training_loss(self, model: torch.nn.Module, inputs: dict, labels: torch.Tensor) -> torch.Tensor:
-        """The task loss of a batch (adversarial training adds its term)."""
-        return self.task_loss(model, self.embed_batch(model, inputs), inputs, labels)
-
-    def task_loss(self, model: torch.nn.Module, embedded: Embedded, inputs: dict, labels: torch.Tensor) -> torch.Tensor:
-        """Cross-entropy of the gold labels, plus the attention regulariser's term if there is one."""
-        t = self.training
-        if t.regularizer == "none":
-            return F.cross_entropy(self.model_logits(model, embedded), labels)
-        from ..nn.regularizers import regularization
-
-        logits, attentions = self.model_attentions(model, embedded)
-        return F.cross_entropy(logits, labels) + regularization(
-            t.regularizer, t.regularizer_alpha, attentions, embedded.mask, inputs.get("relevant"), t.klar_share)
-
-    def parameter_groups(self, model: torch.nn.Module) -> list[dict]:
-        """AdamW's parameter groups: every trainable parameter at the training's lr and weight decay."""
-        t = self.training
-        return [{"params": [p for p in model.parameters() if p.requires_grad], "lr": t.lr,
-                 "weight_decay": t.weight_decay, "name": self.kind}]
-
-    def after_step(self, model: torch.nn.Module) -> None:
-        """Called after every optimiser step (a constrained parameter is projected back here)."""
 
     # -- the contract -------------------------------------------------------------------------------
 
@@ -222,8 +172,75 @@ class TorchVictim(Victim):
                 out.append(chars)
         return out
 
+
+class FineTunedVictim(TorchVictim):
+    """A torch detector fine-tuned here by ``mmbert.loop`` (see the module docstring): a subclass builds its
+    model from a backbone (``build``), rebuilds a saved one's shape (``architecture``) and writes what that
+    needs (``save_architecture``); the loop, checkpoints, regularisers and weights are shared."""
+
+    Training = NeuralTraining
+
+    def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
+        super().__init__(config, training)
+        self.log: dict = {}  # each epoch's figures and the best, as fit ran them
+        self._relevant = None  # KLAR's relevant terms (a cloak Lexicon), read at the first batch
+
+    # -- what a subclass provides ---------------------------------------------------------------
+
+    @abc.abstractmethod
+    def build(self, num_labels: int) -> torch.nn.Module:
+        """The model to train, from its backbone; sets ``self.tokenizer``."""
+
+    @abc.abstractmethod
+    def architecture(self, directory: str) -> torch.nn.Module:
+        """The saved model's shape, empty (weights are loaded into it); sets ``self.tokenizer``."""
+
+    @abc.abstractmethod
+    def save_architecture(self, directory: str) -> list[str]:
+        """Write what ``architecture`` needs besides the weights; returns the files written."""
+
+    # -- training -----------------------------------------------------------------------------------
+
+    def training_batch(self, records: Sequence[dict]) -> dict[str, torch.Tensor]:
+        """The model's inputs for training records (``batch`` of their texts, and for KLAR which tokens
+        are relevant; a victim that reads more of a record, such as its source, adds it)."""
+        texts = [r["text"] for r in records]
+        out = self.batch(texts)
+        if self.training.regularizer == "klar":
+            from ..nn.regularizers import load_relevant, relevant_positions
+
+            if self._relevant is None:
+                self._relevant = load_relevant(self.training.relevant)
+            out["relevant"] = relevant_positions(texts, self.token_spans(texts), self._relevant,
+                                                 out["input_ids"].shape[1])
+        return out
+
+    def training_loss(self, model: torch.nn.Module, inputs: dict, labels: torch.Tensor) -> torch.Tensor:
+        """The task loss of a batch (adversarial training adds its term)."""
+        return self.task_loss(model, self.embed_batch(model, inputs), inputs, labels)
+
+    def task_loss(self, model: torch.nn.Module, embedded: Embedded, inputs: dict, labels: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy of the gold labels, plus the attention regulariser's term if there is one."""
+        t = self.training
+        if t.regularizer == "none":
+            return F.cross_entropy(self.model_logits(model, embedded), labels)
+        from ..nn.regularizers import regularization
+
+        logits, attentions = self.model_attentions(model, embedded)
+        return F.cross_entropy(logits, labels) + regularization(
+            t.regularizer, t.regularizer_alpha, attentions, embedded.mask, inputs.get("relevant"), t.klar_share)
+
+    def parameter_groups(self, model: torch.nn.Module) -> list[dict]:
+        """AdamW's parameter groups: every trainable parameter at the training's lr and weight decay."""
+        t = self.training
+        return [{"params": [p for p in model.parameters() if p.requires_grad], "lr": t.lr,
+                 "weight_decay": t.weight_decay, "name": self.kind}]
+
+    def after_step(self, model: torch.nn.Module) -> None:
+        """Called after every optimiser step (a constrained parameter is projected back here)."""
+
     def fit(self, train: Sequence[dict], dev: Sequence[dict] | None = None, *, out_dir: str | None = None,
-            resume: bool = False, progress: bool | None = None, on_checkpoint=None) -> TorchVictim:
+            resume: bool = False, progress: bool | None = None, on_checkpoint=None) -> FineTunedVictim:
         """Fine-tune through ``mmbert.loop`` (checkpoints and ``resume`` in ``out_dir``); the best epoch
         by dev macro-F1 is saved to ``out_dir`` and kept."""
         from mmbert.loading import quiet_loading
@@ -289,7 +306,6 @@ class TorchVictim(Victim):
         model = self.architecture(directory)
         load_model(model, os.path.join(directory, WEIGHTS))
         self.model = model.eval()
-
 
 def write_json(directory: str, name: str, value: dict) -> str:
     from cloak.io import write_atomic
