@@ -12,7 +12,7 @@ import click
 import numpy as np
 
 from cloak.cli import ray_options
-from cloak.commands import check_out_folder, reports_errors
+from cloak.commands import check_out_folder, plural, reports_errors
 from cloak.io import RecordError, batched, check_files, check_records, dump_record, read_records, write_atomic
 from cloak.ops.base import STRENGTHS
 from cloak.params import ParameterError, validate
@@ -189,6 +189,7 @@ def train(name, train_path, dev_path, out_dir, backbone, backbone_layers, vector
     from mmbert.metrics import useless_reason
 
     from . import make_victim
+    from .evaluate import resolve_label_names
     from .metrics import detection_metrics, prediction_counts
     from .victims.base import training_data
 
@@ -203,12 +204,13 @@ def train(name, train_path, dev_path, out_dir, backbone, backbone_layers, vector
     victim.save(out_dir)
     report = {"victim": victim.name, "train": train_path, "train_records": len(train_records),
               "seconds": round(seconds, 1), "grid": getattr(victim, "grid_results", None)}
-    line = f"{victim.name}: trained on {len(train_records)} posts in {seconds:.1f} s"
+    line = f"{victim.name}: trained on {plural(len(train_records), 'post')} in {seconds:.1f} s"
     # a detector that says one label for everything "loses nothing" to every attack: say so now
     checked, where = (dev_records, "dev posts") if dev_records else (train_records[:CHECKED], "training posts")
     probs = victim.predict_proba([r["text"] for r in checked])
     figures = detection_metrics([r["label"] for r in checked], probs)
-    warning = useless_reason(figures["f1"], len(checked), prediction_counts(probs), where)
+    warning = useless_reason(figures["f1"], len(checked), prediction_counts(probs), where,
+                             resolve_label_names(checked))
     if dev_records:
         report.update(dev=dev_path, dev_figures=figures)
         line += f"; dev macro-F1 {figures['f1']:.4f}, accuracy {figures['accuracy']:.4f}, AUC {figures['auc']:.4f}"
@@ -323,7 +325,7 @@ def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
                     entry["gates"] = token_gate
                 out.write(dump_record({**record, "victim": entry}))
                 n += 1
-    click.echo(f"predict: {n} records scored by {victim.name} into {out_path}", err=True)
+    click.echo(f"predict: {plural(n, 'record')} scored by {victim.name} into {out_path}", err=True)
 
 
 @main.command()

@@ -23,7 +23,7 @@ import numpy as np
 
 from cloak.commands import check_out_folder
 from cloak.progress import progress_bar
-from cloak.io import dump_record, file_sha256, write_atomic
+from cloak.io import dump_record, file_sha256, label_name, write_atomic
 
 from .attack import Attack
 from .bootstrap import paired_intervals
@@ -111,9 +111,6 @@ def first_unknown_label(records: Sequence[dict], num_labels: int) -> int | None:
     return next((i for i, r in enumerate(records) if not 0 <= int(r["label"]) < num_labels), None)
 
 
-DEFAULT_LABEL_NAMES = {0: "non-offensive", 1: "offensive"}
-
-
 def resolve_label_names(records: Sequence[dict], given: dict[int, str] | None = None) -> dict[int, str]:
     """What each label is called in reports: ``given`` (``--label-names``), else the records' own
     ``label_name`` fields where every record of a label agrees, else non-offensive / offensive for labels 0
@@ -126,7 +123,7 @@ def resolve_label_names(records: Sequence[dict], given: dict[int, str] | None = 
     for label in sorted({int(r["label"]) for r in records} | set(given or {})):
         from_data = seen.get(label, set())
         names[label] = (given or {}).get(label) or (next(iter(from_data)) if len(from_data) == 1 else None) or \
-            DEFAULT_LABEL_NAMES.get(label, f"offensive (label {label})")
+            label_name(label)
     return names
 
 

@@ -34,11 +34,11 @@ import numpy as np
 
 from cloak.commands import check_out_folder, plural
 from cloak.edits import invert_edits, output_spans
-from cloak.io import write_atomic
+from cloak.io import label_name, write_atomic
 from mmbert.metrics import useless_reason
 
 from .bootstrap import excludes_zero, mean_difference_interval
-from .evaluate import DEFAULT_LABEL_NAMES, META, SUMMARY, outcome_file
+from .evaluate import META, SUMMARY, outcome_file
 from .victims.base import versions
 
 TEMPLATE = "report.html.j2"
@@ -140,7 +140,7 @@ def names_of_labels(results: Sequence[Results], given: dict[int, str] | None = N
     default (non-offensive / offensive, "offensive (label k)" beyond)."""
     found = {k for r in results for e in r.summary["victims"].values() for f in e["attacks"].values()
              for k in f.get("textattack_by_label", {})}
-    names = {k: DEFAULT_LABEL_NAMES.get(int(k), f"offensive (label {k})") for k in sorted(found | {"0", "1"})}
+    names = {k: label_name(k) for k in sorted(found | {"0", "1"})}
     for r in results:
         names.update(r.summary["data"].get("label_names") or {})
     names.update({str(k): v for k, v in (given or {}).items()})
@@ -149,7 +149,7 @@ def names_of_labels(results: Sequence[Results], given: dict[int, str] | None = N
 
 # --- the figures ----------------------------------------------------------------------------------------
 
-def matrix_rows(results: Sequence[Results], attacks: Sequence[str]) -> list[dict]:
+def matrix_rows(results: Sequence[Results], attacks: Sequence[str], names: dict[str, str]) -> list[dict]:
     """One row per (folder, victim): clean macro-F1, whether the victim is useless as trained, and per
     attack the attacked macro-F1, the drop and its interval, the posts it reached, whether it was barely
     applied (under 5% of the posts) or seen in training (its op cloaked the victim's training data), and
@@ -179,7 +179,7 @@ def matrix_rows(results: Sequence[Results], attacks: Sequence[str]) -> list[dict
                                  .get("f1"),
                                  "seen": kinds[attack] == "cloak" and bool(ops & trained_ops)}
             predicted = entry.get("clean_predictions")  # summaries before it have none: macro-F1 alone then
-            warning = useless_reason(entry["clean"]["f1"], entry["clean"]["n"], predicted, "clean posts")
+            warning = useless_reason(entry["clean"]["f1"], entry["clean"]["n"], predicted, "clean posts", names)
             rows.append({"row": victim if len(results) == 1 else f"{r.label} / {victim}", "results": r.label,
                          "victim": victim, "facts": facts, "clean_f1": entry["clean"]["f1"],
                          "clean_accuracy": entry["clean"]["accuracy"], "posts": entry["clean"]["n"],
@@ -463,8 +463,8 @@ def build_report(results: Sequence[Results], *, curves: Sequence[str] = (), rout
     if len(set(labels)) < len(labels):
         raise ValueError(f"two results folders share the label {labels}: give each its own (--label)")
     attacks = attack_order(results)
-    rows = matrix_rows(results, attacks)
     names = names_of_labels(results, label_names)
+    rows = matrix_rows(results, attacks, names)
     ranked = ranking(results, rows, attacks)
     search = search_rows(results, attacks)
     return {
@@ -564,28 +564,29 @@ def _md(text: str) -> str:
     return text
 
 
-def trained_on_text(trained_on: dict | None) -> str:
-    """``cold_train.jsonl (sha256 1a2b3c4d5e6f, 2,000 posts, 412 kB; 700 of them cloaked: homophone 300, ...)``."""
+def trained_on_text(trained_on: dict | None, names: dict[str, str] | None = None) -> str:
+    """``cold_train.jsonl (sha256 1a2b3c4d5e6f, 412 kB, 2,000 posts: 988 non-offensive, 1,012 offensive; 700 of
+    them cloaked: homophone 300, ...)``; ``names``: what each label is called."""
     if not trained_on or "train" not in trained_on:
         return "not recorded (train it with `attacks train` to have it recorded)"
     train = trained_on["train"]
     where = (f"{train['path']} (sha256 {train['sha256'][:12]}, {train['bytes'] / 1000:,.0f} kB, "
              if "path" in train else "(")
-    labels = ", ".join(f"{n:,} label {k}" for k, n in train["labels"].items())
+    labels = ", ".join(f"{n:,} {label_name(k, names)}" for k, n in train["labels"].items())
     cloaked = train["cloaked"]
     seen = (f"{cloaked['records']:,} of them cloaked: " + ", ".join(f"{op} {n:,}" for op, n in cloaked["ops"].items())
             if cloaked["records"] else "no cloaked posts")
-    return f"{where}{train['records']:,} posts: {labels}; {seen})"
+    return f"{where}{train['records']:,} {'post' if train['records'] == 1 else 'posts'}: {labels}; {seen})"
 
 
 def _md_header(report: dict) -> list[str]:
     """The data, each victim, and the headlines."""
     out = ["# Robustness report", ""]
-    out += [f"- `{r['label']}`: {r['data'].get('records')} records of {_md(str(r['data'].get('path')))} "
+    out += [f"- `{r['label']}`: {plural(r['data'].get('records'), 'record')} of {_md(str(r['data'].get('path')))} "
             f"(sha256 {str(r['data'].get('sha256'))[:12]}), written {r['written']}" for r in report["results"]]
     described = {v: f for r in report["results"] for v, f in r["victims"].items()}  # each victim once
     out += [f"- `{_md(victim)}`: {_md(f['kind'])}, {_md(f['settings'])}; "
-            f"trained on {_md(trained_on_text(f['trained_on']))}"
+            f"trained on {_md(trained_on_text(f['trained_on'], report['label_names']))}"
             for victim, f in described.items()]
     out += [""] + [f"- {_md(line)}" for line in report["headlines"]]
     return out

@@ -86,6 +86,17 @@ def parse_label(value: object) -> int:
     raise ValueError(f"must be a non-negative integer (0, 1, ...), got {value!r}")
 
 
+# Every figure takes label 0 as the clean class: what labels 0 and 1 are called where no name is given.
+DEFAULT_LABEL_NAMES = {0: "non-offensive", 1: "offensive"}
+
+
+def label_name(label: int | str, names: dict | None = None) -> str:
+    """What ``label`` is called in a message or report: ``names[label]`` (keys int or str), else
+    non-offensive / offensive for 0 and 1, else "offensive (label k)"; never a bare "label 1"."""
+    names = {str(k): v for k, v in (names or {}).items()}
+    return names.get(str(label)) or DEFAULT_LABEL_NAMES.get(int(label), f"offensive (label {label})")
+
+
 @dataclass
 class SkipLog:
     """What ``on_error="skip"`` skipped."""

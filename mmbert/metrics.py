@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import accuracy_score, precision_recall_fscore_support
 
+from cloak.io import label_name
+
 
 def classification_metrics(labels, predictions) -> dict[str, float]:
     labels, predictions = np.asarray(labels), np.asarray(predictions)
@@ -16,15 +18,17 @@ def classification_metrics(labels, predictions) -> dict[str, float]:
 USEFUL_F1 = 0.5  # a two-class detector at chance scores about 0.5 macro-F1
 
 
-def useless_reason(f1: float, n: int, predicted: dict[str, int] | None, where: str) -> str | None:
+def useless_reason(f1: float, n: int, predicted: dict[str, int] | None, where: str,
+                   names: dict | None = None) -> str | None:
     """Why a detector is useless, or None: on ``n`` posts (``where``: dev posts, clean test posts) it put
     ``predicted[label]`` posts in each label — one label for every answered post — or scored macro-F1
     ``f1`` below 0.5. Its figures under attack mean nothing (a constant detector loses nothing to any
-    attack), so training warns and the report leaves it out of "holds up best"."""
+    attack), so training warns and the report leaves it out of "holds up best". ``names``: what each label
+    is called (see :func:`cloak.io.label_name`)."""
     answered = {k: c for k, c in (predicted or {}).items() if k != "-1" and c}
     if len(answered) == 1 and n > 1:
         (label, count), = answered.items()
-        return f"it predicts label {label} for every one of the {count} {where}"
+        return f"it calls every one of the {count} {where} {label_name(label, names)}"
     if f1 < USEFUL_F1:
         return f"its macro-F1 on the {n} {where} is {f1:.3f}, below {USEFUL_F1} (chance for two labels)"
     return None

@@ -122,6 +122,21 @@ def test_examples_are_flipped_posts_with_their_edits_marked(report_dir):
         assert example["clean_p"] > 0.5 > example["attacked_p"]  # right before, wrong after (two classes)
 
 
+def test_examples_show_the_search_before_the_cloak_ops_crowd_it_out(results):
+    """The search is the most damaging attack: with one slot, a victim the search and a cloak op both
+    flipped shows the search's post."""
+    from attacks.report import attack_order, examples_of, load_results
+
+    result = load_results(str(results))
+    attacks = attack_order([result])
+    cloaks = [a for a in attacks if result.kind(a) == "cloak"]
+    both = [v for v in result.summary["victims"]
+            if examples_of(result, v, cloaks, 1) and examples_of(result, v, [SEARCH], 1)]
+    assert both, "a victim that a cloak op and the search both flipped"
+    for victim in both:
+        assert [e["attack"] for e in examples_of(result, victim, attacks, 1)] == [SEARCH]
+
+
 class _Page(HTMLParser):
     """Every tag and attribute of a page, and the rows of the matrix."""
 
@@ -307,7 +322,7 @@ def test_holds_up_best_ranks_by_macro_f1_under_attack_and_leaves_out_a_useless_v
 
     report = build_report([load_results(str(filters))])
     rows = {r["row"]: r for r in report["matrix"]}
-    assert rows["flags-nothing"]["useless"] == "it predicts label 0 for every one of the 300 clean posts"
+    assert rows["flags-nothing"]["useless"] == "it calls every one of the 300 clean posts non-offensive"
     assert all(c["drop"] == 0 for c in rows["flags-nothing"]["cells"].values())  # the old rule's winner
     ranked = report["ranking"]
     counted = ["cloak:homophone", "cloak:pinyin"]  # fullwidth changes 0.3% of the posts: barely applied
@@ -367,7 +382,7 @@ def test_labels_are_named_never_bare(filters, tmp_path):
     from attacks.report import build_report, html, load_results
 
     page = html(build_report([load_results(str(filters))]))
-    assert "label 1" not in page and "label 0" not in page.replace("predicts label 0", "")
+    assert "label 1" not in page and "label 0" not in page
     renamed = build_report([load_results(str(filters))], label_names={0: "safe", 1: "hateful"})
     assert renamed["label_names"] == {"0": "safe", "1": "hateful"}
     assert "p(hateful)" in html(renamed) or not any(renamed["examples"].values())
@@ -379,7 +394,7 @@ def test_attacks_seen_in_training_are_marked_and_left_out_of_the_ranking(sample_
     from click.testing import CliRunner
 
     from attacks.cli import main
-    from attacks.report import build_report, load_results, markdown
+    from attacks.report import build_report, html, load_results, markdown
     from cloak import Perturber
     from cloak.run import cloak_record
 
@@ -406,3 +421,10 @@ def test_attacks_seen_in_training_are_marked_and_left_out_of_the_ranking(sample_
     said = " ".join(report["headlines"])
     assert "1 attack whose op it saw in training left out" in said
     assert "(seen)" in markdown(report)
+    # what the victim is: its training file, that file's SHA-256 and size, its labels by name
+    trained = saved["trained_on"]["train"]
+    counts = ", ".join(f"{n:,} {name}" for name, n in zip(("non-offensive", "offensive"), trained["labels"].values()))
+    for page in (markdown(report), html(report)):
+        assert f"sha256 {trained['sha256'][:12]}, {trained['bytes'] / 1000:,.0f} kB, {len(posts[:200] + cloaked):,} " \
+               f"posts: {counts}" in page
+        assert str(train) in page.replace("\\", "") and "label 0" not in page and "label 1" not in page
