@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -126,7 +127,7 @@ def test_a_useless_stage_is_warned_of(stages, data):
     entry = log[-1]
     assert "dev_predicted" in entry and sum(entry["dev_predicted"].values()) == len(read_jsonl(data / "dev.jsonl"))
     lopsided = [{**entry, "dev_predicted": {"0": 16}}]
-    assert useless_warning(lopsided, entry["epoch"], 16) == "it predicts label 0 for every one of the 16 dev posts"
+    assert useless_warning(lopsided, entry["epoch"], 16) == "it calls every one of the 16 dev posts non-offensive"
 
 
 def test_a_moved_model_folder_predicts_the_same_from_anywhere(stages, data, tmp_path, run):
@@ -255,6 +256,18 @@ def test_counts_are_said_in_the_singular_for_one(tmp_path, sample_path, stages):
     assert result.stderr.startswith("predict: 1 record scored"), result.stderr
     result = command("mmbert.cli", "routing", "--model", stages[3], "--data", one, "--out", f"{tmp_path / 'r'}/", "-q")
     assert result.returncode == 0 and f"{tmp_path / 'r' / 'routing.json'}," in result.stderr, result.stderr
+    victim = tmp_path / "victim"
+    result = command("attacks.cli", "train", "--model", "tfidf-lr", "--train", sample_path, "--out", victim, "-q")
+    assert result.returncode == 0, result.stderr
+    result = command("attacks.cli", "predict", "--victim", victim, "--in", one, "--out", tmp_path / "ap.jsonl")
+    assert "\npredict: 1 record scored by tfidf-lr into " in result.stderr, result.stderr
+    result = command("attacks.cli", "evaluate", "--victim", victim, "--data", one, "--ops", "homophone", "--attacks",
+                     "cloak,search", "--query-budget", "1", "--targets", "lexicon", "--out", tmp_path / "eval", "-q")
+    assert result.returncode == 0, result.stderr
+    assert command("attacks.cli", "report", tmp_path / "eval", "--out", tmp_path / "report").returncode == 0
+    page = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    assert "1 record of" in page and not re.search(r"\b1 (record|querie|epoch|post)s\b", page)
+    assert "1 record" in (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
 
 
 def test_loading_and_saving_an_mmbert_through_the_api_prints_nothing(stages, tmp_path, capfd):

@@ -496,3 +496,19 @@ def test_commands_check_their_input_before_loading_anything(tmp_path):
         code, imported, stderr = cli_in_fresh_python("mmbert.cli", args, ("torch", "transformers", "numpy"))
         assert imported == [False, False, False], (args, imported)
     assert code == 1 and "input file not found" in stderr
+
+
+def test_the_speech_phase_counts_posts_and_caches_in_the_user_cache_folder(run, tmp_path, monkeypatch, capsys):
+    """mmbert train spent 9 silent minutes speaking 2,000 posts into ./speech (2.1 GB): the phase draws a bar
+    that counts posts, and with no speech cache given it caches under $MMCLOAK_CACHE, not the current folder."""
+    from mmbert.loading import speech_features
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("MMCLOAK_CACHE", str(tmp_path / "cache"))
+    features = {k: v for k, v in run["features"].items() if k != "speech_cache"}
+    speech_features(features).features(["白人都是垃圾", "今天天气很好", "白人都是垃圾"], progress=True)
+    err = capsys.readouterr().err
+    assert "speech (TTS + Whisper)" in err and " 0/2 " in err and "post/s" in err, err  # two distinct posts
+    assert any((tmp_path / "cache" / "speech" / "audio").rglob("*.*")) and not any(work.iterdir())
