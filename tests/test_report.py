@@ -265,6 +265,10 @@ def test_the_plots_read_without_hovering(results, monkeypatch):
     report = build_report([load_results(str(results))])
     op_bars_svg(report)
     assert saved[0].axes[0].get_xlim() == (0.0, 1.0)
+    legend, = saved[0].legends  # below the bars, at the text's size: it hides no bar and reads in print
+    assert legend.get_texts() and all(t.get_text().split(" (")[0] in {r["row"] for r in report["matrix"]}
+                                      for t in legend.get_texts())
+    assert all(t.get_fontsize() >= 10 for t in legend.get_texts()) and not saved[0].axes[0].get_legend()
     monkeypatch.setattr(plt.Figure, "savefig", lambda fig, *a, **k: saved.append(fig))
     plot_routing(ROUTING, "routing.svg")
     bar = saved[-1].axes[-1]
