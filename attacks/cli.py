@@ -202,7 +202,7 @@ def train(name, train_path, dev_path, out_dir, backbone, backbone_layers, vector
                          **({"dev": training_data(dev_records, dev_path)} if dev_records else {})}
     victim.save(out_dir)
     report = {"victim": victim.name, "train": train_path, "train_records": len(train_records),
-              "seconds": round(seconds, 1), "grid": getattr(victim, "grid_results", None)}
+              "seconds": round(seconds, 1), "grid": victim.grid_results}
     line = f"{victim.name}: trained on {len(train_records)} posts in {seconds:.1f} s"
     # a detector that says one label for everything "loses nothing" to every attack: say so now
     checked, where = (dev_records, "dev posts") if dev_records else (train_records[:CHECKED], "training posts")

@@ -113,22 +113,29 @@ class Victim(abc.ABC):
         self.num_labels: int | None = None
         self.trained_on: dict | None = None  # the data it was fitted on (training_data): attacks train sets it
         self.fingerprint: str | None = None  # SHA-256 of its victim.json, once saved or loaded
+        # what fit tried and chose where it searched settings (a conventional victim's training.grid), else None
+        self.grid_results: dict | None = None
 
     @property
     def name(self) -> str:
         """What the victim is called in reports (``tfidf-lr``, ``bert``, ...)."""
         return self.kind
 
+    def fitted_config(self) -> dict:
+        """The config of the fitted model, as ``victim.json`` and the reports give it: the config given,
+        but for what fit chose itself (a conventional victim's grid picks its classifier's params)."""
+        return self.config.to_dict()
+
     def settings_text(self) -> str:
         """The settings that differ from the kind's defaults, for a person reading its figures
         (``backbone bb/, head gattention; epochs 2, regularizer ear``); "defaults" when none do."""
-        return settings_text(type(self), self.config.to_dict(), self.training.to_dict())
+        return settings_text(type(self), self.fitted_config(), self.training.to_dict())
 
     @property
     def facts(self) -> dict:
         """What a report says of the victim: kind, name, settings, what it was trained on (where recorded)
         and the fingerprint its outcomes are kept by (None until it is saved or loaded)."""
-        return {"kind": self.kind, "name": self.name, "num_labels": self.num_labels, "config": self.config.to_dict(),
+        return {"kind": self.kind, "name": self.name, "num_labels": self.num_labels, "config": self.fitted_config(),
                 "training": self.training.to_dict(), "settings": self.settings_text(),
                 "trained_on": self.trained_on, "fingerprint": self.fingerprint}
 
@@ -166,7 +173,7 @@ class Victim(abc.ABC):
         files = self._save_weights(directory)
         usual_permissions(os.path.join(directory, name) for name in files)
         meta = {"format": FORMAT, "kind": self.kind, "name": self.name, "num_labels": self.num_labels,
-                "config": self.config.to_dict(), "training": self.training.to_dict(),
+                "config": self.fitted_config(), "training": self.training.to_dict(),
                 "versions": versions(*self.packages),
                 "files": {name: sha256(os.path.join(directory, name)) for name in files},
                 **({"trained_on": self.trained_on} if self.trained_on else {})}

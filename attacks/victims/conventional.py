@@ -242,9 +242,21 @@ class ConventionalVictim(Victim):
     Training = ConventionalTraining
     packages = ("scikit-learn", "lightgbm", "skops", "jieba")
 
+    def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
+        super().__init__(config, training)
+        self.model = None  # the fitted pipeline: set by fit, or read by load
+        # the classifier's params the model was fitted with: config.params, or the grid's choice
+        self.chosen_params: dict | None = None
+
     @property
     def name(self) -> str:
         return f"{self.config.features}-{self.config.classifier}"
+
+    def fitted_config(self) -> dict:
+        """The config with the params the model was fitted with (the grid's choice where it ran), so that
+        victim.json describes the saved model and loads it with them."""
+        config = self.config.to_dict()
+        return config if self.chosen_params is None else {**config, "params": dict(self.chosen_params)}
 
     def pipeline(self):
         from sklearn.pipeline import Pipeline
@@ -260,6 +272,7 @@ class ConventionalVictim(Victim):
         texts, labels = texts_of(train), labels_of(train, "the training records")
         self.num_labels = int(labels.max()) + 1
         model = self.pipeline()
+        self.chosen_params, self.grid_results = dict(self.config.params), None
         if self.training.grid:
             model = self._grid_search(model, texts, labels, progress)
         else:
@@ -278,7 +291,7 @@ class ConventionalVictim(Victim):
                               verbose=0 if progress is False else 1, error_score="raise")
         search.fit(texts, labels)
         chosen = {p: search.best_params_[prefix + _grid_key(kind, p)] for p in GRIDS[kind]}
-        self.config.params.update(chosen)
+        self.chosen_params.update(chosen)  # config.params stays as given (scikit-learn's rule for fit)
         self.grid_results = {"best_params": chosen, "best_cv_macro_f1": float(search.best_score_),
                              "candidates": [{"params": {p.rsplit("__", 1)[-1]: v for p, v in params.items()},
                                              "cv_macro_f1": float(score)} for params, score in
@@ -321,6 +334,7 @@ class ConventionalVictim(Victim):
         self.model = skops.io.load(path, trusted=sorted(found))
         with open(os.path.join(directory, VOCABULARY_FILE), encoding="utf-8") as f:
             _vectorizer(self.model).vocabulary_ = json.load(f)
+        self.chosen_params = dict(self.config.params)  # victim.json records the params the model was fitted with
 
 
 def _vectorizer(model):
