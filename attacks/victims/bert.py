@@ -20,7 +20,8 @@ from cloak.params import InstanceOf, Interval, Options
 
 from ..nn.gattention import BertWithGAttention, GAttentionGates
 from .base import Settings, register_victim
-from .neural import ARCHITECTURE, WEIGHTS, Embedded, FineTunedVictim, head_tail, read_json, write_json
+from .neural import (ARCHITECTURE, WEIGHTS, Embedded, FineTunedVictim, head_tail, read_json, save_tokenizer,
+                     write_json)
 
 HEAD_SHARE = 128 / 510
 
@@ -168,8 +169,22 @@ def position_limit(encoder: torch.nn.Module) -> int:
     return encoder.config.max_position_embeddings - position_offset(encoder)
 
 
+class SavedEncoder:
+    """What the victims whose model reads a transformers encoder (``model.bert``) share: the encoder's
+    config saved beside the weights with the tokenizer (``saved_encoder`` reads it back), and the tokens
+    read at most, ``config.max_length`` within the encoder's position table."""
+
+    def save_architecture(self, directory: str) -> list[str]:
+        names = save_tokenizer(self.tokenizer, directory)
+        return [write_json(directory, ARCHITECTURE, self.model.bert.config.to_dict()), *names]
+
+    @property
+    def max_length(self) -> int:
+        return min(self.config.max_length, position_limit(self.model.bert))
+
+
 @register_victim
-class BertVictim(GAttentionGates, HeadTailTokens, FineTunedVictim):
+class BertVictim(GAttentionGates, SavedEncoder, HeadTailTokens, FineTunedVictim):
     """A pretrained encoder with a linear head on its first token (or a GAttention head over its last
     layer), fine-tuned end to end."""
 
@@ -198,15 +213,6 @@ class BertVictim(GAttentionGates, HeadTailTokens, FineTunedVictim):
 
         self.tokenizer = load_tokenizer(directory)
         return self._model(saved_encoder(directory, attention_kernel(self)), self.num_labels)
-
-    def save_architecture(self, directory: str) -> list[str]:
-        written = self.tokenizer.save_pretrained(directory)
-        names = sorted({os.path.basename(p) for p in written if os.path.isfile(p)})
-        return [write_json(directory, ARCHITECTURE, self.model.bert.config.to_dict()), *names]
-
-    @property
-    def max_length(self) -> int:
-        return min(self.config.max_length, position_limit(self.model.bert))
 
     def embed_batch(self, model: torch.nn.Module, batch: dict) -> Embedded:
         embeds = model.bert.get_input_embeddings()(batch["input_ids"])

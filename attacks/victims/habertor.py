@@ -37,7 +37,8 @@ from ..fgm import _norm
 from ..nn.habertor_model import PRESETS, HabertorConfig, HabertorForClassification, HabertorForMaskedLM
 from .base import Settings, check_texts, register_victim
 from .bert import HEAD_SHARE, HeadTailTokens, encode_head_tail, pad
-from .neural import ARCHITECTURE, WEIGHTS, Embedded, FineTunedVictim, NeuralTraining, read_json, write_json
+from .neural import (ARCHITECTURE, WEIGHTS, Embedded, FineTunedVictim, NeuralTraining, read_json, save_tokenizer,
+                     write_json)
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -351,7 +352,10 @@ class HabertorVictim(HeadTailTokens, FineTunedVictim):
     Config = HabertorVictimConfig
     Training = HabertorTraining
 
-    sources: Sequence[str] = ()  # the source nets' names, in order (set by fit)
+    def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
+        super().__init__(config, training)
+        self.sources: list[str] = []  # the source nets' names, in order: set by fit, or read by load
+        self._corpus: list[str] = []  # the training texts, for a vocabulary when there is no backbone
 
     def fit(self, train: Sequence[dict], dev: Sequence[dict] | None = None, **kwargs) -> HabertorVictim:
         field = self.config.source_field
@@ -361,7 +365,7 @@ class HabertorVictim(HeadTailTokens, FineTunedVictim):
                 raise ValueError(f"{len(missing)} training records have no {field!r} (the source field), "
                                  f"e.g. record {missing[0]}")
         self.sources = sorted({str(r[field]) for r in train}) if field else []
-        self._corpus = [r["text"] for r in train]  # for a vocabulary when there is no backbone
+        self._corpus = [r["text"] for r in train]
         return super().fit(train, dev, **kwargs)
 
     def _classifier(self, config: HabertorConfig, num_labels: int) -> nn.Module:
@@ -401,8 +405,7 @@ class HabertorVictim(HeadTailTokens, FineTunedVictim):
                                 self.num_labels)
 
     def save_architecture(self, directory: str) -> list[str]:
-        written = self.tokenizer.save_pretrained(directory)
-        names = sorted({os.path.basename(p) for p in written if os.path.isfile(p)})
+        names = save_tokenizer(self.tokenizer, directory)
         config = self.model.habertor.config.to_dict()
         return [write_json(directory, ARCHITECTURE, {"config": config, "sources": self.sources}), *names]
 

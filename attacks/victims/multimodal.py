@@ -22,7 +22,7 @@ from cloak.io import write_records
 from cloak.params import InstanceOf, Interval
 
 from .base import NoSettings, Settings, register_victim
-from .neural import Embedded, TorchVictim
+from .neural import Embedded, TorchVictim, save_tokenizer
 
 STAGES = (1, 2, 3)
 
@@ -48,6 +48,10 @@ class MMBertVictim(TorchVictim):
     kind = "mmbert"
     Config = MMBertVictimConfig
     Training = NoSettings  # the stages' settings are in the run configuration
+
+    def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
+        super().__init__(config, training)
+        self.featurizer = None  # what turns texts into the model's inputs: loaded with the model
 
     @classmethod
     def from_folder(cls, directory: str) -> MMBertVictim:
@@ -90,9 +94,7 @@ class MMBertVictim(TorchVictim):
 
     def _save_weights(self, directory: str) -> list[str]:
         self.model.save_pretrained(directory)
-        written = self.featurizer.tokenizer.save_pretrained(directory)
-        names = {os.path.basename(p) for p in written if os.path.isfile(p)}
-        return sorted({"config.json", "model.safetensors", *names})
+        return sorted({"config.json", "model.safetensors", *save_tokenizer(self.featurizer.tokenizer, directory)})
 
     def _load_weights(self, directory: str) -> None:
         from mmbert.loading import load_model

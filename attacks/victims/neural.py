@@ -184,6 +184,7 @@ class FineTunedVictim(TorchVictim):
         super().__init__(config, training)
         self.log: dict = {}  # each epoch's figures and the best, as fit ran them
         self._relevant = None  # KLAR's relevant terms (a cloak Lexicon), read at the first batch
+        self.tokenizer = None  # the model's tokenizer: set by build, or by architecture when loading
 
     # -- what a subclass provides ---------------------------------------------------------------
 
@@ -306,6 +307,13 @@ class FineTunedVictim(TorchVictim):
         model = self.architecture(directory)
         load_model(model, os.path.join(directory, WEIGHTS))
         self.model = model.eval()
+
+
+def save_tokenizer(tokenizer, directory: str) -> list[str]:
+    """Write a tokenizer's files into ``directory``; returns their names."""
+    written = tokenizer.save_pretrained(directory)
+    return sorted({os.path.basename(p) for p in written if os.path.isfile(p)})
+
 
 def write_json(directory: str, name: str, value: dict) -> str:
     from cloak.io import write_atomic
