@@ -109,25 +109,11 @@ def main() -> None:
 @main.command("models")
 def list_models() -> None:
     """List the detectors: name, what it is, and whether it takes embedding-space attacks."""
-    from . import victim_names
-    from .victims.base import LAZY_KINDS
+    from . import victim_class, victim_names
 
-    descriptions = {"bert": "any BERT checkpoint fine-tuned with a classification head (Wankmüller 2021's recipe)",
-                    "chinesebert": "ChineseBERT-style: character + glyph + pinyin embeddings fused into an encoder",
-                    "habertor": "HABERTOR: quaternion-factorised BERT, source ensemble heads, adaptive FGM training",
-                    "mmbert": "MMBERT: text + speech + glyph mixture of experts, three stages",
-                    "llm": "an LLM behind an OpenAI-compatible endpoint, MMBERT's Appendix B prompt"}
-    features = {"bow": "binary bag of jieba words", "tfidf": "character 1-3-gram TF-IDF",
-                "emb": "mean word vectors (--vectors)"}
-    classifiers = {"lr": "logistic regression", "svm": "linear SVM", "rbf": "RBF SVM", "nb": "naive Bayes",
-                   "rf": "random forest", "gbt": "gradient-boosted trees (LightGBM)"}
-    for name in victim_names():
-        if name in LAZY_KINDS:
-            what, differentiable = descriptions[name], name != "llm"
-        else:
-            f, c = name.split("-")
-            what, differentiable = f"{features[f]} + {classifiers[c]}", False
-        click.echo(f"{name:12} {what}{'  [differentiable: FGM / PGD]' if differentiable else ''}")
+    for name in victim_names():  # each class says what it is and whether it is differentiable
+        cls = victim_class(name)
+        click.echo(f"{name:12} {cls.summary_of(name)}{'  [differentiable: FGM / PGD]' if cls.differentiable else ''}")
 
 
 @main.command()

@@ -89,8 +89,8 @@ def versions(*packages: str) -> dict[str, str | None]:
 
 
 class Victim(abc.ABC):
-    """Base class of every detector. Subclasses set ``kind``, ``Config`` and ``Training`` and implement
-    ``fit`` and ``predict_proba``; to be saved, ``_save_weights`` (returning the files written) and
+    """Base class of every detector. Subclasses set ``kind``, ``summary``, ``Config`` and ``Training`` and
+    implement ``fit`` and ``predict_proba``; to be saved, ``_save_weights`` (returning the files written) and
     ``_load_weights``.
 
     What a detector can do beyond predicting is declared here, not probed for: ``differentiable`` (it
@@ -99,6 +99,7 @@ class Victim(abc.ABC):
     whatever of a record it uses besides the text (HABERTOR: the post's source)."""
 
     kind: ClassVar[str] = ""
+    summary: ClassVar[str] = ""  # what the detector is, in a line (`attacks models`)
     differentiable: ClassVar[bool] = False
     attentions: ClassVar[bool] = False
     has_gates: bool = False
@@ -120,6 +121,11 @@ class Victim(abc.ABC):
     def name(self) -> str:
         """What the victim is called in reports (``tfidf-lr``, ``bert``, ...)."""
         return self.kind
+
+    @classmethod
+    def summary_of(cls, name: str) -> str:
+        """What the victim ``name`` of this kind is, in a line (a kind of several names says which)."""
+        return cls.summary
 
     def fitted_config(self) -> dict:
         """The config of the fitted model, as ``victim.json`` and the reports give it: the config given,

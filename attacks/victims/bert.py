@@ -189,6 +189,7 @@ class BertVictim(GAttentionGates, SavedEncoder, HeadTailTokens, FineTunedVictim)
     layer), fine-tuned end to end."""
 
     kind = "bert"
+    summary = "any BERT checkpoint fine-tuned with a classification head (Wankmüller 2021's recipe)"
     attentions = True  # model_attentions: the regularisers reach it
     Config = BertVictimConfig
 

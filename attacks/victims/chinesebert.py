@@ -132,6 +132,7 @@ class ChineseBertVictim(GAttentionGates, SavedEncoder, HeadTailTokens, FineTuned
     """Character + glyph + pinyin embeddings fused into an encoder (see the module docstring)."""
 
     kind = "chinesebert"
+    summary = "ChineseBERT-style: character + glyph + pinyin embeddings fused into an encoder"
     attentions = True  # model_attentions: the regularisers reach it
     Config = ChineseBertConfig
 

@@ -35,8 +35,13 @@ from cloak.params import InstanceOf, Interval, Options, validate
 
 from .base import Settings, Victim, VictimError, check_texts, labels_of, register_victim, texts_of
 
-FEATURES = ("bow", "tfidf", "emb")
-CLASSIFIERS = ("lr", "svm", "rbf", "nb", "rf", "gbt")
+# The features and classifiers, each with what `attacks models` says of it.
+FEATURE_SUMMARIES = {"bow": "binary bag of jieba words", "tfidf": "character 1-3-gram TF-IDF",
+                     "emb": "mean word vectors (--vectors)"}
+CLASSIFIER_SUMMARIES = {"lr": "logistic regression", "svm": "linear SVM", "rbf": "RBF SVM", "nb": "naive Bayes",
+                        "rf": "random forest", "gbt": "gradient-boosted trees (LightGBM)"}
+FEATURES = tuple(FEATURE_SUMMARIES)
+CLASSIFIERS = tuple(CLASSIFIER_SUMMARIES)
 MODEL_FILE = "model.skops"
 # skops writes a dict item by item with its types (about 600 bytes a term): a character 1-3-gram
 # vocabulary of COLD train made a 134 MB file that took 18 s to load. The terms go to a JSON list.
@@ -251,6 +256,11 @@ class ConventionalVictim(Victim):
     @property
     def name(self) -> str:
         return f"{self.config.features}-{self.config.classifier}"
+
+    @classmethod
+    def summary_of(cls, name: str) -> str:
+        features, classifier = name.split("-")
+        return f"{FEATURE_SUMMARIES[features]} + {CLASSIFIER_SUMMARIES[classifier]}"
 
     def fitted_config(self) -> dict:
         """The config with the params the model was fitted with (the grid's choice where it ran), so that

@@ -348,6 +348,7 @@ class HabertorVictim(HeadTailTokens, FineTunedVictim):
     module docstring)."""
 
     kind = "habertor"
+    summary = "HABERTOR: quaternion-factorised BERT, source ensemble heads, adaptive FGM training"
     attentions = True  # model_attentions: the regularisers reach it
     Config = HabertorVictimConfig
     Training = HabertorTraining

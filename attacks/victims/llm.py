@@ -124,6 +124,7 @@ class LLMVictim(Victim):
     """An LLM asked one post at a time (see the module docstring). Nothing to train."""
 
     kind = "llm"
+    summary = "an LLM behind an OpenAI-compatible endpoint, MMBERT's Appendix B prompt"
     differentiable = False
     Config = LLMConfig
     Training = NoSettings

@@ -46,6 +46,7 @@ class MMBertVictim(TorchVictim):
     """MMBERT behind the victim contract (see the module docstring)."""
 
     kind = "mmbert"
+    summary = "MMBERT: text + speech + glyph mixture of experts, three stages"
     Config = MMBertVictimConfig
     Training = NoSettings  # the stages' settings are in the run configuration
 
