@@ -18,6 +18,10 @@ from cloak.ops.base import STRENGTHS
 from cloak.params import ParameterError, validate
 
 from .attack import attack_kinds, make_attacks
+# the names of these tables are the CLI's choices; importing them loads no torch
+from .nn.adversaries import ADVERSARIES, DEFAULT_ADVERSARY
+from .nn.heads import DEFAULT_HEAD, HEADS
+from .nn.regularizers import REGULARIZERS
 from .search import SearchAttack  # its defaults are the CLI's; importing it loads neither torch nor jieba
 from .victims.llm import EndpointError  # loads neither torch nor any client library
 
@@ -137,18 +141,19 @@ def list_models() -> None:
 @click.option("--seed", type=click.IntRange(0), default=None, help="Seed of the training [default: 0].")
 @click.option("--preset", type=click.Choice(["habertor", "vqf", "vaqf", "vafqf", "vafoqf"]), default=None,
               help="habertor without --backbone: which factorisations [default: vafoqf].")
-@click.option("--adv", type=click.Choice(["adaptive", "fgm", "none"]), default=None,
-              help="habertor: adversarial training [default: adaptive].")
+@click.option("--adv", type=click.Choice(list(ADVERSARIES)), default=None,
+              help=f"habertor: adversarial training [default: {DEFAULT_ADVERSARY}].")
 @click.option("--source-field", default=None, metavar="FIELD",
               help="habertor: the record field naming a post's source (one net of heads per source).")
-@click.option("--head", type=click.Choice(["linear", "gattention"]), default=None,
+@click.option("--head", type=click.Choice(list(HEADS)), default=None,
               help="bert, chinesebert: a linear head on [CLS], or GAttention over the last layer "
-              "[default: linear].")
+              f"[default: {DEFAULT_HEAD}].")
 @click.option("--gattention-heads", type=click.IntRange(1), default=None, help="--head gattention: heads [default: 1].")
-@click.option("--regularizer", type=click.Choice(["none", "ear", "klar"]), default=None,
+@click.option("--regularizer", type=click.Choice(list(REGULARIZERS)), default=None,
               help="bert, chinesebert, habertor: attention regularisation (EAR entropy, KLAR toward lexicon terms).")
 @click.option("--alpha", "regularizer_alpha", type=click.FloatRange(0), default=None,
-              help="The regulariser's weight [default: EAR 0.01, KLAR 0.1].")
+              help="The regulariser's weight [default: " + ", ".join(
+                  f"{name.upper()} {r.alpha}" for name, r in REGULARIZERS.items() if r.reads_attentions) + "].")
 @click.option("--klar-share", type=click.FloatRange(0, 1), default=None,
               help="KLAR: the attention share of the relevant tokens [default: 0.4].")
 @click.option("--relevant", default=None, metavar="FILE",

@@ -179,7 +179,7 @@ def test_the_adversarial_loss_is_eq_3(habertor_backbone, sample_path):
     torch.testing.assert_close(plain.training_loss(model, inputs, labels), 2 * clean)  # L_hs + L_adv at delta = 0
     plain.training = plain.Training(adv="fgm", eps=1.0)
     assert plain.training_loss(model, inputs, labels) > 2 * clean  # the step raises the gold loss
-    from attacks.victims.habertor import AdaptiveNoise
+    from attacks.nn.habertor_model import AdaptiveNoise
 
     model.noise = AdaptiveNoise(model.habertor.config.hidden_size, 2.0, 2.0)
     plain.training = plain.Training(adv="fgm", eps=2.0)

@@ -24,6 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .heads import HEADS
+
 
 class GAttentionUnit(nn.Module):
     """One GAttention head over width ``d``. ``gate`` forces z (1: the self-attention path alone, 0:
@@ -114,17 +116,17 @@ class BertWithGAttention(nn.Module):
 
 
 class GAttentionGates:
-    """For a BERT victim whose config has ``head`` (``linear`` | ``gattention``): its name says the head,
-    and ``gates`` reads GAttention's z. The model takes ``inputs_embeds`` and ``attention_mask`` and
+    """For a BERT victim whose config has ``head`` (``attacks.nn.heads.HEADS``): its name says a head with
+    gates, and ``gates`` reads GAttention's z. The model takes ``inputs_embeds`` and ``attention_mask`` and
     returns a dict with ``gates``."""
 
     @property
     def name(self) -> str:
-        return f"{self.kind}-gattention" if self.has_gates else self.kind
+        return f"{self.kind}-{self.config.head}" if self.has_gates else self.kind
 
     @property
     def has_gates(self) -> bool:
-        return self.config.head == "gattention"
+        return HEADS[self.config.head].gates
 
     @torch.no_grad()
     def gates(self, texts: Sequence[str]) -> list[list[dict]]:

@@ -19,6 +19,7 @@ import torch
 from cloak.params import InstanceOf, Interval, Options
 
 from ..nn.gattention import BertWithGAttention, GAttentionGates
+from ..nn.heads import DEFAULT_HEAD, HEADS
 from .base import Settings, register_victim
 from .neural import (ARCHITECTURE, WEIGHTS, Embedded, FineTunedVictim, head_tail, read_json, save_tokenizer,
                      write_json)
@@ -39,11 +40,11 @@ class BertVictimConfig(Settings):
     backbone_layers: int | None = None
     max_length: int = 512
     head_share: float = HEAD_SHARE
-    head: str = "linear"
+    head: str = DEFAULT_HEAD
     gattention_heads: int = 1
     _parameter_constraints = {"backbone": InstanceOf(str), "backbone_layers": [Interval(int, 1), None],
                               "max_length": Interval(int, 8), "head_share": Interval(float, 0, 1),
-                              "head": Options("linear", "gattention"), "gattention_heads": Interval(int, 1)}
+                              "head": Options(*HEADS), "gattention_heads": Interval(int, 1)}
 
 
 Token = tuple[int, "tuple[int, int] | None"]  # a token id and the characters it covers
@@ -97,7 +98,7 @@ class HeadTailTokens:
 def attention_kernel(victim) -> str:
     """transformers' attention implementation for a victim: ``eager`` when an attention regulariser
     needs the weights (the fused kernel does not return them), else ``sdpa``."""
-    return "eager" if victim.training.regularizer != "none" else "sdpa"
+    return "eager" if victim.regularizer.reads_attentions else "sdpa"
 
 
 def pad(sequences: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
@@ -194,9 +195,10 @@ class BertVictim(GAttentionGates, SavedEncoder, HeadTailTokens, FineTunedVictim)
     Config = BertVictimConfig
 
     def _model(self, bert: torch.nn.Module, num_labels: int) -> torch.nn.Module:
-        if self.config.head == "gattention":
+        units = HEADS[self.config.head].units(self.config.gattention_heads)
+        if units:
             bert.pooler = None  # the GAttention head reads every token's last hidden state
-            return BertWithGAttention(bert, num_labels, self.config.gattention_heads)
+            return BertWithGAttention(bert, num_labels, units)
         return BertWithLinearHead(bert, num_labels)
 
     def build(self, num_labels: int) -> torch.nn.Module:

@@ -25,6 +25,7 @@ from torch import nn
 from cloak.params import Interval
 
 from ..nn.gattention import GAttentionGates, GAttentionHead
+from ..nn.heads import HEADS
 from .base import register_victim
 from .bert import (BertVictimConfig, HeadTailTokens, SavedEncoder, attention_kernel, first_token, saved_encoder,
                    saved_shapes)
@@ -139,7 +140,7 @@ class ChineseBertVictim(GAttentionGates, SavedEncoder, HeadTailTokens, FineTuned
     def _model(self, bert: nn.Module, num_labels: int, pinyin_chars: int) -> ChineseBertModel:
         c = self.config
         return ChineseBertModel(bert, num_labels, c.glyph_size, c.glyph_dim, c.pinyin_dim,
-                                c.gattention_heads if c.head == "gattention" else 0, pinyin_chars)
+                                HEADS[c.head].units(c.gattention_heads), pinyin_chars)
 
     def build(self, num_labels: int) -> nn.Module:
         from mmbert.loading import load_backbone

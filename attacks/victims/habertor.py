@@ -34,6 +34,7 @@ from cloak.io import usual_permissions
 from cloak.params import InstanceOf, Interval, Options
 
 from ..fgm import _norm
+from ..nn.adversaries import ADVERSARIES, DEFAULT_ADVERSARY, Adversary
 from ..nn.habertor_model import PRESETS, HabertorConfig, HabertorForClassification, HabertorForMaskedLM
 from .base import Settings, check_texts, register_victim
 from .bert import HEAD_SHARE, HeadTailTokens, encode_head_tail, pad
@@ -251,14 +252,14 @@ class HabertorTraining(NeuralTraining):
     where [1, 5] trained well. At [1, 5] the BERT-scale model is pushed 26-130% of a post's norm and
     collapses to one class (dev macro-F1 0.34)."""
 
-    adv: str = "adaptive"
+    adv: str = DEFAULT_ADVERSARY
     eps_low: float = 0.05
     eps_high: float = 0.25
     eps: float = 0.05
     lambda_adv: float = 1.0
     lambda_eps: float = 1.0
     eps_lr: float = 5e-4
-    _parameter_constraints = {**NeuralTraining._parameter_constraints, "adv": Options("adaptive", "fgm", "none"),
+    _parameter_constraints = {**NeuralTraining._parameter_constraints, "adv": Options(*ADVERSARIES),
                               "eps_low": Interval(float, 0), "eps_high": Interval(float, 0),
                               "eps": Interval(float, 0), "lambda_adv": Interval(float, 0),
                               "lambda_eps": Interval(float, 0), "eps_lr": Interval(float, 0, closed="neither")}
@@ -267,79 +268,6 @@ class HabertorTraining(NeuralTraining):
         super().__post_init__()
         if self.eps_low > self.eps_high:
             raise ValueError(f"HabertorTraining: eps_low ({self.eps_low}) must be at most eps_high ({self.eps_high})")
-
-
-class AdaptiveNoise(nn.Module):
-    """The learnable per-dimension noise magnitude eps of adaptive FGM, kept in [low, high]."""
-
-    def __init__(self, width: int, low: float, high: float) -> None:
-        super().__init__()
-        self.low, self.high = low, high
-        self.eps = nn.Parameter(torch.full((width,), float(low)))
-
-    def project(self) -> None:
-        with torch.no_grad():
-            self.eps.clamp_(self.low, self.high)
-
-
-class Adversary:
-    """How adversarial training (§4.5) perturbs a batch: ``adv: none`` does not."""
-
-    perturbs = False
-
-    def noise(self, width: int, t: HabertorTraining) -> AdaptiveNoise | None:
-        """The module the model carries for it (None: nothing to learn)."""
-        return None
-
-    def scale(self, model: nn.Module, t: HabertorTraining) -> torch.Tensor | float:
-        """The length of the step along the gradient's direction."""
-        raise NotImplementedError
-
-    def penalty(self, model: nn.Module, t: HabertorTraining) -> torch.Tensor | float:
-        """What the loss pays for the noise's size."""
-        return 0.0
-
-    def parameter_groups(self, groups: list[dict], model: nn.Module, t: HabertorTraining) -> list[dict]:
-        return groups
-
-    def after_step(self, model: nn.Module) -> None:
-        pass
-
-
-class FixedFGM(Adversary):
-    """``adv: fgm``: a fixed scalar eps (the paper's Table 5 comparison)."""
-
-    perturbs = True
-
-    def scale(self, model: nn.Module, t: HabertorTraining) -> float:
-        return t.eps
-
-
-class AdaptiveFGM(Adversary):
-    """``adv: adaptive``: a learnable per-dimension eps, learnt at its own lr, paid for by
-    ``lambda_eps * ||eps||`` and projected into [eps_low, eps_high] after every step."""
-
-    perturbs = True
-
-    def noise(self, width: int, t: HabertorTraining) -> AdaptiveNoise:
-        return AdaptiveNoise(width, t.eps_low, t.eps_high)
-
-    def scale(self, model: nn.Module, t: HabertorTraining) -> torch.Tensor:
-        return model.noise.eps
-
-    def penalty(self, model: nn.Module, t: HabertorTraining) -> torch.Tensor:
-        return t.lambda_eps * model.noise.eps.norm()
-
-    def parameter_groups(self, groups: list[dict], model: nn.Module, t: HabertorTraining) -> list[dict]:
-        noise = model.noise.eps
-        groups[0]["params"] = [p for p in groups[0]["params"] if p is not noise]
-        return [*groups, {"params": [noise], "lr": t.eps_lr, "weight_decay": 0.0, "name": "eps"}]
-
-    def after_step(self, model: nn.Module) -> None:
-        model.noise.project()
-
-
-ADVERSARIES: dict[str, Adversary] = {"none": Adversary(), "fgm": FixedFGM(), "adaptive": AdaptiveFGM()}
 
 
 @register_victim

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 from cloak.params import InstanceOf, Interval, Options
 
+from ..nn.regularizers import REGULARIZERS, Regularizer
 from .base import Settings, Victim, check_texts, labels_of, texts_of
 
 WEIGHTS = "model.safetensors"
@@ -56,7 +57,7 @@ class NeuralTraining(Settings):
                               "weight_decay": Interval(float, 0), "warmup_ratio": Interval(float, 0, 1, closed="left"),
                               "checkpoint_minutes": Interval(float, 0),
                               "dev_share": Interval(float, 0, 1, closed="neither"),
-                              "regularizer": Options("none", "ear", "klar"),
+                              "regularizer": Options(*REGULARIZERS),
                               "regularizer_alpha": [Interval(float, 0), None], "klar_share": Interval(float, 0, 1),
                               "relevant": [InstanceOf(str), None]}
 
@@ -200,6 +201,11 @@ class FineTunedVictim(TorchVictim):
     def save_architecture(self, directory: str) -> list[str]:
         """Write what ``architecture`` needs besides the weights; returns the files written."""
 
+    @property
+    def regularizer(self) -> Regularizer:
+        """The attention regulariser the training names (``none``: the task loss alone)."""
+        return REGULARIZERS[self.training.regularizer]
+
     # -- training -----------------------------------------------------------------------------------
 
     def training_batch(self, records: Sequence[dict]) -> dict[str, torch.Tensor]:
@@ -207,7 +213,7 @@ class FineTunedVictim(TorchVictim):
         are relevant; a victim that reads more of a record, such as its source, adds it)."""
         texts = [r["text"] for r in records]
         out = self.batch(texts)
-        if self.training.regularizer == "klar":
+        if self.regularizer.needs_relevant:
             from ..nn.regularizers import load_relevant, relevant_positions
 
             if self._relevant is None:
@@ -222,14 +228,12 @@ class FineTunedVictim(TorchVictim):
 
     def task_loss(self, model: torch.nn.Module, embedded: Embedded, inputs: dict, labels: torch.Tensor) -> torch.Tensor:
         """Cross-entropy of the gold labels, plus the attention regulariser's term if there is one."""
-        t = self.training
-        if t.regularizer == "none":
+        t, regularizer = self.training, self.regularizer
+        if not regularizer.reads_attentions:
             return F.cross_entropy(self.model_logits(model, embedded), labels)
-        from ..nn.regularizers import regularization
-
         logits, attentions = self.model_attentions(model, embedded)
-        return F.cross_entropy(logits, labels) + regularization(
-            t.regularizer, t.regularizer_alpha, attentions, embedded.mask, inputs.get("relevant"), t.klar_share)
+        return F.cross_entropy(logits, labels) + regularizer.term(
+            attentions, embedded.mask, inputs.get("relevant"), alpha=t.regularizer_alpha, lam=t.klar_share)
 
     def parameter_groups(self, model: torch.nn.Module) -> list[dict]:
         """AdamW's parameter groups: every trainable parameter at the training's lr and weight decay."""
@@ -249,7 +253,7 @@ class FineTunedVictim(TorchVictim):
         from mmbert.metrics import classification_metrics
 
         t = self.training
-        if t.regularizer != "none" and not self.attentions:
+        if self.regularizer.reads_attentions and not self.attentions:
             raise ValueError(f"{self.name} gives no attention weights: no attention regularizer for it "
                              "(bert, chinesebert and habertor take one)")
         if dev is None:  # hold out a seeded share of the training records
