@@ -95,14 +95,16 @@ class Victim(abc.ABC):
 
     What a detector can do beyond predicting is declared here, not probed for: ``differentiable`` (it
     gives input embeddings that FGM and PGD move), ``attentions`` (it gives attention weights, for the
-    attention regularisers), ``has_gates`` (it gives GAttention's gates), and ``predict_records`` reads
-    whatever of a record it uses besides the text (HABERTOR: the post's source)."""
+    attention regularisers), ``has_gates`` (it gives GAttention's gates), ``has_token_spans`` (it says
+    which characters each input position covers, for the gradient's weight on each character), and
+    ``predict_records`` reads whatever of a record it uses besides the text (HABERTOR: the post's source)."""
 
     kind: ClassVar[str] = ""
     summary: ClassVar[str] = ""  # what the detector is, in a line (`attacks models`)
     differentiable: ClassVar[bool] = False
     attentions: ClassVar[bool] = False
     has_gates: bool = False
+    has_token_spans: bool = False
     Config: ClassVar[type[Settings]] = NoSettings
     Training: ClassVar[type[Settings]] = NoSettings
     packages: ClassVar[tuple[str, ...]] = ()  # whose versions victim.json records

@@ -89,9 +89,13 @@ class HeadTailTokens:
     def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
         return pad([[i for i, _ in tokens] for tokens in self.encode(texts)], self.tokenizer.pad_token_id)
 
+    @property
+    def has_token_spans(self) -> bool:
+        return self.tokenizer.is_fast  # a slow tokenizer gives no character offsets
+
     def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int] | None]]:
-        if not getattr(self.tokenizer, "is_fast", False):
-            raise NotImplementedError(f"{self.name}: a slow tokenizer gives no character offsets")
+        if not self.has_token_spans:
+            raise ValueError(f"{self.name}: a slow tokenizer gives no character offsets")
         return [[span for _, span in tokens] for tokens in self.encode(texts)]
 
 
@@ -191,7 +195,6 @@ class BertVictim(GAttentionGates, SavedEncoder, HeadTailTokens, FineTunedVictim)
 
     kind = "bert"
     summary = "any BERT checkpoint fine-tuned with a classification head (Wankmüller 2021's recipe)"
-    attentions = True  # model_attentions: the regularisers reach it
     Config = BertVictimConfig
 
     def _model(self, bert: torch.nn.Module, num_labels: int) -> torch.nn.Module:

@@ -134,7 +134,6 @@ class ChineseBertVictim(GAttentionGates, SavedEncoder, HeadTailTokens, FineTuned
 
     kind = "chinesebert"
     summary = "ChineseBERT-style: character + glyph + pinyin embeddings fused into an encoder"
-    attentions = True  # model_attentions: the regularisers reach it
     Config = ChineseBertConfig
 
     def _model(self, bert: nn.Module, num_labels: int, pinyin_chars: int) -> ChineseBertModel:

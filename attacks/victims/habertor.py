@@ -14,8 +14,9 @@ on the user's corpus.
   ``s + delta``, ``delta = eps * g / ||g||_2`` with ``g`` the gold loss's gradient on the post's token
   embeddings (norm over all its tokens, as the evaluator's FGM).
 
-Posts from an unknown source (and ``predict_proba`` without sources, as ``attacks evaluate`` calls it)
-get the mean of all the source nets, as the paper prescribes for a new source.
+Posts from an unknown source get the mean of all the source nets, as the paper prescribes for a new
+source: so does every text of ``predict_proba``, which reads texts alone (as ``attacks evaluate`` calls it);
+``predict_records`` reads each record's source (as ``attacks predict`` calls it).
 """
 from __future__ import annotations
 
@@ -277,7 +278,6 @@ class HabertorVictim(HeadTailTokens, FineTunedVictim):
 
     kind = "habertor"
     summary = "HABERTOR: quaternion-factorised BERT, source ensemble heads, adaptive FGM training"
-    attentions = True  # model_attentions: the regularisers reach it
     Config = HabertorVictimConfig
     Training = HabertorTraining
 
@@ -368,22 +368,15 @@ class HabertorVictim(HeadTailTokens, FineTunedVictim):
     def model_attentions(self, model: nn.Module, embedded: Embedded) -> tuple[torch.Tensor, list[torch.Tensor]]:
         return model(embedded.mask, embedded.inputs["source"], inputs_embeds=embedded.embeds, output_attentions=True)
 
-    def predict_proba(self, texts: Sequence[str], sources: Sequence[str | None] | None = None) -> np.ndarray:
-        """Probabilities (n, n_classes); with ``sources`` each post is read by its source's net (an unknown
-        source, or none, by the mean of all nets)."""
-        texts = check_texts(texts)
-        if sources is None:
-            return super().predict_proba(texts)
-        if len(sources) != len(texts):
-            raise ValueError(f"{len(texts)} texts but {len(sources)} sources")
+    def predict_records(self, records: Sequence[dict]) -> np.ndarray:
+        """Each record read by its source's net (``source_field``; a source it was not trained on by the mean
+        of all nets, as ``predict_proba`` reads every text)."""
+        field = self.config.source_field
+        if not field:
+            return super().predict_records(records)
+        texts, sources = check_texts([r["text"] for r in records]), [r.get(field) for r in records]
         return self.probabilities_by_length(texts, lambda chosen: self.batch([texts[i] for i in chosen],
                                                                              [sources[i] for i in chosen]))
-
-    def predict_records(self, records: Sequence[dict]) -> np.ndarray:
-        """Each record read by its source's net (``source_field``), where the victim has one."""
-        field = self.config.source_field
-        texts = [r["text"] for r in records]
-        return self.predict_proba(texts, [r.get(field) for r in records]) if field else self.predict_proba(texts)
 
     # -- adversarial training (§4.5) --------------------------------------------------------------
 

@@ -106,6 +106,10 @@ class MMBertVictim(TorchVictim):
         examples = self.featurizer.encode([{"text": t} for t in texts], progress=False)
         return self.featurizer.collate(examples)
 
+    @property
+    def has_token_spans(self) -> bool:
+        return self.featurizer.tokenizer.is_fast  # a slow tokenizer gives no character offsets
+
     def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int] | None]]:
         return self.featurizer.token_spans(list(texts))
 

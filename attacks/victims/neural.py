@@ -2,10 +2,12 @@
 which FGM, PGD and the search's gradients move. ``FineTunedVictim``: fine-tuning through MMBERT's epoch
 loop and safetensors weights, for the detectors trained here (MMBERT trains in its own three stages).
 
-A subclass turns texts into padded batches (``batch``) and says how a batch becomes input embeddings
-(``embed_batch``) and embeddings become logits (``model_logits``); a fine-tuned one also builds its
-model (``build``, from a backbone, for training; ``architecture``, empty, for loading). ``predict_proba`` goes through
-``embed`` and ``logits`` too, so what an attack perturbs is exactly what the prediction reads.
+A subclass turns texts into padded batches (``batch``; ``token_spans``: the characters each position
+covers, where ``has_token_spans``) and says how a batch becomes input embeddings (``embed_batch``) and
+embeddings become logits (``model_logits``); a fine-tuned one also builds its model (``build``, from a
+backbone, for training; ``architecture``, empty, for loading) and gives its attention weights
+(``model_attentions``). ``predict_proba`` goes through ``embed`` and ``logits`` too, so what an attack
+perturbs is exactly what the prediction reads.
 """
 from __future__ import annotations
 
@@ -95,10 +97,16 @@ class TorchVictim(Victim):
     def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
         """Padded tensors for a list of texts (``input_ids``, ``attention_mask``, ...)."""
 
+    @property
+    @abc.abstractmethod
+    def has_token_spans(self) -> bool:
+        """Whether ``token_spans`` can say which characters each input position covers (a fast tokenizer
+        gives offsets, a slow one does not)."""
+
+    @abc.abstractmethod
     def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int] | None]]:
         """Each text's input positions as ``batch`` gives them: the characters each covers, None for
-        special tokens (NotImplementedError where the tokenizer gives no offsets)."""
-        raise NotImplementedError
+        special tokens (a ValueError where ``has_token_spans`` is False)."""
 
     @abc.abstractmethod
     def embed_batch(self, model: torch.nn.Module, batch: dict) -> Embedded:
@@ -107,11 +115,6 @@ class TorchVictim(Victim):
     @abc.abstractmethod
     def model_logits(self, model: torch.nn.Module, embedded: Embedded) -> torch.Tensor:
         """The model's logits on (possibly moved) input embeddings."""
-
-    def model_attentions(self, model: torch.nn.Module, embedded: Embedded) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """The logits and every layer's attention weights (b, heads, n, n), for the attention regularisers;
-        a victim that gives them sets ``attentions = True``."""
-        raise NotImplementedError(f"{self.name} gives no attention weights: no attention regularizer for it")
 
     # -- the contract -------------------------------------------------------------------------------
 
@@ -180,6 +183,7 @@ class FineTunedVictim(TorchVictim):
     needs (``save_architecture``); the loop, checkpoints, regularisers and weights are shared."""
 
     Training = NeuralTraining
+    attentions = True  # model_attentions: the attention regularisers reach every one
 
     def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
         super().__init__(config, training)
@@ -200,6 +204,10 @@ class FineTunedVictim(TorchVictim):
     @abc.abstractmethod
     def save_architecture(self, directory: str) -> list[str]:
         """Write what ``architecture`` needs besides the weights; returns the files written."""
+
+    @abc.abstractmethod
+    def model_attentions(self, model: torch.nn.Module, embedded: Embedded) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """The logits and every layer's attention weights (b, heads, n, n), for the attention regularisers."""
 
     @property
     def regularizer(self) -> Regularizer:
