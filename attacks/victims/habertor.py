@@ -33,6 +33,7 @@ from torch import nn
 
 from cloak.io import usual_permissions
 from cloak.params import InstanceOf, Interval, Options
+from mmbert.loop_settings import LoopSettings
 
 from ..fgm import _norm
 from ..nn.adversaries import ADVERSARIES, DEFAULT_ADVERSARY, Adversary
@@ -95,27 +96,24 @@ def load_tokenizer(directory: str):
 
 
 @dataclasses.dataclass
-class HabertorPretraining(Settings):
+class HabertorPretraining(Settings, LoopSettings):
     """How to pre-train (the paper's vocabulary of 40k, tau 10, lr 5e-5; fewer epochs than its 60):
-    2% of the corpus is held out, and the epoch with the lowest held-out masked-LM loss is saved."""
+    2% of the corpus is held out, and the epoch with the lowest held-out masked-LM loss is saved. The epoch
+    loop's fields are ``mmbert.loop_settings.LoopSettings``'s (batches of 32, seed 0, a checkpoint every
+    10 minutes by default)."""
 
+    epochs: int = 5
+    patience: int = 2
+    warmup_ratio: float = 0.06
     vocab_size: int = 40000
     tau: int = 10
-    epochs: int = 5
     lr: float = 5e-5
-    batch_size: int = 32
     max_length: int = 128
     mlm_probability: float = 0.15
-    patience: int = 2
-    seed: int = 0
-    checkpoint_minutes: float = 10
-    warmup_ratio: float = 0.06
     _parameter_constraints = {
-        "vocab_size": Interval(int, len(SPECIAL_TOKENS) + 1), "tau": Interval(int, 1), "epochs": Interval(int, 1),
-        "lr": Interval(float, 0, closed="neither"), "batch_size": Interval(int, 1), "max_length": Interval(int, 8),
-        "mlm_probability": Interval(float, 0, 1, closed="neither"), "patience": Interval(int, 1),
-        "seed": Interval(int, 0), "checkpoint_minutes": Interval(float, 0),
-        "warmup_ratio": Interval(float, 0, 1, closed="left")}
+        **LoopSettings._parameter_constraints, "vocab_size": Interval(int, len(SPECIAL_TOKENS) + 1),
+        "tau": Interval(int, 1), "lr": Interval(float, 0, closed="neither"), "max_length": Interval(int, 8),
+        "mlm_probability": Interval(float, 0, 1, closed="neither")}
 
 
 class MaskedCopies:
@@ -159,7 +157,7 @@ def pretrain_habertor(texts: Sequence[str], out_dir: str, model: HabertorConfig 
     its vocabulary size comes from the tokenizer) by masked LM; writes ``config.json``, the weights
     and the tokenizer to ``out_dir`` (a ``--backbone`` for ``attacks train --model habertor``). Returns
     the epochs' log with the best epoch and its held-out loss."""
-    from mmbert.loop import LoopSettings, train_epochs
+    from mmbert.loop import train_epochs
 
     settings = settings or HabertorPretraining()
     texts = [t for t in texts if t.strip()]
@@ -205,8 +203,7 @@ def pretrain_habertor(texts: Sequence[str], out_dir: str, model: HabertorConfig 
             write_json(out_dir, "pretraining.json", settings.to_dict())
 
     groups = [{"params": list(network.parameters()), "lr": settings.lr, "weight_decay": 0.01, "name": "habertor"}]
-    loop = LoopSettings.of(settings.to_dict())
-    result = train_epochs(network, loss, train, collator, groups, held_out_loss, save, out_dir, loop, resume=resume,
+    result = train_epochs(network, loss, train, collator, groups, held_out_loss, save, out_dir, settings, resume=resume,
                           progress=progress, on_checkpoint=on_checkpoint, desc="pretrain-habertor",
                           lengths=[len(sequences[index]) for index, _ in train])
     best = -result["best_score"] if result["best_score"] is not None else None

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from cloak.params import InstanceOf, Interval, Options
+from mmbert.loop_settings import LoopSettings
 
 from ..nn.regularizers import REGULARIZERS, Regularizer
 from .base import Settings, Victim, check_texts, labels_of, texts_of
@@ -33,32 +34,27 @@ ARCHITECTURE = "architecture.json"
 
 
 @dataclasses.dataclass
-class NeuralTraining(Settings):
+class NeuralTraining(Settings, LoopSettings):
     """Wankmüller (2021)'s fine-tuning recipe by default: AdamW, linear decay, no warm-up, no weight decay, lr
     2e-5, 3 epochs, batches of 16; the best epoch by dev macro-F1 (``dev_share`` of the training
-    records are held out when no dev set is given). ``regularizer``: ``ear`` or ``klar`` adds an
-    attention regulariser (``attacks.nn.regularizers``) weighted by ``regularizer_alpha`` (None: 0.01 for
-    EAR, 0.1 for KLAR); KLAR gives ``klar_share`` of the attention to the tokens of the ``relevant``
-    lexicon's terms (None: the default lexicon)."""
+    records are held out when no dev set is given). The epoch loop's fields (epochs, batch size, patience,
+    seed, checkpoints, warm-up) are ``mmbert.loop_settings.LoopSettings``'s. ``regularizer``: ``ear`` or
+    ``klar`` adds an attention regulariser (``attacks.nn.regularizers``) weighted by ``regularizer_alpha``
+    (None: 0.01 for EAR, 0.1 for KLAR); KLAR gives ``klar_share`` of the attention to the tokens of the
+    ``relevant`` lexicon's terms (None: the default lexicon)."""
 
     epochs: int = 3
-    lr: float = 2e-5
     batch_size: int = 16
     patience: int = 2
-    seed: int = 0
+    lr: float = 2e-5
     weight_decay: float = 0.0
-    warmup_ratio: float = 0.0
-    checkpoint_minutes: float = 10
     dev_share: float = 0.1
     regularizer: str = "none"
     regularizer_alpha: float | None = None
     klar_share: float = 0.4
     relevant: str | None = None
-    _parameter_constraints = {"epochs": Interval(int, 1), "lr": Interval(float, 0, closed="neither"),
-                              "batch_size": Interval(int, 1), "patience": Interval(int, 1), "seed": Interval(int, 0),
-                              "weight_decay": Interval(float, 0), "warmup_ratio": Interval(float, 0, 1, closed="left"),
-                              "checkpoint_minutes": Interval(float, 0),
-                              "dev_share": Interval(float, 0, 1, closed="neither"),
+    _parameter_constraints = {**LoopSettings._parameter_constraints, "lr": Interval(float, 0, closed="neither"),
+                              "weight_decay": Interval(float, 0), "dev_share": Interval(float, 0, 1, closed="neither"),
                               "regularizer": Options(*REGULARIZERS),
                               "regularizer_alpha": [Interval(float, 0), None], "klar_share": Interval(float, 0, 1),
                               "relevant": [InstanceOf(str), None]}
@@ -257,7 +253,7 @@ class FineTunedVictim(TorchVictim):
         """Fine-tune through ``mmbert.loop`` (checkpoints and ``resume`` in ``out_dir``); the best epoch
         by dev macro-F1 is saved to ``out_dir`` and kept."""
         from mmbert.loading import quiet_loading
-        from mmbert.loop import LoopSettings, train_epochs
+        from mmbert.loop import train_epochs
         from mmbert.metrics import classification_metrics
 
         t = self.training
@@ -295,8 +291,7 @@ class FineTunedVictim(TorchVictim):
                 self.save(work)
 
         groups = self.parameter_groups(self.model)
-        settings = LoopSettings.of(dataclasses.asdict(t))
-        self.log = train_epochs(self.model, loss, examples, collate, groups, evaluate, save, work, settings,
+        self.log = train_epochs(self.model, loss, examples, collate, groups, evaluate, save, work, t,
                                 resume=resume, progress=progress, on_checkpoint=on_checkpoint, desc=self.name,
                                 after_step=self.after_step)
         self._load_weights(work)  # the best epoch, not the last
