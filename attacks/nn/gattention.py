@@ -1,5 +1,7 @@
-"""GAttention (Jarquín-Vásquez et al., Findings of EMNLP 2025): a gate, per token, between
-self-attention and contextual attention, as a classification head on the last layer of a BERT encoder.
+"""GAttention (Jarquín-Vásquez, Escalante, Montes-y-Gómez and Aragón, "GAttention: Gated Attention for the
+Detection of Abusive Language", Findings of EMNLP 2025, ACL Anthology 2025.findings-emnlp.1105; no arXiv
+version): a gate, per token, between self-attention and contextual attention, as a classification head
+on the last layer of a BERT encoder.
 
 From the encoded sequence X_e (b, n, d), each head (a GAttention unit) computes, as the paper's
 equations number them:
