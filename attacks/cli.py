@@ -18,6 +18,10 @@ from cloak.ops.base import STRENGTHS
 from cloak.params import ParameterError, validate
 
 from .attack import attack_kinds, make_attacks
+# the names of these tables are the CLI's choices; importing them loads no torch
+from .nn.adversaries import ADVERSARIES, DEFAULT_ADVERSARY
+from .nn.heads import DEFAULT_HEAD, HEADS
+from .nn.regularizers import REGULARIZERS
 from .search import SearchAttack  # its defaults are the CLI's; importing it loads neither torch nor jieba
 from .victims.llm import EndpointError  # loads neither torch nor any client library
 
@@ -109,25 +113,11 @@ def main() -> None:
 @main.command("models")
 def list_models() -> None:
     """List the detectors: name, what it is, and whether it takes embedding-space attacks."""
-    from . import victim_names
-    from .victims.base import LAZY_KINDS
+    from . import victim_class, victim_names
 
-    descriptions = {"bert": "any BERT checkpoint fine-tuned with a classification head (Wankmüller 2021's recipe)",
-                    "chinesebert": "ChineseBERT-style: character + glyph + pinyin embeddings fused into an encoder",
-                    "habertor": "HABERTOR: quaternion-factorised BERT, source ensemble heads, adaptive FGM training",
-                    "mmbert": "MMBERT: text + speech + glyph mixture of experts, three stages",
-                    "llm": "an LLM behind an OpenAI-compatible endpoint, MMBERT's Appendix B prompt"}
-    features = {"bow": "binary bag of jieba words", "tfidf": "character 1-3-gram TF-IDF",
-                "emb": "mean word vectors (--vectors)"}
-    classifiers = {"lr": "logistic regression", "svm": "linear SVM", "rbf": "RBF SVM", "nb": "naive Bayes",
-                   "rf": "random forest", "gbt": "gradient-boosted trees (LightGBM)"}
-    for name in victim_names():
-        if name in LAZY_KINDS:
-            what, differentiable = descriptions[name], name != "llm"
-        else:
-            f, c = name.split("-")
-            what, differentiable = f"{features[f]} + {classifiers[c]}", False
-        click.echo(f"{name:12} {what}{'  [differentiable: FGM / PGD]' if differentiable else ''}")
+    for name in victim_names():  # each class says what it is and whether it is differentiable
+        cls = victim_class(name)
+        click.echo(f"{name:12} {cls.summary_of(name)}{'  [differentiable: FGM / PGD]' if cls.differentiable else ''}")
 
 
 @main.command()
@@ -151,18 +141,19 @@ def list_models() -> None:
 @click.option("--seed", type=click.IntRange(0), default=None, help="Seed of the training [default: 0].")
 @click.option("--preset", type=click.Choice(["habertor", "vqf", "vaqf", "vafqf", "vafoqf"]), default=None,
               help="habertor without --backbone: which factorisations [default: vafoqf].")
-@click.option("--adv", type=click.Choice(["adaptive", "fgm", "none"]), default=None,
-              help="habertor: adversarial training [default: adaptive].")
+@click.option("--adv", type=click.Choice(list(ADVERSARIES)), default=None,
+              help=f"habertor: adversarial training [default: {DEFAULT_ADVERSARY}].")
 @click.option("--source-field", default=None, metavar="FIELD",
               help="habertor: the record field naming a post's source (one net of heads per source).")
-@click.option("--head", type=click.Choice(["linear", "gattention"]), default=None,
+@click.option("--head", type=click.Choice(list(HEADS)), default=None,
               help="bert, chinesebert: a linear head on [CLS], or GAttention over the last layer "
-              "[default: linear].")
+              f"[default: {DEFAULT_HEAD}].")
 @click.option("--gattention-heads", type=click.IntRange(1), default=None, help="--head gattention: heads [default: 1].")
-@click.option("--regularizer", type=click.Choice(["none", "ear", "klar"]), default=None,
+@click.option("--regularizer", type=click.Choice(list(REGULARIZERS)), default=None,
               help="bert, chinesebert, habertor: attention regularisation (EAR entropy, KLAR toward lexicon terms).")
 @click.option("--alpha", "regularizer_alpha", type=click.FloatRange(0), default=None,
-              help="The regulariser's weight [default: EAR 0.01, KLAR 0.1].")
+              help="The regulariser's weight [default: " + ", ".join(
+                  f"{name.upper()} {r.alpha}" for name, r in REGULARIZERS.items() if r.reads_attentions) + "].")
 @click.option("--klar-share", type=click.FloatRange(0, 1), default=None,
               help="KLAR: the attention share of the relevant tokens [default: 0.4].")
 @click.option("--relevant", default=None, metavar="FILE",
@@ -203,7 +194,7 @@ def train(name, train_path, dev_path, out_dir, backbone, backbone_layers, vector
                          **({"dev": training_data(dev_records, dev_path)} if dev_records else {})}
     victim.save(out_dir)
     report = {"victim": victim.name, "train": train_path, "train_records": len(train_records),
-              "seconds": round(seconds, 1), "grid": getattr(victim, "grid_results", None)}
+              "seconds": round(seconds, 1), "grid": victim.grid_results}
     line = f"{victim.name}: trained on {plural(len(train_records), 'post')} in {seconds:.1f} s"
     # a detector that says one label for everything "loses nothing" to every attack: say so now
     checked, where = (dev_records, "dev posts") if dev_records else (train_records[:CHECKED], "training posts")

@@ -87,11 +87,8 @@ class SearchAttack:
         if self.importance == "gradient" and not has_gradient:
             raise NotDifferentiable(f"{victim.name} has no input embeddings, so no gradient importance for the "
                                     "search: use importance 'deletion' or 'auto'")
-        if self.importance == "auto" and has_gradient:
-            try:
-                victim.token_spans([""])
-            except NotImplementedError:  # no character offsets (a slow tokenizer): deletion it is
-                return "deletion"
+        if self.importance == "auto" and has_gradient and not victim.has_token_spans:
+            return "deletion"  # no character offsets (a slow tokenizer) to spread the gradient over
         return "gradient" if self.importance != "deletion" and has_gradient else "deletion"
 
     def attack(self, victim: Victim, records: Sequence[dict], positions: Sequence[int],

@@ -30,7 +30,8 @@ What is here:
 - Paths: ``REPO``, ``RESULTS`` (``bench/results``), ``WORK`` (``bench/work``), ``COLD`` and ``SWSR``
   (the data sets beside the repository, ``../shared/data``; every benchmark takes ``--cold`` /
   ``--swsr``), ``BIN`` (the running virtual environment's ``bin``: ``BIN / "attacks"``).
-- Commands: ``measure`` (a command's exit code, wall time, peak memory and last stderr line),
+- Commands: ``measure`` (a command's exit code, wall and CPU time, peak memory and last stderr line; a
+  ``watch`` called while it runs polls what it started),
   ``run`` (the same, printed first, stopped with the command's error if it fails, and recorded in
   a ``steps`` dict under a name where one is given), ``shown`` (a command as text, repository paths
   relative), ``victim_flags``, ``log`` (a progress line with the time), ``timed`` (a call and its seconds).
@@ -39,7 +40,9 @@ What is here:
 - Results: ``parser`` (the argument parser every benchmark starts from; ``weight_files`` checks its
   ``--weights``), ``machine_info`` (what it ran on), ``write_result`` (the JSON, atomically),
   ``read_json``, ``print_summary`` (the closing table), ``relative``, ``ratio``.
-- Data: ``folder`` (made if missing), ``cold_records`` (a COLD split as records), ``cold_jsonl``
+- Data: ``folder`` (made if missing), ``cold_records`` (a COLD split as records), ``write_cycled`` (records
+  over and over to a given count, the large inputs of the ``cloak perturb`` runs, which use the op mix
+  ``MIX``), ``cold_jsonl``
   (converted once by ``cloak convert`` into a work folder), ``corpus`` (the texts the shared backbone
   learns from), ``backbone_log``; JSON Lines are written with ``cloak.io.write_records``.
 - ``attacks evaluate`` summaries: ``CONVENTIONAL`` (the conventional victims the tables attack),
@@ -57,12 +60,13 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
 
-from cloak.io import write_atomic
+from cloak.io import write_atomic, write_records
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -71,6 +75,7 @@ COLD = REPO.parent / "shared" / "data" / "cold"
 SWSR = REPO.parent / "shared" / "data" / "swsr"
 BIN = Path(sys.executable).parent
 CONVENTIONAL = "tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt"
+MIX = "homophone,emoji,split,abbrev,pinyin,english"  # the ops of the large cloak perturb runs
 
 
 # ---------------------------------------------------------------------------------------------- commands
@@ -80,18 +85,34 @@ def shown(command: Iterable) -> str:
     return " ".join(str(a).replace(str(REPO) + "/", "") for a in command)
 
 
-def measure(command: list, env: dict | None = None, cwd: str | None = None) -> dict:
-    """Run a command; its exit code, wall time, peak resident memory (MB) and last stderr line."""
+def measure(command: list, env: dict | None = None, cwd: str | None = None,
+            watch: Callable[[int], None] | None = None) -> dict:
+    """Run a command; its exit code, wall time, CPU time (user + system), peak resident memory (MB) and
+    last stderr line. ``watch(pid)`` is called every 0.2 s while it runs (to poll the processes it starts)."""
+    stop = threading.Event()
+
+    def poll(pid: int) -> None:
+        while not stop.is_set():
+            watch(pid)
+            stop.wait(0.2)
+
     started = time.perf_counter()
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen([str(a) for a in command], stdout=subprocess.DEVNULL, stderr=err,
                                 env={**os.environ, **(env or {})}, cwd=cwd)
+        poller = threading.Thread(target=poll, args=(proc.pid,), daemon=True) if watch else None
+        if poller:
+            poller.start()
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - started
+        stop.set()
+        if poller:
+            poller.join()
         err.seek(0)
         lines = err.read().decode("utf-8", "replace").strip().splitlines()
     return {"exit": os.waitstatus_to_exitcode(status), "seconds": round(seconds, 2),
-            "peak_mb": round(usage.ru_maxrss / 1024, 1), "stderr": lines[-1] if lines else ""}
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "peak_mb": round(usage.ru_maxrss / 1024, 1),
+            "stderr": lines[-1] if lines else ""}
 
 
 def run(command: list, steps: dict | None = None, name: str | None = None) -> dict:
@@ -260,6 +281,13 @@ def cold_records(cold: Path, split: str) -> list[dict]:
     from cloak.convert import read_dataset
 
     return list(read_dataset("cold", str(Path(cold) / f"{split}.csv")))
+
+
+def write_cycled(path: str, records: list[dict], n: int) -> int:
+    """``n`` records, ``records`` over and over (ids made unique by the round); returns the file's bytes."""
+    write_records(path, ({"id": f"{r['id']}-{i // len(records)}", "text": r["text"], "label": r["label"]}
+                         for i in range(n) for r in [records[i % len(records)]]))
+    return os.path.getsize(path)
 
 
 def cold_jsonl(cold: Path, split: str, out: Path, steps: dict | None = None) -> Path:

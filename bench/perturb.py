@@ -45,8 +45,8 @@ import statistics
 import tempfile
 import time
 
-from bench.common import REPO, RESULTS, cold_records, log, machine_info, parser, ratio, write_result
-from bench.perturb_command import MIX, bench_cli, bench_command_vs_engine
+from bench.common import MIX, REPO, RESULTS, cold_records, log, machine_info, parser, ratio, write_result
+from bench.perturb_command import bench_cli, bench_command_vs_engine
 from bench.perturb_realism import Reader, realism_cloak, realism_peer, realism_styles
 
 SPEED_TARGET_TEXTS_PER_S = 5000

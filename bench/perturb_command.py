@@ -14,10 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import BIN, REPO, log, ratio
-from cloak.io import count_lines, file_sha256, write_records
-
-MIX = "homophone,emoji,split,abbrev,pinyin,english"
+from bench.common import BIN, MIX, REPO, log, ratio, write_cycled
+from cloak.io import count_lines, file_sha256
 # The whole-command figure: this perturber, in the bench's process and as ``cloak perturb`` flags.
 ENGINE = {"ops": "homophone", "targets": "all", "rate": 0.3}
 COMMAND = [arg for key, value in ENGINE.items() for arg in (f"--{key}", str(value))]
@@ -84,13 +82,6 @@ print(json.dumps({"returncode": child.returncode, "wall_s": wall, "stderr": stde
                   "polled_vmhwm_root_kb": hwm_root, "polled_vmhwm_any_kb": hwm_any,
                   "polled_peak_tree_rss_kb": peak_tree_rss, "polls": polls}))
 """
-
-
-def write_cycled(path: str, records: list[dict], n: int) -> int:
-    """``n`` records, ``records`` over and over (ids made unique by the round); returns the file's bytes."""
-    write_records(path, ({"id": f"{r['id']}-{i // len(records)}", "text": r["text"], "label": r["label"]}
-                         for i in range(n) for r in [records[i % len(records)]]))
-    return os.path.getsize(path)
 
 
 def run_cli(in_path: str, out_path: str, workers: int | str, env: dict, options: list[str] | None = None) -> dict:

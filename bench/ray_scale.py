@@ -21,10 +21,8 @@ measured rate a worker, what 100M posts would take on N machines.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -34,8 +32,8 @@ import psutil
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 
-from bench.common import BIN, REPO, RESULTS, cold_records, machine_info, parser, print_summary, write_result
-from bench.perturb_command import MIX, write_cycled
+from bench.common import (BIN, MIX, REPO, RESULTS, cold_records, machine_info, measure, parser, print_summary,
+                          write_cycled, write_result)
 from cloak.io import file_sha256
 
 GOAL = 0.8
@@ -77,35 +75,23 @@ def titled(pids: set[int], title: str) -> set[int]:
 
 
 def run(cmd: list[str], workers_of) -> dict:
-    """The command from start to exit, its CPU time, and the peak memory of it and of its workers
-    (``workers_of(pid)``: their pids now), polled every 0.2 s."""
+    """The command from start to exit (``bench.common.measure``), its CPU time, and the peak memory of it and
+    of its workers (``workers_of(pid)``: their pids now), polled while it runs."""
     peaks: dict[int, int] = {}
     roles: dict[int, str] = {}
-    stop = threading.Event()
-    with tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO)
 
-        def poll() -> None:
-            while not stop.is_set():
-                for pid, role in [(child.pid, "command"), *((p, "worker") for p in workers_of(child.pid))]:
-                    hwm = peak_kb(pid)
-                    if hwm:
-                        peaks[pid], roles[pid] = max(peaks.get(pid, 0), hwm), role
-                stop.wait(0.2)
-        poller = threading.Thread(target=poll, daemon=True)
-        poller.start()
-        _, status, usage = os.wait4(child.pid, 0)
-        wall = time.perf_counter() - started
-        stop.set()
-        poller.join()
-        err.seek(0)
-        stderr = err.read().decode("utf-8", "replace")
-    if status != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({status}): {stderr[-3000:]}")
+    def poll(child: int) -> None:
+        for pid, role in [(child, "command"), *((p, "worker") for p in workers_of(child))]:
+            hwm = peak_kb(pid)
+            if hwm:
+                peaks[pid], roles[pid] = max(peaks.get(pid, 0), hwm), role
+
+    result = measure(cmd, cwd=REPO, watch=poll)
+    if result["exit"] != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({result['exit']}): {result['stderr']}")
     workers = [round(kb / 1024, 1) for pid, kb in peaks.items() if roles[pid] == "worker"]
     return {"command": " ".join(Path(c).name if c.startswith("/") and "bin" in c else c for c in cmd),
-            "wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+            "wall_s": result["seconds"], "cpu_s": result["cpu_s"],
             "peak_rss_command_mb": round(max(kb for pid, kb in peaks.items() if roles[pid] == "command") / 1024, 1),
             "peak_rss_per_worker_mb": sorted(workers), "worker_processes_seen": len(workers)}
 

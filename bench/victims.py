@@ -94,7 +94,7 @@ def conventional(args, names: list[str], splits: dict[str, list[dict]], results:
         t0 = time.perf_counter()
         victim.fit(splits["train"], progress=False)
         entry = {"train_seconds": round(time.perf_counter() - t0, 1), **score(victim, splits["test"]),
-                 "params": victim.config.params, "grid": getattr(victim, "grid_results", None)}
+                 "params": victim.chosen_params, "grid": victim.grid_results}
         assert isinstance(victim, ConventionalVictim)
         results.record(name, entry)
 

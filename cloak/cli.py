@@ -16,8 +16,8 @@ import click
 
 from .convert import FORMATS, convert_file
 from .edits import apply_edits
-from .commands import plural
-from .io import ON_ERROR, RecordError, check_files, read_records
+from .commands import fail, plural, reports_errors
+from .io import ON_ERROR, check_files, read_records
 from .ops import available_ops, cloakable, make_op
 from .ops.base import STRENGTHS
 from .perturber import Perturber
@@ -37,9 +37,15 @@ Examples:
 """
 
 
-def _fail(message: str) -> None:
-    click.echo(f"cloak: error: {message}", err=True)
-    sys.exit(1)
+def _kept(kwargs: dict) -> str:
+    """What an interrupted ``cloak perturb`` kept, and how to go on."""
+    out = kwargs["out_path"]
+    return f"; what is done is kept in {out}.partial: rerun with --resume" if out != "-" else ""
+
+
+# cloak's own commands say an error as it says itself (an OS error's "[Errno 2] ...", a plugin's import error)
+_errors_reported = reports_errors("cloak", failures={OSError: "", ImportError: ""},
+                                  interrupted={"perturb": _kept, "convert": "; nothing was written"})
 
 
 def import_plugin(name: str) -> ModuleType:
@@ -171,6 +177,7 @@ def main() -> None:
 @click.option("--plugin", "plugins", multiple=True, metavar="MODULE|FILE.py",
               help="Import MODULE (or FILE.py) first, e.g. one that registers your own ops.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary line.")
+@_errors_reported
 def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate, variants, seed, workers, shard,
             engine, address, on_error, resume, protect, text_field, plugins, quiet) -> None:
     """Cloak each record's text and write the cloaked records.
@@ -179,32 +186,24 @@ def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate,
     `cloak` = {ops, seed, variant, edits: [{op, start, end, src, dst}]} (start/end index
     source_text), enough to replay or invert the change. Ends with a one-line summary on stderr.
     """
-    try:
-        modules = [import_plugin(module) for module in plugins]
-        from .targets import DEFAULT_PROTECT
+    modules = [import_plugin(module) for module in plugins]
+    from .targets import DEFAULT_PROTECT
 
-        pattern = DEFAULT_PROTECT + (f"|{protect}" if protect else "")
-        perturber = Perturber(ops=ops, targets=_targets(targets, lexicon, mine_from or in_path), rate=rate,
-                              seed=seed, protect=pattern, strength=strength)
-        if address and engine != "ray":
-            raise ValueError("--address is for --engine ray")
-        runner = None
-        if engine == "ray":
-            from .ray import RayEngine
+    pattern = DEFAULT_PROTECT + (f"|{protect}" if protect else "")
+    perturber = Perturber(ops=ops, targets=_targets(targets, lexicon, mine_from or in_path), rate=rate,
+                          seed=seed, protect=pattern, strength=strength)
+    if address and engine != "ray":
+        raise ValueError("--address is for --engine ray")
+    runner = None
+    if engine == "ray":
+        from .ray import RayEngine
 
-            runner = RayEngine(address, workers, plugins=modules)
-        else:
-            perturber.prepare()  # here, once: the local workers inherit the tables
-        stats = perturb_file(in_path, out_path, perturber, variants=variants, workers=workers,
-                             shard=shard, on_error=on_error, resume=resume, text_field=text_field,
-                             progress=False if quiet else None, engine=runner)
-    except KeyboardInterrupt:
-        where = f"; what is done is kept in {out_path}.partial: rerun with --resume" \
-            if out_path != "-" else ""
-        click.echo(f"cloak: interrupted{where}", err=True)
-        sys.exit(130)
-    except (RecordError, ValueError, OSError, ImportError) as e:
-        _fail(str(e))
+        runner = RayEngine(address, workers, plugins=modules)
+    else:
+        perturber.prepare()  # here, once: the local workers inherit the tables
+    stats = perturb_file(in_path, out_path, perturber, variants=variants, workers=workers,
+                         shard=shard, on_error=on_error, resume=resume, text_field=text_field,
+                         progress=False if quiet else None, engine=runner)
     if not quiet:
         click.echo(f"cloak perturb: {stats.summary()}", err=True)
         for example in stats.skipped.examples:
@@ -235,19 +234,17 @@ def _targets(spec: str, lexicon: str | None, mine_from: str):
 @click.option("--min-count", type=click.IntRange(1), default=5, show_default=True,
               help="Keep terms that at least this many offensive posts hold.")
 @click.option("--no-lexicon", is_flag=True, help="Write the mined terms only, not the default lexicon's too.")
+@_errors_reported
 def mine_terms_command(train_path, out_path, z, min_count, no_lexicon) -> None:
     """Mine the terms most associated with the offensive label (weighted log-odds with an informative
     Dirichlet prior, Monroe et al. 2008): the targets posters would cloak."""
     from .mining import mine_terms, write_terms
 
-    try:
-        check_files([train_path], [out_path])
-        records = [r for _, r in read_records(train_path, labels=True)]
-        mined = mine_terms(records, z=z, min_count=min_count)
-        base = None if no_lexicon else default_lexicon()
-        n = write_terms(out_path, mined, base)
-    except (RecordError, ValueError, OSError) as e:
-        _fail(str(e))
+    check_files([train_path], [out_path])
+    records = [r for _, r in read_records(train_path, labels=True)]
+    mined = mine_terms(records, z=z, min_count=min_count)
+    base = None if no_lexicon else default_lexicon()
+    n = write_terms(out_path, mined, base)
     offensive = [r["text"] for r in records if r["label"] != 0]
     reach = _reach(offensive, [m.term for m in mined] + (base.terms if base else []))
     line = (f"cloak mine-terms: {plural(len(mined), 'term')} mined from {plural(len(records), 'post')} "
@@ -274,19 +271,14 @@ def _reach(texts: list[str], terms: list[str]) -> float:
 @click.option("--label-col", default="label", show_default=True,
               help="Label column (csv / tsv); empty for unlabelled data.")
 @click.option("--id-col", default=None, help="Id column (csv / tsv) [default: row number].")
+@_errors_reported
 def convert(fmt, in_path, out_path, text_col, label_col, id_col) -> None:
     """Turn a public data set (COLD, SWSR, ToxiCN, ToxiCloakCN, CNTP, any CSV/TSV) into records
     {"id", "text", "label", ...}."""
     options = {}
     if fmt in ("csv", "tsv"):
         options = {"text_col": text_col, "label_col": label_col or None, "id_col": id_col}
-    try:
-        n = convert_file(fmt, in_path, out_path, **options)
-    except KeyboardInterrupt:
-        click.echo("cloak convert: interrupted; nothing was written", err=True)
-        sys.exit(130)
-    except (RecordError, ValueError, OSError) as e:
-        _fail(str(e))
+    n = convert_file(fmt, in_path, out_path, **options)
     click.echo(f"cloak convert: wrote {plural(n, 'record')} to {out_path}", err=True)
 
 
@@ -295,13 +287,11 @@ def convert(fmt, in_path, out_path, text_col, label_col, id_col) -> None:
 @click.option("--limit", "-n", type=click.IntRange(1), default=20, show_default=True,
               help="Records to show.")
 @click.option("--all", "show_all", is_flag=True, help="Show unchanged records too.")
+@_errors_reported
 def show(path, limit, show_all) -> None:
     """Show cloaked records: each source with what was replaced, and its cloak."""
-    try:
-        records = (r for _, r in read_records(path))
-        shown = show_records(records, limit=limit, only_changed=not show_all)
-    except (RecordError, OSError) as e:
-        _fail(str(e))
+    records = (r for _, r in read_records(path))
+    shown = show_records(records, limit=limit, only_changed=not show_all)
     if not shown:
         click.echo("no cloaked records to show", err=True)
 
@@ -336,7 +326,7 @@ def _missing(name: str, error: ImportError) -> click.Command:
     @click.command(name, help=f"(unavailable: {error})", context_settings={"ignore_unknown_options": True})
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def command(args) -> None:
-        _fail(f"`cloak {name}` needs an optional dependency: {error}. Install mmcloak[all].")
+        fail("cloak", f"`cloak {name}` needs an optional dependency: {error}. Install mmcloak[all].")
     return command
 
 

@@ -31,14 +31,16 @@ def error_message(error: Exception) -> str:
     return str(error)
 
 
-def reports_errors(prog: str, *, interrupted: Mapping[str, str] | None = None, extra: str = "all",
-                   model_hint: str = "", failures: Mapping[type[Exception], str] | None = None) -> Callable:
+def reports_errors(prog: str, *, interrupted: Mapping[str, str | Callable[[dict], str]] | None = None,
+                   extra: str = "all", model_hint: str = "",
+                   failures: Mapping[type[Exception], str] | None = None) -> Callable:
     """A decorator for a click command: bad input (ValueError, RecordError, OS errors) ends with one line;
     a missing optional package names the extra to install; Ctrl-C says what was kept (``interrupted``:
-    the command's function name -> the rest of the sentence). ``model_hint`` follows an OS error that
-    names no path, which is how transformers and Whisper report a model asked for by a name they could
-    not fetch. ``failures``: the command's own errors, each ended with one line and what to do
-    (an exception class -> the rest of the sentence)."""
+    the command's function name -> the rest of the sentence, or a function of the command's arguments
+    that says it). ``model_hint`` follows an OS error that names no path, which is how transformers and
+    Whisper report a model asked for by a name they could not fetch. ``failures``: the command's own
+    errors, each ended with one line and what to do (an exception class -> the rest of the sentence;
+    "": the error as it says itself)."""
     failures = dict(failures or {})
 
     def decorate(func: Callable) -> Callable:
@@ -47,7 +49,8 @@ def reports_errors(prog: str, *, interrupted: Mapping[str, str] | None = None, e
             try:
                 return func(*args, **kwargs)
             except KeyboardInterrupt:
-                click.echo(f"{prog}: interrupted{(interrupted or {}).get(func.__name__, '')}", err=True)
+                rest = (interrupted or {}).get(func.__name__, "")
+                click.echo(f"{prog}: interrupted{rest(kwargs) if callable(rest) else rest}", err=True)
                 sys.exit(130)
             except tuple(failures) as e:
                 fail(prog, f"{e}{next(rest for kind, rest in failures.items() if isinstance(e, kind))}")

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import torch
 from cloak.progress import progress_bar
 
 from .checkpoint import Objective, start_run
+from .loop_settings import LoopSettings  # declared where torch is not needed; imported from here too
 
 Loss = Callable[..., "torch.Tensor | tuple[torch.Tensor, torch.Tensor | None]"]
 GROUP_BATCHES = 50  # batches per length-sorted group, as Hugging Face's group_by_length
@@ -57,25 +56,6 @@ def adamw(groups: list[dict]) -> torch.optim.AdamW:
         return torch.optim.AdamW(groups, fused=True)
     except (RuntimeError, TypeError):  # an older torch, or a device without the fused kernel
         return torch.optim.AdamW(groups)
-
-
-@dataclass
-class LoopSettings:
-    """How to train (not what): epochs, batch size, early stopping, seed, checkpoints, warm-up."""
-
-    epochs: int
-    batch_size: int = 32
-    patience: int = 3
-    seed: int = 0
-    checkpoint_minutes: float = 10
-    warmup_ratio: float = 0.0
-
-    @classmethod
-    def of(cls, settings: Mapping[str, Any], **given: Any) -> LoopSettings:
-        """The loop's fields taken from a larger set of training settings (``given`` over them): each
-        declared once, here, and not copied field by field."""
-        merged = {**settings, **given}
-        return cls(**{f.name: merged[f.name] for f in fields(cls) if f.name in merged})
 
 
 def train_epochs(model: torch.nn.Module, loss: Loss, train: Sequence, collate: Callable, groups: list[dict],

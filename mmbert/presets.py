@@ -35,11 +35,13 @@ from cloak.params import InstanceOf, Interval, Options, ParameterError, unknown_
 from speech import BACKENDS
 
 from .configuration import BERT_SHAPE, MMBertConfig
+from .loop_settings import LoopSettings
 
 MM_FIELDS = ("modalities", "speech_dim", "speech_pool", "max_speech_tokens", "vision_dim", "glyph_size",
              "moe_top_k", "aux_loss_weight", "pooling")
 RATE = Interval(float, 0, closed="neither")
-EPOCHS = Interval(int, 1)
+LOOP = LoopSettings._parameter_constraints  # the epoch loop's fields, declared there
+EPOCHS = LOOP["epochs"]
 PATH = [InstanceOf(str), None]
 # The trainable glyph CNN, or a frozen image encoder of mmbert.vision.FROZEN_ENCODERS (named here so
 # that checking a run config needs no torch; a test checks the two agree), each with the keys of
@@ -56,11 +58,11 @@ RUN_CONFIG = {
         "vision": {"encoder": Options(*VISION_ENCODERS), "model": PATH, "pretrained": PATH},
     },
     "train": {
-        "batch_size": Interval(int, 1), "max_length": Interval(int, 3), "seed": Interval(int, 0),
-        "patience": Interval(int, 1), "checkpoint_minutes": Interval(float, 0), "weight_decay": Interval(float, 0),
-        "warmup_ratio": Interval(float, 0, 1, closed="left"),
+        "batch_size": LOOP["batch_size"], "max_length": Interval(int, 3), "seed": LOOP["seed"],
+        "patience": LOOP["patience"], "checkpoint_minutes": LOOP["checkpoint_minutes"],
+        "weight_decay": Interval(float, 0), "warmup_ratio": LOOP["warmup_ratio"],
         "pretrain": {"epochs": EPOCHS, "lr": RATE, "mlm_probability": Interval(float, 0, 1, closed="neither"),
-                     "patience": Interval(int, 1)},
+                     "patience": LOOP["patience"]},
         "stage1": {"epochs": EPOCHS, "lr": RATE},
         "stage2": {"epochs": EPOCHS, "head_warmup_epochs": Interval(int, 0), "lr_aligners": RATE,
                    "lr_text_expert": RATE, "lr_experts": RATE, "lr_head": RATE},

@@ -1,19 +1,18 @@
 """``cloak render``: glyph images of a corpus, a preview picture, and the similarity index."""
 from __future__ import annotations
 
-import sys
-
 import click
 
-from cloak.commands import check_out_folder, plural
-from cloak.io import ON_ERROR, RecordError
+from cloak.commands import check_out_folder, plural, reports_errors
+from cloak.io import ON_ERROR
 
 from .fonts import FontNotFoundError, font_file
 
 
-def _fail(message: str) -> None:
-    click.echo(f"cloak render: error: {message}", err=True)
-    sys.exit(1)
+def _kept(kwargs: dict) -> str:
+    """What an interrupted ``cloak render --in`` kept, and how to go on."""
+    out = kwargs["out_dir"]
+    return f"; the shards completed are kept in {out}: rerun with --resume to finish" if out else ""
 
 
 @click.command()
@@ -46,6 +45,7 @@ def _fail(message: str) -> None:
 @click.option("--index-out", metavar="FILE", default="similar_chars.tsv", show_default=True,
               help="Where --build-similarity-index writes; use it with `--ops similar:table=FILE`.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@reports_errors("cloak render", interrupted={"render": _kept}, failures={FontNotFoundError: "", OSError: ""})
 def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size, cache_dir, resume,
            on_error, preview, preview_out, ops, targets, variants, seed, build_index, index_out, quiet) -> None:
     """Render texts as glyph images: one image per token (character, Latin run, emoji).
@@ -58,33 +58,25 @@ def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size,
     modes = sum(bool(x) for x in (in_path, preview, build_index))
     if modes != 1:
         raise click.UsageError("give exactly one of --in (with --out), --preview, --build-similarity-index")
-    try:
-        font = font_file(font_path) if font_path else None
-        emoji_font = font_file(emoji_font_path) if emoji_font_path else None
-        if build_index:
-            _build_index(font, index_out)
-        elif preview is not None:
-            _preview(preview, preview_out, font, emoji_font, ops, targets, variants, seed)
-        else:
-            if not out_dir:
-                raise click.UsageError("--in needs --out DIR")
-            check_out_folder("--out", out_dir)
-            from .corpus import render_corpus
-            from .glyphs import GlyphRenderer
+    font = font_file(font_path) if font_path else None
+    emoji_font = font_file(emoji_font_path) if emoji_font_path else None
+    if build_index:
+        _build_index(font, index_out)
+    elif preview is not None:
+        _preview(preview, preview_out, font, emoji_font, ops, targets, variants, seed)
+    else:
+        if not out_dir:
+            raise click.UsageError("--in needs --out DIR")
+        check_out_folder("--out", out_dir)
+        from .corpus import render_corpus
+        from .glyphs import GlyphRenderer
 
-            renderer = GlyphRenderer(size=size, mode=mode, font=font, emoji_font=emoji_font,
-                                     cache_dir=cache_dir)
-            meta = render_corpus(in_path, out_dir, renderer, shard_size=shard_size, resume=resume,
-                                 on_error=on_error, progress=False if quiet else None)
-            click.echo(f"cloak render: {plural(meta['records'], 'record')}, {plural(meta['tokens'], 'token')}, "
-                       f"{plural(meta['rendered'], 'distinct image')} drawn, {plural(meta['shards'], 'shard')} "
-                       f"in {out_dir}", err=True)
-    except KeyboardInterrupt:
-        where = f"; the shards completed are kept in {out_dir}: rerun with --resume to finish" if out_dir else ""
-        click.echo(f"cloak render: interrupted{where}", err=True)
-        sys.exit(130)
-    except (FontNotFoundError, RecordError, ValueError, OSError) as e:
-        _fail(str(e))
+        renderer = GlyphRenderer(size=size, mode=mode, font=font, emoji_font=emoji_font, cache_dir=cache_dir)
+        meta = render_corpus(in_path, out_dir, renderer, shard_size=shard_size, resume=resume,
+                             on_error=on_error, progress=False if quiet else None)
+        click.echo(f"cloak render: {plural(meta['records'], 'record')}, {plural(meta['tokens'], 'token')}, "
+                   f"{plural(meta['rendered'], 'distinct image')} drawn, {plural(meta['shards'], 'shard')} "
+                   f"in {out_dir}", err=True)
 
 
 def _preview(text, out, font, emoji_font, ops, targets, variants, seed) -> None:

@@ -1,12 +1,12 @@
 """``cloak speak`` (TTS of a corpus) and ``cloak synth`` (TTS + Whisper features, one pass)."""
 from __future__ import annotations
 
-import sys
+from collections.abc import Callable
 
 import click
 
-from cloak.commands import Renamed, check_out_folder, error_message, fail
-from cloak.io import RecordError, check_files
+from cloak.commands import Renamed, check_out_folder, reports_errors
+from cloak.io import check_files
 
 from . import BACKENDS
 from .text import MAX_CHARS
@@ -39,10 +39,18 @@ def _tts_options(func):
     return func
 
 
+def _errors_reported(command: str) -> Callable:
+    """``cloak speak`` / ``cloak synth``'s errors in one line each (a model's import error as it says itself),
+    and Ctrl-C saying that what is done is cached."""
+    return reports_errors(f"cloak {command}", failures={ImportError: ""},
+                          interrupted={command: "; what is done is cached: rerun the same command to finish"})
+
+
 @click.command()
 @_tts_options
 @click.option("--speech-cache", "--out", "out_dir", cls=Renamed, required=True, metavar="DIR",
               help="Audio cache and index.jsonl (what `mmbert --speech-cache` reads).")
+@_errors_reported("speak")
 def speak(in_path, backend, model, voice, speed, max_chars, workers, quiet, out_dir) -> None:
     """Speak every record's text; audio is cached by content, so a rerun only does what is missing.
 
@@ -61,16 +69,14 @@ def speak(in_path, backend, model, voice, speed, max_chars, workers, quiet, out_
               help="openai-whisper model name or checkpoint (.pt).")
 @click.option("--whisper-mode", type=click.Choice(["trimmed", "padded"]), default="trimmed",
               show_default=True, help="Encode only the utterance's frames, or Whisper's 30 s window.")
+@_errors_reported("synth")
 def synth(in_path, backend, model, voice, speed, max_chars, workers, quiet, out_dir, whisper, whisper_mode) -> None:
     """Speak every record and encode the speech with Whisper's encoder, in one resumable pass."""
-    try:
-        check_files([in_path])  # before Whisper loads
-        check_out_folder("--speech-cache", out_dir)
-        from .features import WhisperEncoder
+    check_files([in_path])  # before Whisper loads
+    check_out_folder("--speech-cache", out_dir)
+    from .features import WhisperEncoder
 
-        encoder = WhisperEncoder(whisper, mode=whisper_mode)
-    except (ValueError, OSError) as e:  # RecordError, ModelLoadError are ValueErrors
-        fail("cloak synth", error_message(e))
+    encoder = WhisperEncoder(whisper, mode=whisper_mode)
     _run("synth", in_path, out_dir, _backend_args(backend, model, voice, speed, max_chars), workers, encoder, quiet)
 
 
@@ -82,16 +88,9 @@ def _run(command, in_path, out_dir, backend_args, workers, encoder, quiet) -> No
     from .synth import speak_file
     from .tts import make_backend
 
-    try:
-        check_files([in_path])
-        check_out_folder("--speech-cache", out_dir)
-        make_backend(**backend_args)  # fail now, on bad options, not in a worker
-        counts = speak_file(in_path, out_dir, backend_args, workers=workers, encoder=encoder,
-                            progress=False if quiet else None)
-    except KeyboardInterrupt:
-        click.echo(f"cloak {command}: interrupted; what is done is cached: rerun the same command to finish",
-                   err=True)
-        sys.exit(130)
-    except (RecordError, ValueError, OSError, ImportError) as e:
-        fail(f"cloak {command}", error_message(e))
+    check_files([in_path])
+    check_out_folder("--speech-cache", out_dir)
+    make_backend(**backend_args)  # fail now, on bad options, not in a worker
+    counts = speak_file(in_path, out_dir, backend_args, workers=workers, encoder=encoder,
+                        progress=False if quiet else None)
     click.echo(f"cloak {command}: " + ", ".join(f"{k} {v}" for k, v in counts.items()), err=True)

@@ -156,9 +156,10 @@ def test_habertor_fine_tunes_saves_reloads_and_differentiates(habertor_backbone,
     again = load_victim(str(tmp_path))
     np.testing.assert_array_equal(again.predict_proba(texts), victim.predict_proba(texts))
     check_differentiable(again, texts[:4])
-    by_source = again.predict_proba(texts, [r["topic"] for r in test])
+    by_source = again.predict_records(test)
     assert by_source.shape == (len(test), 2) and not np.allclose(by_source, again.predict_proba(texts))
-    np.testing.assert_allclose(again.predict_proba(texts, ["not a topic"] * len(texts)), again.predict_proba(texts))
+    unknown = [{**r, "topic": "not a topic"} for r in test]
+    np.testing.assert_allclose(again.predict_records(unknown), again.predict_proba(texts))
     (tmp_path / "posts.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in test))
     scored = tmp_path / "scored.jsonl"
     result = CliRunner().invoke(main, ["predict", "--victim", str(tmp_path), "--in", str(tmp_path / "posts.jsonl"),
@@ -179,7 +180,7 @@ def test_the_adversarial_loss_is_eq_3(habertor_backbone, sample_path):
     torch.testing.assert_close(plain.training_loss(model, inputs, labels), 2 * clean)  # L_hs + L_adv at delta = 0
     plain.training = plain.Training(adv="fgm", eps=1.0)
     assert plain.training_loss(model, inputs, labels) > 2 * clean  # the step raises the gold loss
-    from attacks.victims.habertor import AdaptiveNoise
+    from attacks.nn.habertor_model import AdaptiveNoise
 
     model.noise = AdaptiveNoise(model.habertor.config.hidden_size, 2.0, 2.0)
     plain.training = plain.Training(adv="fgm", eps=2.0)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from attacks import load_victim, make_victim
-from attacks.nn.regularizers import ear_term, klar_target, klar_term, regularization, relevant_positions
+from attacks.nn.regularizers import REGULARIZERS, ear_term, klar_target, klar_term, relevant_positions
 from cloak.targets import Lexicon
 
 from .conftest import read_jsonl
@@ -36,7 +36,7 @@ def test_ear_is_the_mean_entropy_of_the_real_rows_summed_over_layers():
     two_heads = torch.cat([peaked, uniform], 1)  # heads are averaged before the entropy
     torch.testing.assert_close(ear_term([two_heads], MASK), ear_term([(peaked + uniform) / 2], MASK))
     # the loss rewards entropy: -alpha * EAR
-    assert regularization("ear", None, [uniform], MASK).item() == pytest.approx(-0.01 * math.log(3), rel=1e-6)
+    assert REGULARIZERS["ear"].term([uniform], MASK).item() == pytest.approx(-0.01 * math.log(3), rel=1e-6)
 
 
 def test_klar_is_zero_at_its_target_and_the_kl_divergence_elsewhere():
@@ -51,7 +51,7 @@ def test_klar_is_zero_at_its_target_and_the_kl_divergence_elsewhere():
     # no relevant token: the target is even over the real tokens
     torch.testing.assert_close(klar_target(MASK, torch.zeros(1, 4, dtype=torch.bool), 0.4),
                                torch.tensor([[1 / 3, 1 / 3, 1 / 3, 0.0]]))
-    assert regularization("klar", 0.5, [even], MASK, relevant).item() == pytest.approx(0.5 * kl, rel=1e-5)
+    assert REGULARIZERS["klar"].term([even], MASK, relevant, alpha=0.5).item() == pytest.approx(0.5 * kl, rel=1e-5)
 
 
 def test_relevant_tokens_are_those_covering_a_lexicon_term():

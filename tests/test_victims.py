@@ -60,14 +60,18 @@ def test_every_conventional_victim_trains_saves_and_reloads(name, split, tmp_pat
     np.testing.assert_array_equal(again.predict_proba(texts(test)), probs)
 
 
-def test_the_grid_and_oversampling_follow_paper_001(split):
+def test_the_grid_and_oversampling_follow_paper_001(split, tmp_path):
     train, _, test = split
     victim = make_victim("tfidf-svm", training={"grid": True, "oversample": True, "folds": 3})
     victim.fit(train, progress=False)
     results = victim.grid_results
     assert [c["params"] for c in results["candidates"]] == [{"C": 0.1}, {"C": 1.0}, {"C": 10.0}]
     best = max(results["candidates"], key=lambda c: c["cv_macro_f1"])
-    assert victim.config.params == results["best_params"] == best["params"]
+    assert victim.chosen_params == results["best_params"] == best["params"]
+    assert victim.config.params == {"C": 1.0}  # fit leaves the params it was given (linear SVM's default)
+    victim.save(str(tmp_path))
+    again = load_victim(str(tmp_path))  # victim.json records the chosen params, and the model has them
+    assert again.chosen_params == again.config.params == again.facts["config"]["params"] == best["params"]
     from attacks.victims.conventional import Oversampled
 
     assert isinstance(victim.model, Oversampled)

@@ -1,5 +1,7 @@
-"""GAttention (Jarquín-Vásquez et al., Findings of EMNLP 2025): a gate, per token, between
-self-attention and contextual attention, as a classification head on the last layer of a BERT encoder.
+"""GAttention (Jarquín-Vásquez, Escalante, Montes-y-Gómez and Aragón, "GAttention: Gated Attention for the
+Detection of Abusive Language", Findings of EMNLP 2025, ACL Anthology 2025.findings-emnlp.1105; no arXiv
+version): a gate, per token, between self-attention and contextual attention, as a classification head
+on the last layer of a BERT encoder.
 
 From the encoded sequence X_e (b, n, d), each head (a GAttention unit) computes, as the paper's
 equations number them:
@@ -23,6 +25,8 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from .heads import HEADS
 
 
 class GAttentionUnit(nn.Module):
@@ -114,17 +118,17 @@ class BertWithGAttention(nn.Module):
 
 
 class GAttentionGates:
-    """For a BERT victim whose config has ``head`` (``linear`` | ``gattention``): its name says the head,
-    and ``gates`` reads GAttention's z. The model takes ``inputs_embeds`` and ``attention_mask`` and
+    """For a BERT victim whose config has ``head`` (``attacks.nn.heads.HEADS``): its name says a head with
+    gates, and ``gates`` reads GAttention's z. The model takes ``inputs_embeds`` and ``attention_mask`` and
     returns a dict with ``gates``."""
 
     @property
     def name(self) -> str:
-        return f"{self.kind}-gattention" if self.has_gates else self.kind
+        return f"{self.kind}-{self.config.head}" if self.has_gates else self.kind
 
     @property
     def has_gates(self) -> bool:
-        return self.config.head == "gattention"
+        return HEADS[self.config.head].gates
 
     @torch.no_grad()
     def gates(self, texts: Sequence[str]) -> list[list[dict]]:

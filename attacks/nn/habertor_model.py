@@ -280,6 +280,20 @@ class EnsembleHeads(nn.Module):
         return pooled.clamp_min(1e-12).log()
 
 
+class AdaptiveNoise(nn.Module):
+    """The learnable per-dimension noise magnitude eps of adaptive FGM (§4.5), kept in [low, high]: the model
+    carries it as ``noise`` (``attacks.nn.adversaries``)."""
+
+    def __init__(self, width: int, low: float, high: float) -> None:
+        super().__init__()
+        self.low, self.high = low, high
+        self.eps = nn.Parameter(torch.full((width,), float(low)))
+
+    def project(self) -> None:
+        with torch.no_grad():
+            self.eps.clamp_(self.low, self.high)
+
+
 class HabertorForClassification(nn.Module):
     """The encoder, its [CLS] state read by the multi-source ensemble heads."""
 

@@ -13,17 +13,20 @@ arXiv:2309.02311, §3): where a detector looks.
 
 Both take the attention weights of every layer, ``(batch, heads, n, n)`` each, rows summing to 1 over the
 real tokens (eager attention; fused kernels do not return them).
+
+``REGULARIZERS`` names them (and ``none``) for ``training.regularizer``: a victim asks the entry what it
+needs (attention weights, relevant tokens) and what it adds to the loss. torch is imported where a term is
+computed, so that ``attacks --help`` lists the names without loading it.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 TINY = 1e-12
-
-
-ALPHA = {"ear": 0.01, "klar": 0.1}  # the weight when no alpha is given
 
 
 def load_relevant(path: str | None):
@@ -47,6 +50,8 @@ def _mean_over_real(values: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
 
 def ear_term(attentions: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
     """The EAR term: summed over layers, the mean entropy of the real tokens' head-averaged attention."""
+    import torch
+
     real = mask.float()
     total = torch.zeros((), device=mask.device)
     for attention in attentions:
@@ -59,6 +64,8 @@ def ear_term(attentions: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Te
 def klar_target(mask: torch.Tensor, relevant: torch.Tensor, lam: float) -> torch.Tensor:
     """(b, n) target attention: ``lam`` spread over the relevant real tokens, ``1 - lam`` over the other
     real tokens, 0 on padding; even over the real tokens where either set is empty."""
+    import torch
+
     real = mask.bool()
     chosen, other = relevant.bool() & real, ~relevant.bool() & real
     n_chosen, n_other = chosen.sum(1, keepdim=True).float(), other.sum(1, keepdim=True).float()
@@ -71,6 +78,8 @@ def klar_target(mask: torch.Tensor, relevant: torch.Tensor, lam: float) -> torch
 def klar_term(attentions: Sequence[torch.Tensor], mask: torch.Tensor, relevant: torch.Tensor,
               lam: float) -> torch.Tensor:
     """The KLAR term: averaged over layers and real tokens, KL(head-averaged attention row || target)."""
+    import torch
+
     real = mask.float()
     target = klar_target(mask, relevant, lam).unsqueeze(1)  # (b, 1, n): the same for every row
     total = torch.zeros((), device=mask.device)
@@ -84,6 +93,8 @@ def klar_term(attentions: Sequence[torch.Tensor], mask: torch.Tensor, relevant: 
 def relevant_positions(texts: Sequence[str], token_spans: Sequence[Sequence[tuple[int, int] | None]],
                        lexicon, width: int) -> torch.Tensor:
     """(len(texts), width) booleans: the tokens whose characters overlap a lexicon term of their text."""
+    import torch
+
     out = torch.zeros(len(texts), width, dtype=torch.bool)
     for row, (text, spans) in enumerate(zip(texts, token_spans)):
         terms = lexicon.find(text)
@@ -93,15 +104,40 @@ def relevant_positions(texts: Sequence[str], token_spans: Sequence[Sequence[tupl
     return out
 
 
-def regularization(kind: str, alpha: float | None, attentions: Sequence[torch.Tensor], mask: torch.Tensor,
-                   relevant: torch.Tensor | None = None, lam: float = 0.4) -> torch.Tensor:
-    """What the regulariser adds to the loss: ``-alpha * EAR`` or ``alpha * KLAR`` (``alpha`` None: 0.01
-    for EAR, 0.1 for KLAR)."""
-    weight = ALPHA[kind] if alpha is None else alpha
-    if kind == "ear":
-        return -weight * ear_term(attentions, mask)
-    if kind == "klar":
+class Regularizer:
+    """An attention regulariser of the training loss; this one, ``none``, adds nothing and reads no
+    attention weights. ``alpha``: its weight when the training gives none."""
+
+    reads_attentions = False  # the model must return every layer's attention weights (eager attention)
+    needs_relevant = False  # each batch carries which of its tokens cover a lexicon term
+    alpha = 0.0
+
+    def term(self, attentions: Sequence[torch.Tensor], mask: torch.Tensor, relevant: torch.Tensor | None = None,
+             *, alpha: float | None = None, lam: float = 0.4) -> torch.Tensor | float:
+        """What it adds to the task loss (``alpha`` None: its own weight; ``lam``: KLAR's share)."""
+        return 0.0
+
+
+class EAR(Regularizer):
+    """``-alpha * EAR``: the loss rewards attention entropy."""
+
+    reads_attentions, alpha = True, 0.01
+
+    def term(self, attentions: Sequence[torch.Tensor], mask: torch.Tensor, relevant: torch.Tensor | None = None,
+             *, alpha: float | None = None, lam: float = 0.4) -> torch.Tensor:
+        return -(self.alpha if alpha is None else alpha) * ear_term(attentions, mask)
+
+
+class KLAR(Regularizer):
+    """``alpha * KLAR``: the loss pays for attention away from the target on the relevant tokens."""
+
+    reads_attentions, needs_relevant, alpha = True, True, 0.1
+
+    def term(self, attentions: Sequence[torch.Tensor], mask: torch.Tensor, relevant: torch.Tensor | None = None,
+             *, alpha: float | None = None, lam: float = 0.4) -> torch.Tensor:
         if relevant is None:
             raise ValueError("KLAR needs the relevant tokens of the batch")
-        return weight * klar_term(attentions, mask, relevant, lam)
-    raise ValueError(f"unknown attention regularizer {kind!r}: ear or klar")
+        return (self.alpha if alpha is None else alpha) * klar_term(attentions, mask, relevant, lam)
+
+
+REGULARIZERS: dict[str, Regularizer] = {"none": Regularizer(), "ear": EAR(), "klar": KLAR()}

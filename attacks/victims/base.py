@@ -89,19 +89,22 @@ def versions(*packages: str) -> dict[str, str | None]:
 
 
 class Victim(abc.ABC):
-    """Base class of every detector. Subclasses set ``kind``, ``Config`` and ``Training`` and implement
-    ``fit`` and ``predict_proba``; to be saved, ``_save_weights`` (returning the files written) and
+    """Base class of every detector. Subclasses set ``kind``, ``summary``, ``Config`` and ``Training`` and
+    implement ``fit`` and ``predict_proba``; to be saved, ``_save_weights`` (returning the files written) and
     ``_load_weights``.
 
     What a detector can do beyond predicting is declared here, not probed for: ``differentiable`` (it
     gives input embeddings that FGM and PGD move), ``attentions`` (it gives attention weights, for the
-    attention regularisers), ``has_gates`` (it gives GAttention's gates), and ``predict_records`` reads
-    whatever of a record it uses besides the text (HABERTOR: the post's source)."""
+    attention regularisers), ``has_gates`` (it gives GAttention's gates), ``has_token_spans`` (it says
+    which characters each input position covers, for the gradient's weight on each character), and
+    ``predict_records`` reads whatever of a record it uses besides the text (HABERTOR: the post's source)."""
 
     kind: ClassVar[str] = ""
+    summary: ClassVar[str] = ""  # what the detector is, in a line (`attacks models`)
     differentiable: ClassVar[bool] = False
     attentions: ClassVar[bool] = False
     has_gates: bool = False
+    has_token_spans: bool = False
     Config: ClassVar[type[Settings]] = NoSettings
     Training: ClassVar[type[Settings]] = NoSettings
     packages: ClassVar[tuple[str, ...]] = ()  # whose versions victim.json records
@@ -113,22 +116,34 @@ class Victim(abc.ABC):
         self.num_labels: int | None = None
         self.trained_on: dict | None = None  # the data it was fitted on (training_data): attacks train sets it
         self.fingerprint: str | None = None  # SHA-256 of its victim.json, once saved or loaded
+        # what fit tried and chose where it searched settings (a conventional victim's training.grid), else None
+        self.grid_results: dict | None = None
 
     @property
     def name(self) -> str:
         """What the victim is called in reports (``tfidf-lr``, ``bert``, ...)."""
         return self.kind
 
+    @classmethod
+    def summary_of(cls, name: str) -> str:
+        """What the victim ``name`` of this kind is, in a line (a kind of several names says which)."""
+        return cls.summary
+
+    def fitted_config(self) -> dict:
+        """The config of the fitted model, as ``victim.json`` and the reports give it: the config given,
+        but for what fit chose itself (a conventional victim's grid picks its classifier's params)."""
+        return self.config.to_dict()
+
     def settings_text(self) -> str:
         """The settings that differ from the kind's defaults, for a person reading its figures
         (``backbone bb/, head gattention; epochs 2, regularizer ear``); "defaults" when none do."""
-        return settings_text(type(self), self.config.to_dict(), self.training.to_dict())
+        return settings_text(type(self), self.fitted_config(), self.training.to_dict())
 
     @property
     def facts(self) -> dict:
         """What a report says of the victim: kind, name, settings, what it was trained on (where recorded)
         and the fingerprint its outcomes are kept by (None until it is saved or loaded)."""
-        return {"kind": self.kind, "name": self.name, "num_labels": self.num_labels, "config": self.config.to_dict(),
+        return {"kind": self.kind, "name": self.name, "num_labels": self.num_labels, "config": self.fitted_config(),
                 "training": self.training.to_dict(), "settings": self.settings_text(),
                 "trained_on": self.trained_on, "fingerprint": self.fingerprint}
 
@@ -166,7 +181,7 @@ class Victim(abc.ABC):
         files = self._save_weights(directory)
         usual_permissions(os.path.join(directory, name) for name in files)
         meta = {"format": FORMAT, "kind": self.kind, "name": self.name, "num_labels": self.num_labels,
-                "config": self.config.to_dict(), "training": self.training.to_dict(),
+                "config": self.fitted_config(), "training": self.training.to_dict(),
                 "versions": versions(*self.packages),
                 "files": {name: sha256(os.path.join(directory, name)) for name in files},
                 **({"trained_on": self.trained_on} if self.trained_on else {})}

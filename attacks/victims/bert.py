@@ -19,8 +19,10 @@ import torch
 from cloak.params import InstanceOf, Interval, Options
 
 from ..nn.gattention import BertWithGAttention, GAttentionGates
+from ..nn.heads import DEFAULT_HEAD, HEADS
 from .base import Settings, register_victim
-from .neural import ARCHITECTURE, WEIGHTS, Embedded, FineTunedVictim, head_tail, read_json, write_json
+from .neural import (ARCHITECTURE, WEIGHTS, Embedded, FineTunedVictim, head_tail, read_json, save_tokenizer,
+                     write_json)
 
 HEAD_SHARE = 128 / 510
 
@@ -38,11 +40,11 @@ class BertVictimConfig(Settings):
     backbone_layers: int | None = None
     max_length: int = 512
     head_share: float = HEAD_SHARE
-    head: str = "linear"
+    head: str = DEFAULT_HEAD
     gattention_heads: int = 1
     _parameter_constraints = {"backbone": InstanceOf(str), "backbone_layers": [Interval(int, 1), None],
                               "max_length": Interval(int, 8), "head_share": Interval(float, 0, 1),
-                              "head": Options("linear", "gattention"), "gattention_heads": Interval(int, 1)}
+                              "head": Options(*HEADS), "gattention_heads": Interval(int, 1)}
 
 
 Token = tuple[int, "tuple[int, int] | None"]  # a token id and the characters it covers
@@ -87,16 +89,20 @@ class HeadTailTokens:
     def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
         return pad([[i for i, _ in tokens] for tokens in self.encode(texts)], self.tokenizer.pad_token_id)
 
+    @property
+    def has_token_spans(self) -> bool:
+        return self.tokenizer.is_fast  # a slow tokenizer gives no character offsets
+
     def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int] | None]]:
-        if not getattr(self.tokenizer, "is_fast", False):
-            raise NotImplementedError(f"{self.name}: a slow tokenizer gives no character offsets")
+        if not self.has_token_spans:
+            raise ValueError(f"{self.name}: a slow tokenizer gives no character offsets")
         return [[span for _, span in tokens] for tokens in self.encode(texts)]
 
 
 def attention_kernel(victim) -> str:
     """transformers' attention implementation for a victim: ``eager`` when an attention regulariser
     needs the weights (the fused kernel does not return them), else ``sdpa``."""
-    return "eager" if victim.training.regularizer != "none" else "sdpa"
+    return "eager" if victim.regularizer.reads_attentions else "sdpa"
 
 
 def pad(sequences: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
@@ -168,19 +174,34 @@ def position_limit(encoder: torch.nn.Module) -> int:
     return encoder.config.max_position_embeddings - position_offset(encoder)
 
 
+class SavedEncoder:
+    """What the victims whose model reads a transformers encoder (``model.bert``) share: the encoder's
+    config saved beside the weights with the tokenizer (``saved_encoder`` reads it back), and the tokens
+    read at most, ``config.max_length`` within the encoder's position table."""
+
+    def save_architecture(self, directory: str) -> list[str]:
+        names = save_tokenizer(self.tokenizer, directory)
+        return [write_json(directory, ARCHITECTURE, self.model.bert.config.to_dict()), *names]
+
+    @property
+    def max_length(self) -> int:
+        return min(self.config.max_length, position_limit(self.model.bert))
+
+
 @register_victim
-class BertVictim(GAttentionGates, HeadTailTokens, FineTunedVictim):
+class BertVictim(GAttentionGates, SavedEncoder, HeadTailTokens, FineTunedVictim):
     """A pretrained encoder with a linear head on its first token (or a GAttention head over its last
     layer), fine-tuned end to end."""
 
     kind = "bert"
-    attentions = True  # model_attentions: the regularisers reach it
+    summary = "any BERT checkpoint fine-tuned with a classification head (Wankmüller 2021's recipe)"
     Config = BertVictimConfig
 
     def _model(self, bert: torch.nn.Module, num_labels: int) -> torch.nn.Module:
-        if self.config.head == "gattention":
+        units = HEADS[self.config.head].units(self.config.gattention_heads)
+        if units:
             bert.pooler = None  # the GAttention head reads every token's last hidden state
-            return BertWithGAttention(bert, num_labels, self.config.gattention_heads)
+            return BertWithGAttention(bert, num_labels, units)
         return BertWithLinearHead(bert, num_labels)
 
     def build(self, num_labels: int) -> torch.nn.Module:
@@ -198,15 +219,6 @@ class BertVictim(GAttentionGates, HeadTailTokens, FineTunedVictim):
 
         self.tokenizer = load_tokenizer(directory)
         return self._model(saved_encoder(directory, attention_kernel(self)), self.num_labels)
-
-    def save_architecture(self, directory: str) -> list[str]:
-        written = self.tokenizer.save_pretrained(directory)
-        names = sorted({os.path.basename(p) for p in written if os.path.isfile(p)})
-        return [write_json(directory, ARCHITECTURE, self.model.bert.config.to_dict()), *names]
-
-    @property
-    def max_length(self) -> int:
-        return min(self.config.max_length, position_limit(self.model.bert))
 
     def embed_batch(self, model: torch.nn.Module, batch: dict) -> Embedded:
         embeds = model.bert.get_input_embeddings()(batch["input_ids"])

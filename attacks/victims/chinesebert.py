@@ -16,7 +16,6 @@ three), then position and token-type embeddings are added as in BERT.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Sequence
 
 import torch
@@ -26,10 +25,11 @@ from torch import nn
 from cloak.params import Interval
 
 from ..nn.gattention import GAttentionGates, GAttentionHead
+from ..nn.heads import HEADS
 from .base import register_victim
-from .bert import (BertVictimConfig, HeadTailTokens, attention_kernel, first_token, position_limit, saved_encoder,
+from .bert import (BertVictimConfig, HeadTailTokens, SavedEncoder, attention_kernel, first_token, saved_encoder,
                    saved_shapes)
-from .neural import ARCHITECTURE, Embedded, FineTunedVictim, write_json
+from .neural import Embedded, FineTunedVictim
 
 PINYIN_LETTERS = 8  # longest TONE3 syllable: "zhuang1"
 PINYIN_ALPHABET = " abcdefghijklmnopqrstuvwxyz012345"  # index 0 pads
@@ -129,17 +129,17 @@ class ChineseBertModel(nn.Module):
 
 
 @register_victim
-class ChineseBertVictim(GAttentionGates, HeadTailTokens, FineTunedVictim):
+class ChineseBertVictim(GAttentionGates, SavedEncoder, HeadTailTokens, FineTunedVictim):
     """Character + glyph + pinyin embeddings fused into an encoder (see the module docstring)."""
 
     kind = "chinesebert"
-    attentions = True  # model_attentions: the regularisers reach it
+    summary = "ChineseBERT-style: character + glyph + pinyin embeddings fused into an encoder"
     Config = ChineseBertConfig
 
     def _model(self, bert: nn.Module, num_labels: int, pinyin_chars: int) -> ChineseBertModel:
         c = self.config
         return ChineseBertModel(bert, num_labels, c.glyph_size, c.glyph_dim, c.pinyin_dim,
-                                c.gattention_heads if c.head == "gattention" else 0, pinyin_chars)
+                                HEADS[c.head].units(c.gattention_heads), pinyin_chars)
 
     def build(self, num_labels: int) -> nn.Module:
         from mmbert.loading import load_backbone
@@ -163,15 +163,6 @@ class ChineseBertVictim(GAttentionGates, HeadTailTokens, FineTunedVictim):
         self.tokenizer = load_tokenizer(directory)
         letters = saved_shapes(directory)["pinyin"][1]  # int64 in victims saved before pieces of several characters
         return self._model(saved_encoder(directory, attention_kernel(self)), self.num_labels, letters // PINYIN_LETTERS)
-
-    def save_architecture(self, directory: str) -> list[str]:
-        written = self.tokenizer.save_pretrained(directory)
-        names = sorted({os.path.basename(p) for p in written if os.path.isfile(p)})
-        return [write_json(directory, ARCHITECTURE, self.model.bert.config.to_dict()), *names]
-
-    @property
-    def max_length(self) -> int:
-        return min(self.config.max_length, position_limit(self.model.bert))
 
     def embed_batch(self, model: nn.Module, batch: dict) -> Embedded:
         return Embedded(model.fused_embeddings(batch["input_ids"]), batch["attention_mask"],

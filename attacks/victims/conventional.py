@@ -35,8 +35,13 @@ from cloak.params import InstanceOf, Interval, Options, validate
 
 from .base import Settings, Victim, VictimError, check_texts, labels_of, register_victim, texts_of
 
-FEATURES = ("bow", "tfidf", "emb")
-CLASSIFIERS = ("lr", "svm", "rbf", "nb", "rf", "gbt")
+# The features and classifiers, each with what `attacks models` says of it.
+FEATURE_SUMMARIES = {"bow": "binary bag of jieba words", "tfidf": "character 1-3-gram TF-IDF",
+                     "emb": "mean word vectors (--vectors)"}
+CLASSIFIER_SUMMARIES = {"lr": "logistic regression", "svm": "linear SVM", "rbf": "RBF SVM", "nb": "naive Bayes",
+                        "rf": "random forest", "gbt": "gradient-boosted trees (LightGBM)"}
+FEATURES = tuple(FEATURE_SUMMARIES)
+CLASSIFIERS = tuple(CLASSIFIER_SUMMARIES)
 MODEL_FILE = "model.skops"
 # skops writes a dict item by item with its types (about 600 bytes a term): a character 1-3-gram
 # vocabulary of COLD train made a 134 MB file that took 18 s to load. The terms go to a JSON list.
@@ -242,9 +247,26 @@ class ConventionalVictim(Victim):
     Training = ConventionalTraining
     packages = ("scikit-learn", "lightgbm", "skops", "jieba")
 
+    def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
+        super().__init__(config, training)
+        self.model = None  # the fitted pipeline: set by fit, or read by load
+        # the classifier's params the model was fitted with: config.params, or the grid's choice
+        self.chosen_params: dict | None = None
+
     @property
     def name(self) -> str:
         return f"{self.config.features}-{self.config.classifier}"
+
+    @classmethod
+    def summary_of(cls, name: str) -> str:
+        features, classifier = name.split("-")
+        return f"{FEATURE_SUMMARIES[features]} + {CLASSIFIER_SUMMARIES[classifier]}"
+
+    def fitted_config(self) -> dict:
+        """The config with the params the model was fitted with (the grid's choice where it ran), so that
+        victim.json describes the saved model and loads it with them."""
+        config = self.config.to_dict()
+        return config if self.chosen_params is None else {**config, "params": dict(self.chosen_params)}
 
     def pipeline(self):
         from sklearn.pipeline import Pipeline
@@ -260,6 +282,7 @@ class ConventionalVictim(Victim):
         texts, labels = texts_of(train), labels_of(train, "the training records")
         self.num_labels = int(labels.max()) + 1
         model = self.pipeline()
+        self.chosen_params, self.grid_results = dict(self.config.params), None
         if self.training.grid:
             model = self._grid_search(model, texts, labels, progress)
         else:
@@ -278,7 +301,7 @@ class ConventionalVictim(Victim):
                               verbose=0 if progress is False else 1, error_score="raise")
         search.fit(texts, labels)
         chosen = {p: search.best_params_[prefix + _grid_key(kind, p)] for p in GRIDS[kind]}
-        self.config.params.update(chosen)
+        self.chosen_params.update(chosen)  # config.params stays as given (scikit-learn's rule for fit)
         self.grid_results = {"best_params": chosen, "best_cv_macro_f1": float(search.best_score_),
                              "candidates": [{"params": {p.rsplit("__", 1)[-1]: v for p, v in params.items()},
                                              "cv_macro_f1": float(score)} for params, score in
@@ -321,6 +344,7 @@ class ConventionalVictim(Victim):
         self.model = skops.io.load(path, trusted=sorted(found))
         with open(os.path.join(directory, VOCABULARY_FILE), encoding="utf-8") as f:
             _vectorizer(self.model).vocabulary_ = json.load(f)
+        self.chosen_params = dict(self.config.params)  # victim.json records the params the model was fitted with
 
 
 def _vectorizer(model):

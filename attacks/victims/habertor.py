@@ -14,8 +14,9 @@ on the user's corpus.
   ``s + delta``, ``delta = eps * g / ||g||_2`` with ``g`` the gold loss's gradient on the post's token
   embeddings (norm over all its tokens, as the evaluator's FGM).
 
-Posts from an unknown source (and ``predict_proba`` without sources, as ``attacks evaluate`` calls it)
-get the mean of all the source nets, as the paper prescribes for a new source.
+Posts from an unknown source get the mean of all the source nets, as the paper prescribes for a new
+source: so does every text of ``predict_proba``, which reads texts alone (as ``attacks evaluate`` calls it);
+``predict_records`` reads each record's source (as ``attacks predict`` calls it).
 """
 from __future__ import annotations
 
@@ -32,12 +33,15 @@ from torch import nn
 
 from cloak.io import usual_permissions
 from cloak.params import InstanceOf, Interval, Options
+from mmbert.loop_settings import LoopSettings
 
 from ..fgm import _norm
+from ..nn.adversaries import ADVERSARIES, DEFAULT_ADVERSARY, Adversary
 from ..nn.habertor_model import PRESETS, HabertorConfig, HabertorForClassification, HabertorForMaskedLM
 from .base import Settings, check_texts, register_victim
 from .bert import HEAD_SHARE, HeadTailTokens, encode_head_tail, pad
-from .neural import ARCHITECTURE, WEIGHTS, Embedded, FineTunedVictim, NeuralTraining, read_json, write_json
+from .neural import (ARCHITECTURE, WEIGHTS, Embedded, FineTunedVictim, NeuralTraining, read_json, save_tokenizer,
+                     write_json)
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -92,27 +96,24 @@ def load_tokenizer(directory: str):
 
 
 @dataclasses.dataclass
-class HabertorPretraining(Settings):
+class HabertorPretraining(Settings, LoopSettings):
     """How to pre-train (the paper's vocabulary of 40k, tau 10, lr 5e-5; fewer epochs than its 60):
-    2% of the corpus is held out, and the epoch with the lowest held-out masked-LM loss is saved."""
+    2% of the corpus is held out, and the epoch with the lowest held-out masked-LM loss is saved. The epoch
+    loop's fields are ``mmbert.loop_settings.LoopSettings``'s (batches of 32, seed 0, a checkpoint every
+    10 minutes by default)."""
 
+    epochs: int = 5
+    patience: int = 2
+    warmup_ratio: float = 0.06
     vocab_size: int = 40000
     tau: int = 10
-    epochs: int = 5
     lr: float = 5e-5
-    batch_size: int = 32
     max_length: int = 128
     mlm_probability: float = 0.15
-    patience: int = 2
-    seed: int = 0
-    checkpoint_minutes: float = 10
-    warmup_ratio: float = 0.06
     _parameter_constraints = {
-        "vocab_size": Interval(int, len(SPECIAL_TOKENS) + 1), "tau": Interval(int, 1), "epochs": Interval(int, 1),
-        "lr": Interval(float, 0, closed="neither"), "batch_size": Interval(int, 1), "max_length": Interval(int, 8),
-        "mlm_probability": Interval(float, 0, 1, closed="neither"), "patience": Interval(int, 1),
-        "seed": Interval(int, 0), "checkpoint_minutes": Interval(float, 0),
-        "warmup_ratio": Interval(float, 0, 1, closed="left")}
+        **LoopSettings._parameter_constraints, "vocab_size": Interval(int, len(SPECIAL_TOKENS) + 1),
+        "tau": Interval(int, 1), "lr": Interval(float, 0, closed="neither"), "max_length": Interval(int, 8),
+        "mlm_probability": Interval(float, 0, 1, closed="neither")}
 
 
 class MaskedCopies:
@@ -156,7 +157,7 @@ def pretrain_habertor(texts: Sequence[str], out_dir: str, model: HabertorConfig 
     its vocabulary size comes from the tokenizer) by masked LM; writes ``config.json``, the weights
     and the tokenizer to ``out_dir`` (a ``--backbone`` for ``attacks train --model habertor``). Returns
     the epochs' log with the best epoch and its held-out loss."""
-    from mmbert.loop import LoopSettings, train_epochs
+    from mmbert.loop import train_epochs
 
     settings = settings or HabertorPretraining()
     texts = [t for t in texts if t.strip()]
@@ -202,8 +203,7 @@ def pretrain_habertor(texts: Sequence[str], out_dir: str, model: HabertorConfig 
             write_json(out_dir, "pretraining.json", settings.to_dict())
 
     groups = [{"params": list(network.parameters()), "lr": settings.lr, "weight_decay": 0.01, "name": "habertor"}]
-    loop = LoopSettings.of(settings.to_dict())
-    result = train_epochs(network, loss, train, collator, groups, held_out_loss, save, out_dir, loop, resume=resume,
+    result = train_epochs(network, loss, train, collator, groups, held_out_loss, save, out_dir, settings, resume=resume,
                           progress=progress, on_checkpoint=on_checkpoint, desc="pretrain-habertor",
                           lengths=[len(sequences[index]) for index, _ in train])
     best = -result["best_score"] if result["best_score"] is not None else None
@@ -250,14 +250,14 @@ class HabertorTraining(NeuralTraining):
     where [1, 5] trained well. At [1, 5] the BERT-scale model is pushed 26-130% of a post's norm and
     collapses to one class (dev macro-F1 0.34)."""
 
-    adv: str = "adaptive"
+    adv: str = DEFAULT_ADVERSARY
     eps_low: float = 0.05
     eps_high: float = 0.25
     eps: float = 0.05
     lambda_adv: float = 1.0
     lambda_eps: float = 1.0
     eps_lr: float = 5e-4
-    _parameter_constraints = {**NeuralTraining._parameter_constraints, "adv": Options("adaptive", "fgm", "none"),
+    _parameter_constraints = {**NeuralTraining._parameter_constraints, "adv": Options(*ADVERSARIES),
                               "eps_low": Interval(float, 0), "eps_high": Interval(float, 0),
                               "eps": Interval(float, 0), "lambda_adv": Interval(float, 0),
                               "lambda_eps": Interval(float, 0), "eps_lr": Interval(float, 0, closed="neither")}
@@ -268,90 +268,20 @@ class HabertorTraining(NeuralTraining):
             raise ValueError(f"HabertorTraining: eps_low ({self.eps_low}) must be at most eps_high ({self.eps_high})")
 
 
-class AdaptiveNoise(nn.Module):
-    """The learnable per-dimension noise magnitude eps of adaptive FGM, kept in [low, high]."""
-
-    def __init__(self, width: int, low: float, high: float) -> None:
-        super().__init__()
-        self.low, self.high = low, high
-        self.eps = nn.Parameter(torch.full((width,), float(low)))
-
-    def project(self) -> None:
-        with torch.no_grad():
-            self.eps.clamp_(self.low, self.high)
-
-
-class Adversary:
-    """How adversarial training (§4.5) perturbs a batch: ``adv: none`` does not."""
-
-    perturbs = False
-
-    def noise(self, width: int, t: HabertorTraining) -> AdaptiveNoise | None:
-        """The module the model carries for it (None: nothing to learn)."""
-        return None
-
-    def scale(self, model: nn.Module, t: HabertorTraining) -> torch.Tensor | float:
-        """The length of the step along the gradient's direction."""
-        raise NotImplementedError
-
-    def penalty(self, model: nn.Module, t: HabertorTraining) -> torch.Tensor | float:
-        """What the loss pays for the noise's size."""
-        return 0.0
-
-    def parameter_groups(self, groups: list[dict], model: nn.Module, t: HabertorTraining) -> list[dict]:
-        return groups
-
-    def after_step(self, model: nn.Module) -> None:
-        pass
-
-
-class FixedFGM(Adversary):
-    """``adv: fgm``: a fixed scalar eps (the paper's Table 5 comparison)."""
-
-    perturbs = True
-
-    def scale(self, model: nn.Module, t: HabertorTraining) -> float:
-        return t.eps
-
-
-class AdaptiveFGM(Adversary):
-    """``adv: adaptive``: a learnable per-dimension eps, learnt at its own lr, paid for by
-    ``lambda_eps * ||eps||`` and projected into [eps_low, eps_high] after every step."""
-
-    perturbs = True
-
-    def noise(self, width: int, t: HabertorTraining) -> AdaptiveNoise:
-        return AdaptiveNoise(width, t.eps_low, t.eps_high)
-
-    def scale(self, model: nn.Module, t: HabertorTraining) -> torch.Tensor:
-        return model.noise.eps
-
-    def penalty(self, model: nn.Module, t: HabertorTraining) -> torch.Tensor:
-        return t.lambda_eps * model.noise.eps.norm()
-
-    def parameter_groups(self, groups: list[dict], model: nn.Module, t: HabertorTraining) -> list[dict]:
-        noise = model.noise.eps
-        groups[0]["params"] = [p for p in groups[0]["params"] if p is not noise]
-        return [*groups, {"params": [noise], "lr": t.eps_lr, "weight_decay": 0.0, "name": "eps"}]
-
-    def after_step(self, model: nn.Module) -> None:
-        model.noise.project()
-
-
-ADVERSARIES: dict[str, Adversary] = {"none": Adversary(), "fgm": FixedFGM(), "adaptive": AdaptiveFGM()}
-
-
 @register_victim
 class HabertorVictim(HeadTailTokens, FineTunedVictim):
     """HABERTOR fine-tuned with its multi-source ensemble heads and adversarial training (see the
     module docstring)."""
 
     kind = "habertor"
-    attentions = True  # model_attentions: the regularisers reach it
+    summary = "HABERTOR: quaternion-factorised BERT, source ensemble heads, adaptive FGM training"
     Config = HabertorVictimConfig
     Training = HabertorTraining
 
-    sources: Sequence[str] = ()  # the source nets' names, in order (set by fit)
+    def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
+        super().__init__(config, training)
+        self.sources: list[str] = []  # the source nets' names, in order: set by fit, or read by load
+        self._corpus: list[str] = []  # the training texts, for a vocabulary when there is no backbone
 
     def fit(self, train: Sequence[dict], dev: Sequence[dict] | None = None, **kwargs) -> HabertorVictim:
         field = self.config.source_field
@@ -361,7 +291,7 @@ class HabertorVictim(HeadTailTokens, FineTunedVictim):
                 raise ValueError(f"{len(missing)} training records have no {field!r} (the source field), "
                                  f"e.g. record {missing[0]}")
         self.sources = sorted({str(r[field]) for r in train}) if field else []
-        self._corpus = [r["text"] for r in train]  # for a vocabulary when there is no backbone
+        self._corpus = [r["text"] for r in train]
         return super().fit(train, dev, **kwargs)
 
     def _classifier(self, config: HabertorConfig, num_labels: int) -> nn.Module:
@@ -401,8 +331,7 @@ class HabertorVictim(HeadTailTokens, FineTunedVictim):
                                 self.num_labels)
 
     def save_architecture(self, directory: str) -> list[str]:
-        written = self.tokenizer.save_pretrained(directory)
-        names = sorted({os.path.basename(p) for p in written if os.path.isfile(p)})
+        names = save_tokenizer(self.tokenizer, directory)
         config = self.model.habertor.config.to_dict()
         return [write_json(directory, ARCHITECTURE, {"config": config, "sources": self.sources}), *names]
 
@@ -436,22 +365,15 @@ class HabertorVictim(HeadTailTokens, FineTunedVictim):
     def model_attentions(self, model: nn.Module, embedded: Embedded) -> tuple[torch.Tensor, list[torch.Tensor]]:
         return model(embedded.mask, embedded.inputs["source"], inputs_embeds=embedded.embeds, output_attentions=True)
 
-    def predict_proba(self, texts: Sequence[str], sources: Sequence[str | None] | None = None) -> np.ndarray:
-        """Probabilities (n, n_classes); with ``sources`` each post is read by its source's net (an unknown
-        source, or none, by the mean of all nets)."""
-        texts = check_texts(texts)
-        if sources is None:
-            return super().predict_proba(texts)
-        if len(sources) != len(texts):
-            raise ValueError(f"{len(texts)} texts but {len(sources)} sources")
+    def predict_records(self, records: Sequence[dict]) -> np.ndarray:
+        """Each record read by its source's net (``source_field``; a source it was not trained on by the mean
+        of all nets, as ``predict_proba`` reads every text)."""
+        field = self.config.source_field
+        if not field:
+            return super().predict_records(records)
+        texts, sources = check_texts([r["text"] for r in records]), [r.get(field) for r in records]
         return self.probabilities_by_length(texts, lambda chosen: self.batch([texts[i] for i in chosen],
                                                                              [sources[i] for i in chosen]))
-
-    def predict_records(self, records: Sequence[dict]) -> np.ndarray:
-        """Each record read by its source's net (``source_field``), where the victim has one."""
-        field = self.config.source_field
-        texts = [r["text"] for r in records]
-        return self.predict_proba(texts, [r.get(field) for r in records]) if field else self.predict_proba(texts)
 
     # -- adversarial training (§4.5) --------------------------------------------------------------
 

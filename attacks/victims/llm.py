@@ -1,6 +1,7 @@
 """``llm``: a large language model behind any OpenAI-compatible chat-completions endpoint, asked with
-MMBERT's Appendix B prompt (task definition, output format, instructions, one hateful and one benign
-example), the paper's LLM baseline.
+the Appendix B prompt (task definition, output format, instructions, one hateful and one benign example)
+of MMBERT (Xue et al., "MMBERT: Scaled Mixture-of-Experts Multimodal BERT for Robust Chinese Hate Speech
+Detection under Cloaking Perturbations", 2025, arXiv:2508.00760), the paper's LLM baseline.
 
 The answer must name one label (``仇恨言论`` / ``非仇恨言论``, or the English prompt's ``Hate Speech`` /
 ``Non-Hate Speech``); anything else is counted as unparseable and never guessed: its row of
@@ -124,6 +125,7 @@ class LLMVictim(Victim):
     """An LLM asked one post at a time (see the module docstring). Nothing to train."""
 
     kind = "llm"
+    summary = "an LLM behind an OpenAI-compatible endpoint, MMBERT's Appendix B prompt"
     differentiable = False
     Config = LLMConfig
     Training = NoSettings

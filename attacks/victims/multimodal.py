@@ -22,7 +22,7 @@ from cloak.io import write_records
 from cloak.params import InstanceOf, Interval
 
 from .base import NoSettings, Settings, register_victim
-from .neural import Embedded, TorchVictim
+from .neural import Embedded, TorchVictim, save_tokenizer
 
 STAGES = (1, 2, 3)
 
@@ -46,8 +46,13 @@ class MMBertVictim(TorchVictim):
     """MMBERT behind the victim contract (see the module docstring)."""
 
     kind = "mmbert"
+    summary = "MMBERT: text + speech + glyph mixture of experts, three stages"
     Config = MMBertVictimConfig
     Training = NoSettings  # the stages' settings are in the run configuration
+
+    def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
+        super().__init__(config, training)
+        self.featurizer = None  # what turns texts into the model's inputs: loaded with the model
 
     @classmethod
     def from_folder(cls, directory: str) -> MMBertVictim:
@@ -90,9 +95,7 @@ class MMBertVictim(TorchVictim):
 
     def _save_weights(self, directory: str) -> list[str]:
         self.model.save_pretrained(directory)
-        written = self.featurizer.tokenizer.save_pretrained(directory)
-        names = {os.path.basename(p) for p in written if os.path.isfile(p)}
-        return sorted({"config.json", "model.safetensors", *names})
+        return sorted({"config.json", "model.safetensors", *save_tokenizer(self.featurizer.tokenizer, directory)})
 
     def _load_weights(self, directory: str) -> None:
         from mmbert.loading import load_model
@@ -102,6 +105,10 @@ class MMBertVictim(TorchVictim):
     def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
         examples = self.featurizer.encode([{"text": t} for t in texts], progress=False)
         return self.featurizer.collate(examples)
+
+    @property
+    def has_token_spans(self) -> bool:
+        return self.featurizer.tokenizer.is_fast  # a slow tokenizer gives no character offsets
 
     def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int] | None]]:
         return self.featurizer.token_spans(list(texts))

@@ -2,10 +2,12 @@
 which FGM, PGD and the search's gradients move. ``FineTunedVictim``: fine-tuning through MMBERT's epoch
 loop and safetensors weights, for the detectors trained here (MMBERT trains in its own three stages).
 
-A subclass turns texts into padded batches (``batch``) and says how a batch becomes input embeddings
-(``embed_batch``) and embeddings become logits (``model_logits``); a fine-tuned one also builds its
-model (``build``, from a backbone, for training; ``architecture``, empty, for loading). ``predict_proba`` goes through
-``embed`` and ``logits`` too, so what an attack perturbs is exactly what the prediction reads.
+A subclass turns texts into padded batches (``batch``; ``token_spans``: the characters each position
+covers, where ``has_token_spans``) and says how a batch becomes input embeddings (``embed_batch``) and
+embeddings become logits (``model_logits``); a fine-tuned one also builds its model (``build``, from a
+backbone, for training; ``architecture``, empty, for loading) and gives its attention weights
+(``model_attentions``). ``predict_proba`` goes through ``embed`` and ``logits`` too, so what an attack
+perturbs is exactly what the prediction reads.
 """
 from __future__ import annotations
 
@@ -22,7 +24,9 @@ import torch
 import torch.nn.functional as F
 
 from cloak.params import InstanceOf, Interval, Options
+from mmbert.loop_settings import LoopSettings
 
+from ..nn.regularizers import REGULARIZERS, Regularizer
 from .base import Settings, Victim, check_texts, labels_of, texts_of
 
 WEIGHTS = "model.safetensors"
@@ -30,33 +34,28 @@ ARCHITECTURE = "architecture.json"
 
 
 @dataclasses.dataclass
-class NeuralTraining(Settings):
+class NeuralTraining(Settings, LoopSettings):
     """Wankmüller (2021)'s fine-tuning recipe by default: AdamW, linear decay, no warm-up, no weight decay, lr
     2e-5, 3 epochs, batches of 16; the best epoch by dev macro-F1 (``dev_share`` of the training
-    records are held out when no dev set is given). ``regularizer``: ``ear`` or ``klar`` adds an
-    attention regulariser (``attacks.nn.regularizers``) weighted by ``regularizer_alpha`` (None: 0.01 for
-    EAR, 0.1 for KLAR); KLAR gives ``klar_share`` of the attention to the tokens of the ``relevant``
-    lexicon's terms (None: the default lexicon)."""
+    records are held out when no dev set is given). The epoch loop's fields (epochs, batch size, patience,
+    seed, checkpoints, warm-up) are ``mmbert.loop_settings.LoopSettings``'s. ``regularizer``: ``ear`` or
+    ``klar`` adds an attention regulariser (``attacks.nn.regularizers``) weighted by ``regularizer_alpha``
+    (None: 0.01 for EAR, 0.1 for KLAR); KLAR gives ``klar_share`` of the attention to the tokens of the
+    ``relevant`` lexicon's terms (None: the default lexicon)."""
 
     epochs: int = 3
-    lr: float = 2e-5
     batch_size: int = 16
     patience: int = 2
-    seed: int = 0
+    lr: float = 2e-5
     weight_decay: float = 0.0
-    warmup_ratio: float = 0.0
-    checkpoint_minutes: float = 10
     dev_share: float = 0.1
     regularizer: str = "none"
     regularizer_alpha: float | None = None
     klar_share: float = 0.4
     relevant: str | None = None
-    _parameter_constraints = {"epochs": Interval(int, 1), "lr": Interval(float, 0, closed="neither"),
-                              "batch_size": Interval(int, 1), "patience": Interval(int, 1), "seed": Interval(int, 0),
-                              "weight_decay": Interval(float, 0), "warmup_ratio": Interval(float, 0, 1, closed="left"),
-                              "checkpoint_minutes": Interval(float, 0),
-                              "dev_share": Interval(float, 0, 1, closed="neither"),
-                              "regularizer": Options("none", "ear", "klar"),
+    _parameter_constraints = {**LoopSettings._parameter_constraints, "lr": Interval(float, 0, closed="neither"),
+                              "weight_decay": Interval(float, 0), "dev_share": Interval(float, 0, 1, closed="neither"),
+                              "regularizer": Options(*REGULARIZERS),
                               "regularizer_alpha": [Interval(float, 0), None], "klar_share": Interval(float, 0, 1),
                               "relevant": [InstanceOf(str), None]}
 
@@ -94,10 +93,16 @@ class TorchVictim(Victim):
     def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
         """Padded tensors for a list of texts (``input_ids``, ``attention_mask``, ...)."""
 
+    @property
+    @abc.abstractmethod
+    def has_token_spans(self) -> bool:
+        """Whether ``token_spans`` can say which characters each input position covers (a fast tokenizer
+        gives offsets, a slow one does not)."""
+
+    @abc.abstractmethod
     def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int] | None]]:
         """Each text's input positions as ``batch`` gives them: the characters each covers, None for
-        special tokens (NotImplementedError where the tokenizer gives no offsets)."""
-        raise NotImplementedError
+        special tokens (a ValueError where ``has_token_spans`` is False)."""
 
     @abc.abstractmethod
     def embed_batch(self, model: torch.nn.Module, batch: dict) -> Embedded:
@@ -106,11 +111,6 @@ class TorchVictim(Victim):
     @abc.abstractmethod
     def model_logits(self, model: torch.nn.Module, embedded: Embedded) -> torch.Tensor:
         """The model's logits on (possibly moved) input embeddings."""
-
-    def model_attentions(self, model: torch.nn.Module, embedded: Embedded) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """The logits and every layer's attention weights (b, heads, n, n), for the attention regularisers;
-        a victim that gives them sets ``attentions = True``."""
-        raise NotImplementedError(f"{self.name} gives no attention weights: no attention regularizer for it")
 
     # -- the contract -------------------------------------------------------------------------------
 
@@ -179,11 +179,13 @@ class FineTunedVictim(TorchVictim):
     needs (``save_architecture``); the loop, checkpoints, regularisers and weights are shared."""
 
     Training = NeuralTraining
+    attentions = True  # model_attentions: the attention regularisers reach every one
 
     def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
         super().__init__(config, training)
         self.log: dict = {}  # each epoch's figures and the best, as fit ran them
         self._relevant = None  # KLAR's relevant terms (a cloak Lexicon), read at the first batch
+        self.tokenizer = None  # the model's tokenizer: set by build, or by architecture when loading
 
     # -- what a subclass provides ---------------------------------------------------------------
 
@@ -199,6 +201,15 @@ class FineTunedVictim(TorchVictim):
     def save_architecture(self, directory: str) -> list[str]:
         """Write what ``architecture`` needs besides the weights; returns the files written."""
 
+    @abc.abstractmethod
+    def model_attentions(self, model: torch.nn.Module, embedded: Embedded) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """The logits and every layer's attention weights (b, heads, n, n), for the attention regularisers."""
+
+    @property
+    def regularizer(self) -> Regularizer:
+        """The attention regulariser the training names (``none``: the task loss alone)."""
+        return REGULARIZERS[self.training.regularizer]
+
     # -- training -----------------------------------------------------------------------------------
 
     def training_batch(self, records: Sequence[dict]) -> dict[str, torch.Tensor]:
@@ -206,7 +217,7 @@ class FineTunedVictim(TorchVictim):
         are relevant; a victim that reads more of a record, such as its source, adds it)."""
         texts = [r["text"] for r in records]
         out = self.batch(texts)
-        if self.training.regularizer == "klar":
+        if self.regularizer.needs_relevant:
             from ..nn.regularizers import load_relevant, relevant_positions
 
             if self._relevant is None:
@@ -221,14 +232,12 @@ class FineTunedVictim(TorchVictim):
 
     def task_loss(self, model: torch.nn.Module, embedded: Embedded, inputs: dict, labels: torch.Tensor) -> torch.Tensor:
         """Cross-entropy of the gold labels, plus the attention regulariser's term if there is one."""
-        t = self.training
-        if t.regularizer == "none":
+        t, regularizer = self.training, self.regularizer
+        if not regularizer.reads_attentions:
             return F.cross_entropy(self.model_logits(model, embedded), labels)
-        from ..nn.regularizers import regularization
-
         logits, attentions = self.model_attentions(model, embedded)
-        return F.cross_entropy(logits, labels) + regularization(
-            t.regularizer, t.regularizer_alpha, attentions, embedded.mask, inputs.get("relevant"), t.klar_share)
+        return F.cross_entropy(logits, labels) + regularizer.term(
+            attentions, embedded.mask, inputs.get("relevant"), alpha=t.regularizer_alpha, lam=t.klar_share)
 
     def parameter_groups(self, model: torch.nn.Module) -> list[dict]:
         """AdamW's parameter groups: every trainable parameter at the training's lr and weight decay."""
@@ -244,11 +253,11 @@ class FineTunedVictim(TorchVictim):
         """Fine-tune through ``mmbert.loop`` (checkpoints and ``resume`` in ``out_dir``); the best epoch
         by dev macro-F1 is saved to ``out_dir`` and kept."""
         from mmbert.loading import quiet_loading
-        from mmbert.loop import LoopSettings, train_epochs
+        from mmbert.loop import train_epochs
         from mmbert.metrics import classification_metrics
 
         t = self.training
-        if t.regularizer != "none" and not self.attentions:
+        if self.regularizer.reads_attentions and not self.attentions:
             raise ValueError(f"{self.name} gives no attention weights: no attention regularizer for it "
                              "(bert, chinesebert and habertor take one)")
         if dev is None:  # hold out a seeded share of the training records
@@ -282,8 +291,7 @@ class FineTunedVictim(TorchVictim):
                 self.save(work)
 
         groups = self.parameter_groups(self.model)
-        settings = LoopSettings.of(dataclasses.asdict(t))
-        self.log = train_epochs(self.model, loss, examples, collate, groups, evaluate, save, work, settings,
+        self.log = train_epochs(self.model, loss, examples, collate, groups, evaluate, save, work, t,
                                 resume=resume, progress=progress, on_checkpoint=on_checkpoint, desc=self.name,
                                 after_step=self.after_step)
         self._load_weights(work)  # the best epoch, not the last
@@ -306,6 +314,13 @@ class FineTunedVictim(TorchVictim):
         model = self.architecture(directory)
         load_model(model, os.path.join(directory, WEIGHTS))
         self.model = model.eval()
+
+
+def save_tokenizer(tokenizer, directory: str) -> list[str]:
+    """Write a tokenizer's files into ``directory``; returns their names."""
+    written = tokenizer.save_pretrained(directory)
+    return sorted({os.path.basename(p) for p in written if os.path.isfile(p)})
+
 
 def write_json(directory: str, name: str, value: dict) -> str:
     from cloak.io import write_atomic
