@@ -12,6 +12,7 @@ import pytest
 from cloak import Perturber
 from cloak.mining import build_targets, candidate_terms, describe_targets, mine_terms, score_terms
 from cloak.ops import available_ops, make_op
+from cloak.ops.homophone import Homophone
 from cloak.targets import Lexicon, default_lexicon
 
 from .conftest import read_jsonl
@@ -132,6 +133,12 @@ def test_strength_keeps_what_was_asked_for_and_op_changes_nothing():
     poster = make_op("homophone").at_strength("poster")
     assert (poster.share, poster.common_share) == (1.0, 0.8)
     assert make_op("pinyin").at_strength("whole").mode == "word"
+    # given explicitly at its default value: still kept
+    assert make_op("split:share=0.5").at_strength("whole").share == 0.5
+    assert make_op("homophone:common_share=1").at_strength("poster").common_share == 1.0
+    assert make_op("pinyin:mode=mixed").at_strength("poster").mode == "mixed"
+    assert Homophone(common_share=1.0, share=0.5).at_strength("poster") == Homophone()
+    assert Perturber(ops="split:share=0.5", strength="whole").ops == [make_op("split")]
     text = "这些黑人都是垃圾，同性恋恶心"
     ops = "homophone,split,pinyin,emoji"
     assert [Perturber(ops=ops, seed=3, strength="op")(text, variant=k) for k in range(5)] == \
