@@ -127,6 +127,25 @@ def test_a_whole_term_cloak_changes_every_character_the_op_can(name):
     assert checked > 50
 
 
+@pytest.mark.parametrize("strength", ["whole", "poster"])
+def test_every_term_of_a_post_is_cloaked_at_once(strength):
+    """A post with five lexicon terms (two of them side by side) comes out with all five cloaked: each spelled out
+    whole by pinyin; by homophone, every character of each at strength whole, and at poster at least one of
+    each (a word given rarer same-sound characters keeps those that have none: 黑人 -> 黑仞)."""
+    text = "这些黑人都是垃圾，同性恋恶心，河南人都是骗子"
+    terms = default_lexicon().find(text)
+    assert [text[s:e] for s, e in terms] == ["黑人", "垃圾", "同性恋", "恶心", "河南人"]
+    for ops in ("homophone", "pinyin", "homophone,pinyin,emoji"):
+        perturber = Perturber(ops=ops, seed=0, strength=strength)
+        for variant in range(10):
+            edits = perturber(text, variant=variant).edits
+            covered = {i for e in edits for i in range(e.start, e.end)}
+            assert covered <= {i for s, e in terms for i in range(s, e)}
+            assert all(covered & set(range(s, e)) for s, e in terms), (ops, variant, edits)
+            if ops == "pinyin" or (ops == "homophone" and strength == "whole"):
+                assert covered == {i for s, e in terms for i in range(s, e)}, (ops, variant, edits)
+
+
 def test_strength_keeps_what_was_asked_for_and_op_changes_nothing():
     assert make_op("homophone").at_strength("op") == make_op("homophone")
     assert make_op("split:share=0.3").at_strength("whole").share == 0.3  # explicit: kept
