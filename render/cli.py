@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from cloak.commands import check_out_folder, plural
+from cloak.commands import check_out_folder, plural, target_options
 from cloak.io import ON_ERROR, RecordError
 
 from .fonts import FontNotFoundError, font_file
@@ -37,7 +37,7 @@ def _fail(message: str) -> None:
               help="Where --preview writes its picture.")
 @click.option("--ops", default="homophone,similar,split,emoji", show_default=True,
               help="Ops for the --preview variants.")
-@click.option("--targets", default="lexicon", show_default=True, help="Targets for the --preview variants.")
+@target_options()
 @click.option("--variants", type=click.IntRange(0), default=3, show_default=True,
               help="Cloaked variants drawn under the --preview text.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the --preview variants.")
@@ -47,7 +47,8 @@ def _fail(message: str) -> None:
               help="Where --build-similarity-index writes; use it with `--ops similar:table=FILE`.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size, cache_dir, resume,
-           on_error, preview, preview_out, ops, targets, variants, seed, build_index, index_out, quiet) -> None:
+           on_error, preview, preview_out, ops, targets, lexicon, mine_from, variants, seed, build_index, index_out,
+           quiet) -> None:
     """Render texts as glyph images: one image per token (character, Latin run, emoji).
 
     \b
@@ -64,7 +65,8 @@ def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size,
         if build_index:
             _build_index(font, index_out)
         elif preview is not None:
-            _preview(preview, preview_out, font, emoji_font, ops, targets, variants, seed)
+            _preview(preview, preview_out, font, emoji_font, ops, {"targets": targets, "lexicon": lexicon,
+                                                                   "mine_from": mine_from}, variants, seed)
         else:
             if not out_dir:
                 raise click.UsageError("--in needs --out DIR")
@@ -88,12 +90,13 @@ def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size,
 
 
 def _preview(text, out, font, emoji_font, ops, targets, variants, seed) -> None:
+    """``targets``: --targets, --lexicon and --mine-from, as the Perturber takes them."""
     from cloak import Perturber
 
     from .glyphs import GlyphRenderer
     from .preview import preview_image
 
-    perturber = Perturber(ops=ops, targets=targets, seed=seed)
+    perturber = Perturber(ops=ops, seed=seed, **targets)
     rows = [text] + [perturber(text, variant=v).text for v in range(variants)]
     preview_image(rows, GlyphRenderer(size=48, mode="RGB", font=font, emoji_font=emoji_font)).save(out)
     for row in rows:
