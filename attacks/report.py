@@ -565,7 +565,8 @@ def _md(text: str) -> str:
 
 
 def trained_on_text(trained_on: dict | None) -> str:
-    """``cold_train.jsonl (sha256 1a2b3c4d5e6f, 2,000 posts, 412 kB; 700 of them cloaked: homophone 300, ...)``."""
+    """``cold_train.jsonl (sha256 1a2b3c4d5e6f, 2,000 posts, 412 kB; 700 of them cloaked: homophone 300 (characters
+    280, whole word 20), ...)``: each op with the styles its edits show."""
     if not trained_on or "train" not in trained_on:
         return "not recorded (train it with `attacks train` to have it recorded)"
     train = trained_on["train"]
@@ -573,7 +574,13 @@ def trained_on_text(trained_on: dict | None) -> str:
              if "path" in train else "(")
     labels = ", ".join(f"{n:,} label {k}" for k, n in train["labels"].items())
     cloaked = train["cloaked"]
-    seen = (f"{cloaked['records']:,} of them cloaked: " + ", ".join(f"{op} {n:,}" for op, n in cloaked["ops"].items())
+    styles = cloaked.get("styles", {})  # recorded since issue 35; older victim.json files have none
+
+    def styled(op: str) -> str:
+        shown = ", ".join(f"{style} {n:,}" for style, n in styles.get(op, {}).items())
+        return f" ({shown})" if shown else ""
+    seen = (f"{cloaked['records']:,} of them cloaked: " + ", ".join(f"{op} {n:,}{styled(op)}"
+                                                                       for op, n in cloaked["ops"].items())
             if cloaked["records"] else "no cloaked posts")
     return f"{where}{train['records']:,} posts: {labels}; {seen})"
 

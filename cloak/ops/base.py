@@ -86,6 +86,13 @@ class Op:
     def prepare(self) -> None:
         """Load the tables this op needs (done once, before worker processes fork)."""
 
+    @classmethod
+    def edit_styles(cls, edit: Edit) -> tuple[str, ...]:
+        """The styles of this op that an edit shows in its output (pinyin's "spaced", homophone's "rare
+        characters"): what a victim trained on cloaked records saw, read from their edits, which do not name the
+        op's parameters. () where the output does not tell the styles apart."""
+        return ()
+
     def spec(self) -> str:
         """The command-line form of this op and its parameters, e.g. ``homophone:tone=fuzzy``."""
         changed = [f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self)  # type: ignore[arg-type]
