@@ -204,3 +204,10 @@ def test_evaluate_records_what_it_cloaked_and_how_much_it_reached(sample_path, t
         assert coverage["offensive_changed"] == sum(o["label"] == 1 for o in changed)
         assert coverage["offensive_posts"] == sum(o["label"] == 1 for o in outcomes)
     assert figures["cloak:fullwidth"]["barely_applied"] and not figures["cloak:homophone"]["barely_applied"]
+    # the printed table carries the coverage: posts changed of all, and of the offensive
+    printed = {line.split()[1]: line for line in result.stderr.splitlines() if line.startswith("v ")}
+    for attack in ("cloak:homophone", "cloak:fullwidth"):
+        c = figures[attack]["coverage"]
+        assert (f"{c['changed']:,}/{c['posts']:,} ({c['share']:.1%}), "
+                f"{c['offensive_changed']:,}/{c['offensive_posts']:,} ({c['offensive_share']:.1%})") in printed[attack]
+    assert printed["cloak:fullwidth"].endswith(", barely applied") and "barely" not in printed["cloak:homophone"]
