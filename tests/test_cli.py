@@ -51,7 +51,8 @@ def test_ops_counts_the_targets_chosen_as_perturb_chooses_them(tmp_path, sample_
     assert f"{path}: cloaks 2 of 2 terms" in out and "lexicon: cloaks" not in out
     mined = cloak("ops", "--targets", "lexicon+mined", "--mine-from", sample_path)
     assert mined.returncode == 0, mined.stderr
-    counted = [int(line.split(" of ")[1].split()[0]) for line in mined.stdout.splitlines() if "lexicon+mined: cloaks" in line]
+    counted = [int(line.split(" of ")[1].split()[0]) for line in mined.stdout.splitlines()
+               if "lexicon+mined: cloaks" in line]
     assert len(counted) == 14 and counted[0] > 553
     bad = cloak("ops", "--targets", "mined")
     assert bad.returncode == 1 and "--mine-from FILE" in bad.stderr

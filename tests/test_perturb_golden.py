@@ -1,10 +1,10 @@
 """Seeded ``cloak perturb`` output with explicit options stays byte-identical.
 
 ``data/perturb_golden.jsonl`` holds what the runs below wrote, one after the other, on the first 40 posts of
-``samples/cold/cold_test_300.jsonl`` of at most 40 characters (id, text and label): made once by the code at commit 3f2b3eb (whose output an audit found
-byte-identical to the code before issue 35's strengths and mined targets). A change to an op, the targets, the
-seeding or the record writer that moves one byte of it fails here. Regenerate it only for a change the README
-announces: ``python -m tests.test_perturb_golden``.
+``samples/cold/cold_test_300.jsonl`` of at most 40 characters (id, text and label): made once by the code at
+commit 3f2b3eb (whose output an audit found byte-identical to the code before issue 35's strengths and mined
+targets). A change to an op, the targets, the seeding or the record writer that moves one byte of it fails here.
+Regenerate it only for a change the README announces: ``python -m tests.test_perturb_golden``.
 """
 from __future__ import annotations
 

@@ -198,7 +198,8 @@ def test_preview_cloaks_the_targets_chosen_as_perturb_chooses_them(render, tmp_p
     path = tmp_path / "terms.txt"
     path.write_text("天气\n", encoding="utf-8")
     chosen = {"lexicon": ([], {}), "file": (["--lexicon", path], {"lexicon": str(path)}),
-              "mined": (["--targets", "mined", "--mine-from", sample_path], {"targets": "mined", "mine_from": sample_path})}
+              "mined": (["--targets", "mined", "--mine-from", sample_path],
+                        {"targets": "mined", "mine_from": sample_path})}
     rows = {}
     for name, (args, options) in chosen.items():
         expected = Perturber(ops="homophone", seed=1, **options)
@@ -207,7 +208,8 @@ def test_preview_cloaks_the_targets_chosen_as_perturb_chooses_them(render, tmp_p
         assert result.exit_code == 0, result.output
         rows[name] = result.stdout.splitlines()
         assert rows[name] == [text, *(expected(text, variant=v).text for v in range(2))]
-    assert rows["file"][1].endswith("都是垃圾") and "天气" in rows["lexicon"][1] and rows["file"] != rows["lexicon"]
+    assert rows["file"][1].endswith("都是垃圾") and "天气" in rows["lexicon"][1]
+    assert rows["file"] != rows["lexicon"]
 
 
 def test_render_a_corpus(render, tmp_path, sample_path):
