@@ -110,6 +110,7 @@ bench-attacks: $(BENCH_INSTALLED)
 	$(PY) bench.attacks_scale --cold $(COLD)
 	$(PY) bench.robustness --cold $(COLD)   # after victims: its conventional victims and COLD test feed the next
 	$(PY) bench.realism --cold $(COLD)   # ~40 min
+	$(PY) bench.coverage --cold $(COLD)   # after robustness: its report's counts
 	$(PY) bench.seen_in_training   # after realism: its COLD records
 	$(PY) bench.predict_order   # after robustness and victims --neural
 	$(PY) bench.search_settings   # after robustness and victims --neural

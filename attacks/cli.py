@@ -536,7 +536,7 @@ def report(results_dirs, out_dir, labels, curves, routing, examples, label_names
 
 def _print_summary(summary: dict, out_dir: str) -> None:
     click.echo(f"{'victim':<16} {'attack':<28} {'macro-F1 clean -> attacked':>27} {'drop, 95% interval':>24} "
-               f"{'success':>8}", err=True)
+               f"{'success':>8}  {'posts changed, of offensive':<27}", err=True)
     for name, entry in summary["victims"].items():
         for attack, figures in entry["attacks"].items():
             if "skipped" in figures:
@@ -546,8 +546,20 @@ def _print_summary(summary: dict, out_dir: str) -> None:
             low, high = figures["drop_interval"]["f1"]
             interval = f"{figures['drop']['f1']:.4f} [{low:.3f}, {high:.3f}]"
             click.echo(f"{name:<16} {attack:<28} {entry['clean']['f1']:>13.4f} -> {figures['all']['f1']:.4f} "
-                       f"{interval:>24} {'' if rate is None else f'{rate:8.1%}'}", err=True)
+                       f"{interval:>24} {'' if rate is None else f'{rate:.1%}':>8}  {_coverage_text(figures)}",
+                       err=True)
     click.echo(f"evaluate: {os.path.join(os.path.normpath(out_dir), 'summary.json')}", err=True)
+
+
+def _coverage_text(figures: dict) -> str:
+    """``3,234/5,323 (60.8%), 1,713/2,107 (81.3%)``: the posts an attack changed, of all and of the offensive ones;
+    ``barely applied`` under 5% (left out of the report's averages)."""
+    c = figures.get("coverage")
+    if c is None:  # a summary written before coverage was recorded
+        return ""
+    text = (f"{c['changed']:,}/{c['posts']:,} ({c['share']:.1%}), "
+            f"{c['offensive_changed']:,}/{c['offensive_posts']:,} ({c['offensive_share']:.1%})")
+    return text + (", barely applied" if figures.get("barely_applied") else "")
 
 
 if __name__ == "__main__":

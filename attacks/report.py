@@ -566,7 +566,8 @@ def _md(text: str) -> str:
 
 def trained_on_text(trained_on: dict | None, names: dict[str, str] | None = None) -> str:
     """``cold_train.jsonl (sha256 1a2b3c4d5e6f, 412 kB, 2,000 posts: 988 non-offensive, 1,012 offensive; 700 of
-    them cloaked: homophone 300, ...)``; ``names``: what each label is called."""
+    them cloaked: homophone 300 (characters 280, whole word 20), ...)``: each op with the styles its edits show;
+    ``names``: what each label is called."""
     if not trained_on or "train" not in trained_on:
         return "not recorded (train it with `attacks train` to have it recorded)"
     train = trained_on["train"]
@@ -574,7 +575,13 @@ def trained_on_text(trained_on: dict | None, names: dict[str, str] | None = None
              if "path" in train else "(")
     labels = ", ".join(f"{n:,} {label_name(k, names)}" for k, n in train["labels"].items())
     cloaked = train["cloaked"]
-    seen = (f"{cloaked['records']:,} of them cloaked: " + ", ".join(f"{op} {n:,}" for op, n in cloaked["ops"].items())
+    styles = cloaked.get("styles", {})  # recorded since issue 35; older victim.json files have none
+
+    def styled(op: str) -> str:
+        shown = ", ".join(f"{style} {n:,}" for style, n in styles.get(op, {}).items())
+        return f" ({shown})" if shown else ""
+    seen = (f"{cloaked['records']:,} of them cloaked: " + ", ".join(f"{op} {n:,}{styled(op)}"
+                                                                       for op, n in cloaked["ops"].items())
             if cloaked["records"] else "no cloaked posts")
     return f"{where}{train['records']:,} {'post' if train['records'] == 1 else 'posts'}: {labels}; {seen})"
 

@@ -1,7 +1,8 @@
 """How much of COLD the cloak attacks reach, and how hard they hit, by what they cloak and how much of it.
 
-Run from the repository root: ``.venv/bin/python -m bench.realism`` (about 40 minutes on 2 cores; the
-evaluations resume); writes ``bench/results/realism.json``.
+Run from the repository root after ``python -m bench.victims`` (whose word vectors emb-gbt reads):
+``.venv/bin/python -m bench.realism`` (about 40 minutes on 2 cores; the evaluations resume); writes
+``bench/results/realism.json``.
 
 Checked against real cloaked posts kept outside this repository, the attacks ranked detectors right but
 took 2.8x too little accuracy (5x for a detector trained on our cloaks): the lexicon reached half of
@@ -13,8 +14,8 @@ This measures the levers on COLD:
 - strength: each op's own share of a term (``op``, what the attacks did before), every character of
   the term (``whole``), and that with a fifth of the homophones among rarer same-sound characters
   (``poster``, the evaluator's default);
-- victims: the conventional detectors of ``bench.robustness`` but emb-gbt, whose word vectors
-  ``bench.victims`` trains (COLD train, default settings), and
+- victims: every conventional detector of ``bench.robustness`` (COLD train, default settings; emb-gbt on the
+  word vectors ``bench.victims`` trains), and
   tfidf-lr trained on COLD train plus a cloaked copy by every op (``cloak perturb``'s defaults), whose
   attacks by those ops are seen in training (``bench.seen_in_training`` measures by how much
   that flatters it).
@@ -28,11 +29,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bench.common import (BIN, RESULTS, WORK, cold_jsonl, folder, machine_info, parser, print_summary, read_json, run,
-                          victim_flags, write_result)
+from bench.common import (BIN, CONVENTIONAL, RESULTS, WORK, cold_jsonl, folder, machine_info, parser, print_summary,
+                          read_json, require, run, victim_flags, write_result)
 from cloak import available_ops
 
-CONVENTIONAL = "tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt"
 TARGETS = ("lexicon", "mined", "lexicon+mined")
 STRENGTHS = ("op", "whole", "poster")
 
@@ -44,7 +44,11 @@ def prepare(cold: Path, work: Path, names: list[str]) -> tuple[dict[str, Path], 
     for name in names:
         folder = work / "victims" / name
         if not (folder / "victim.json").exists():
-            run([BIN / "attacks", "train", "--model", name, "--train", data["train"], "--out", folder])
+            # the emb-* victims read the word vectors bench.victims trains (COLD train and SWSR)
+            vectors = WORK / "word2vec_cold_swsr.txt"
+            extra = ["--vectors", require(vectors, "python -m bench.victims --only emb-gbt --no-curve")] \
+                if name.startswith("emb") else []
+            run([BIN / "attacks", "train", "--model", name, "--train", data["train"], "--out", folder, *extra])
         victims.append(folder)
     augmented = work / "victims" / "tfidf-lr+cloaks"
     if not (augmented / "victim.json").exists():

@@ -16,8 +16,9 @@ import click
 
 from .convert import FORMATS, convert_file
 from .edits import apply_edits
-from .commands import fail, plural, reports_errors
+from .commands import fail, plural, reports_errors, target_options
 from .io import ON_ERROR, check_files, read_records
+from .mining import mines
 from .ops import available_ops, cloakable, make_op
 from .ops.base import STRENGTHS
 from .perturber import Perturber
@@ -142,14 +143,7 @@ def main() -> None:
 @click.option("--ops", default="homophone", show_default=True, metavar="OPS",
               help="Comma-separated ops, each NAME[:param=value...], e.g. homophone:tone=fuzzy,emoji. "
                    "Each target is cloaked by one of them, tried in random order. See `cloak ops`.")
-@click.option("--targets", default="lexicon", show_default=True, metavar="lexicon|mined|lexicon+mined|all",
-              help="What to cloak: the lexicon's terms; terms mined from labelled records (`cloak mine-terms`; "
-                   "from --in, or --mine-from); both; or all words.")
-@click.option("--lexicon", default=None, metavar="FILE",
-              help="The lexicon instead of the default one: one term a line, or a TSV/CSV with a term column "
-                   "(what `cloak mine-terms` writes).")
-@click.option("--mine-from", default=None, metavar="FILE",
-              help="--targets mined / lexicon+mined: the labelled records to mine [default: --in].")
+@target_options(mine_default="--in")
 @click.option("--strength", type=click.Choice(STRENGTHS), default="op", show_default=True,
               help="How much of each target: each op's own parameters (op), every character of the term "
                    "(whole), or that with rarer same-sound characters, as posters write (poster).")
@@ -190,8 +184,12 @@ def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate,
     from .targets import DEFAULT_PROTECT
 
     pattern = DEFAULT_PROTECT + (f"|{protect}" if protect else "")
-    perturber = Perturber(ops=ops, targets=_targets(targets, lexicon, mine_from or in_path), rate=rate,
-                          seed=seed, protect=pattern, strength=strength)
+    mine_from = mine_from or in_path
+    if mines(targets) and mine_from == "-":
+        raise ValueError(f"--targets {targets} reads its records twice (to mine, then to cloak): give a file, "
+                         "or --mine-from FILE")
+    perturber = Perturber(ops=ops, targets=targets, lexicon=lexicon, mine_from=mine_from, rate=rate, seed=seed,
+                          protect=pattern, strength=strength)
     if address and engine != "ray":
         raise ValueError("--address is for --engine ray")
     runner = None
@@ -208,19 +206,6 @@ def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate,
         click.echo(f"cloak perturb: {stats.summary()}", err=True)
         for example in stats.skipped.examples:
             click.echo(f"  skipped {example}", err=True)
-
-
-def _targets(spec: str, lexicon: str | None, mine_from: str):
-    """``--targets`` / ``--lexicon`` / ``--mine-from`` as the Perturber takes them."""
-    from .mining import build_targets
-
-    labelled = None
-    if spec.split(":")[0] in ("mined", "lexicon+mined"):
-        if mine_from == "-":
-            raise ValueError(f"--targets {spec} reads its records twice (to mine, then to cloak): give a file, "
-                             "or --mine-from FILE")
-        labelled = [r for _, r in read_records(mine_from, labels=True)]
-    return build_targets(spec, lexicon=lexicon, labelled=labelled)
 
 
 @main.command("mine-terms")
@@ -301,18 +286,21 @@ EXAMPLE_SEEDS = 100
 
 @main.command("ops")
 @click.option("--coverage/--no-coverage", default=True, show_default=True,
-              help="Count the default lexicon's terms each op can cloak (builds every op's tables once).")
-def list_ops(coverage: bool) -> None:
+              help="Count the target terms each op can cloak (builds every op's tables once).")
+@target_options()
+@_errors_reported
+def list_ops(coverage: bool, targets: str, lexicon: str | None, mine_from: str | None) -> None:
     """List the perturbation ops: what each does, its parameters, an example of each style, and how
-    many of the default lexicon's terms it can cloak."""
-    terms = default_lexicon().terms if coverage else []
+    many of the target terms (the default lexicon's, or --targets / --lexicon) it can cloak."""
+    chosen = _target_terms(targets, lexicon, mine_from) if coverage else None
     for name, cls in sorted(available_ops().items()):
         params = ", ".join(f"{f.name}={f.default!r}" for f in dataclasses.fields(cls)) or "no parameters"
         summary = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ")
         click.echo(f"{name:12} {summary}")
         click.echo(f"{'':12} parameters: {params}")
-        if terms:
-            click.echo(f"{'':12} lexicon: cloaks {len(cloakable(make_op(name), terms))} of {len(terms)} terms")
+        if chosen:
+            found = len(cloakable(make_op(name), chosen.terms))
+            click.echo(f"{'':12} {chosen.name}: cloaks {found} of {len(chosen.terms)} terms")
         for params, word in cls.examples:
             spec = f"{name}:{params}" if params else name
             op = make_op(spec)
@@ -320,6 +308,17 @@ def list_ops(coverage: bool) -> None:
             outputs = Counter(apply_edits(word, op.edit_span(word, 0, len(word), Rng(seed)))
                               for seed in range(EXAMPLE_SEEDS))
             click.echo(f"{'':12} {spec:36} {word} -> {', '.join(o for o, _ in outputs.most_common(3))}")
+
+
+def _target_terms(spec: str, lexicon: str | None, mine_from: str | None):
+    """The ``Lexicon`` that ``--targets`` / ``--lexicon`` / ``--mine-from`` choose: terms to count."""
+    from .mining import build_targets
+    from .targets import Lexicon
+
+    chosen = build_targets(spec, lexicon=lexicon, labelled=mine_from)
+    if not isinstance(chosen, Lexicon):
+        raise ValueError(f"--targets {spec} is every word, no terms to count: give lexicon, mined or lexicon+mined")
+    return chosen
 
 
 def _missing(name: str, error: ImportError) -> click.Command:

@@ -78,6 +78,25 @@ class Renamed(click.Option):
             self.opts = shown
 
 
+def target_options(default: str = "lexicon", mine_default: str = "") -> Callable:
+    """``--targets``, ``--lexicon`` and ``--mine-from``: what a command cloaks, chosen as every command chooses it
+    (``cloak.mining.build_targets`` reads the three). ``mine_default`` says where mining reads without
+    ``--mine-from``."""
+    def options(command: Callable) -> Callable:
+        command = click.option("--mine-from", default=None, metavar="FILE", help=(
+            "--targets mined / lexicon+mined: the labelled records (JSONL) to mine"
+            + (f" [default: {mine_default}]." if mine_default else ".")))(command)
+        command = click.option("--lexicon", default=None, metavar="FILE", help=(
+            "The lexicon instead of the default one: one term a line, or a TSV/CSV with a term column "
+            "(what `cloak mine-terms` writes)."))(command)
+        return click.option("--targets", default=default, show_default=True,
+                            metavar="lexicon[:FILE]|mined|lexicon+mined|all", help=(
+                                "What to cloak: the lexicon's terms; the terms most associated with the offensive "
+                                "label in labelled records (--mine-from; `cloak mine-terms`); both; or every "
+                                "word."))(command)
+    return options
+
+
 def check_out_folder(option: str, path: str) -> None:
     """An output folder may be new or a folder, not a file."""
     if os.path.exists(path) and not os.path.isdir(path):

@@ -132,14 +132,22 @@ def write_terms(path: str, mined: Sequence[MinedTerm], base: Lexicon | None = No
 
 
 TARGETS = ("lexicon", "mined", "lexicon+mined", "all")
+MINED = ("mined", "lexicon+mined")  # the targets that mine labelled records
 
 
-def build_targets(spec: str, *, lexicon: str | None = None, labelled: Iterable[dict] | None = None,
+def mines(spec: str) -> bool:
+    """Whether ``--targets spec`` mines labelled records (and so needs them)."""
+    return spec.partition(":")[0] in MINED
+
+
+def build_targets(spec: str, *, lexicon: str | None = None,
+                  labelled: Iterable[dict] | str | os.PathLike | None = None,
                   z: float = 2.0, min_count: int = 5) -> Lexicon | str:
     """What to cloak, from a command line's ``--targets`` (``lexicon``, ``mined``, ``lexicon+mined`` or
-    ``all``; ``lexicon:FILE`` as ``lexicon`` with ``--lexicon FILE``) and ``--lexicon FILE`` (the lexicon
-    instead of the default one). Mining needs ``labelled`` records. Returns a ``Lexicon`` (named after
-    what it holds) or ``"all"``."""
+    ``all``; ``lexicon:FILE`` as ``lexicon`` with ``--lexicon FILE``), ``--lexicon FILE`` (the lexicon
+    instead of the default one) and ``--mine-from`` (``labelled``: records, or their JSONL file, read only
+    when mining). Every command and the ``Perturber`` choose their targets here. Returns a ``Lexicon``
+    (named after what it holds) or ``"all"``."""
     kind, _, path = spec.partition(":")
     if kind not in TARGETS or (path and kind != "lexicon"):
         from .params import unknown_key
@@ -156,7 +164,12 @@ def build_targets(spec: str, *, lexicon: str | None = None, labelled: Iterable[d
     if kind == "lexicon":
         return base
     if labelled is None:
-        raise ValueError(f"--targets {kind} mines terms from labelled records: give some")
+        raise ValueError(f"--targets {kind} mines terms from labelled records: give them (--mine-from FILE; "
+                         "mine_from= in Python)")
+    if isinstance(labelled, (str, os.PathLike)):
+        from .io import read_records
+
+        labelled = [r for _, r in read_records(os.fspath(labelled), labels=True)]
     mined = mine_terms(labelled, z=z, min_count=min_count)
     if not mined and kind == "mined":
         raise ValueError(f"no term reaches z >= {z} in at least {min_count} offensive posts: too few posts to mine")

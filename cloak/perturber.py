@@ -7,6 +7,7 @@ nothing to offer for a word (no emoji for 歧视) hands it to the next. Randomne
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
@@ -67,7 +68,11 @@ class Perturber:
     """Cloak texts the way posters do.
 
     ops: op specs or ``Op`` objects (``"homophone:tone=fuzzy,emoji"``, ``["homophone", Emoji()]``);
-    targets: ``"lexicon"`` (default lexicon), ``"lexicon:FILE"``, a ``Lexicon``, or ``"all"``;
+    targets: as ``cloak perturb --targets``: ``"lexicon"`` (the default lexicon, or ``lexicon``),
+    ``"lexicon:FILE"``, ``"mined"`` (the terms most associated with the offensive label in ``mine_from``),
+    ``"lexicon+mined"``, ``"all"`` (every word); or a ``Lexicon``;
+    lexicon: a lexicon file instead of the default lexicon (``--lexicon FILE``);
+    mine_from: labelled records, or their JSONL file, to mine ``mined`` targets from (``--mine-from``);
     rate: probability that a target span is cloaked (default 1.0 for lexicon, 0.3 for all);
     strength: how much of each target the ops cloak: ``op`` (each op's own parameters), ``whole``
     (every character of a term, or the term as a unit), ``poster`` (that, and rarer same-sound
@@ -87,12 +92,13 @@ class Perturber:
     def __init__(self, ops: str | Sequence[str | Op] = "homophone",
                  targets: str | Lexicon | LexiconTargets | WordTargets = "lexicon",
                  rate: float | None = None, seed: int = 0,
-                 protect: str | None = DEFAULT_PROTECT, strength: str = "op") -> None:
+                 protect: str | None = DEFAULT_PROTECT, strength: str = "op", *, lexicon: str | None = None,
+                 mine_from: Iterable[dict] | str | os.PathLike | None = None) -> None:
         checked = validate({"rate": rate, "seed": seed, "strength": strength}, self._parameter_constraints,
                            "Perturber")
         self.strength = strength
         self.ops = [op.at_strength(strength) for op in parse_ops(ops)]
-        self.targets = make_targets(targets)
+        self.targets = make_targets(targets, lexicon=lexicon, mine_from=mine_from)
         if checked["rate"] is None:
             checked["rate"] = DEFAULT_RATE_ALL if isinstance(self.targets, WordTargets) else 1.0
         self.rate, self.seed = checked["rate"], checked["seed"]

@@ -2,6 +2,8 @@
 
 - ``lexicon`` / ``lexicon:FILE``: every occurrence of a lexicon term (leftmost-longest, no overlaps),
   as in ToxiCloakCN's keyword setting. The default lexicon ships with the package (``data/LEXICON.md``).
+- ``mined`` / ``lexicon+mined``: the terms most associated with the offensive label in labelled records
+  (``cloak.mining``), alone or with the lexicon's.
 - ``all``: every word. Words come from forward maximum matching over jieba's dictionary — the same
   dictionary jieba segments with, matched by a Rust Aho-Corasick automaton, about 20x faster than
   ``jieba.cut`` and close to it for picking words to cloak; characters outside dictionary words are
@@ -150,22 +152,20 @@ class WordTargets:
         return "all"
 
 
-def make_targets(spec: str | Lexicon | LexiconTargets | WordTargets) -> LexiconTargets | WordTargets:
-    """Targets from ``"lexicon"``, ``"lexicon:FILE"``, ``"all"`` or a ``Lexicon``."""
-    if isinstance(spec, (LexiconTargets, WordTargets)):
-        return spec
-    if isinstance(spec, Lexicon):
-        return LexiconTargets(spec)
-    kind, _, path = spec.partition(":")
-    if kind == "all" and not path:
-        return WordTargets()
-    if kind == "lexicon":
-        if not path:
-            return LexiconTargets(default_lexicon())
-        if not os.path.isfile(path):
-            raise ValueError(f"lexicon file not found: {path}")
-        return LexiconTargets(Lexicon.from_file(path))
-    raise ValueError(f"targets must be 'lexicon', 'lexicon:FILE' or 'all', not {spec!r}")
+def make_targets(spec: str | Lexicon | LexiconTargets | WordTargets, *, lexicon: str | None = None,
+                 mine_from: Iterable[dict] | str | os.PathLike | None = None) -> LexiconTargets | WordTargets:
+    """Targets from a ``Lexicon``, or from what ``cloak perturb`` takes: ``spec`` as its ``--targets``
+    (``lexicon``, ``lexicon:FILE``, ``mined``, ``lexicon+mined``, ``all``), ``lexicon`` as ``--lexicon FILE``
+    and ``mine_from`` as ``--mine-from`` (labelled records, or their JSONL file): see
+    ``cloak.mining.build_targets``, which every command chooses its targets through."""
+    if isinstance(spec, (LexiconTargets, WordTargets, Lexicon)):
+        if lexicon is not None or mine_from is not None:
+            raise ValueError("lexicon and mine_from go with targets named as on the command line (a string)")
+        return LexiconTargets(spec) if isinstance(spec, Lexicon) else spec
+    from .mining import build_targets  # mining builds on this module's lexicons
+
+    built = build_targets(spec, lexicon=lexicon, labelled=mine_from)
+    return LexiconTargets(built) if isinstance(built, Lexicon) else WordTargets()
 
 
 @functools.cache

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from cloak.commands import check_out_folder, plural, reports_errors
+from cloak.commands import check_out_folder, plural, reports_errors, target_options
 from cloak.io import ON_ERROR
 
 from .fonts import FontNotFoundError, font_file
@@ -36,7 +36,7 @@ def _kept(kwargs: dict) -> str:
               help="Where --preview writes its picture.")
 @click.option("--ops", default="homophone,similar,split,emoji", show_default=True,
               help="Ops for the --preview variants.")
-@click.option("--targets", default="lexicon", show_default=True, help="Targets for the --preview variants.")
+@target_options()
 @click.option("--variants", type=click.IntRange(0), default=3, show_default=True,
               help="Cloaked variants drawn under the --preview text.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the --preview variants.")
@@ -47,7 +47,8 @@ def _kept(kwargs: dict) -> str:
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @reports_errors("cloak render", interrupted={"render": _kept}, failures={FontNotFoundError: "", OSError: ""})
 def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size, cache_dir, resume,
-           on_error, preview, preview_out, ops, targets, variants, seed, build_index, index_out, quiet) -> None:
+           on_error, preview, preview_out, ops, targets, lexicon, mine_from, variants, seed, build_index, index_out,
+           quiet) -> None:
     """Render texts as glyph images: one image per token (character, Latin run, emoji).
 
     \b
@@ -63,7 +64,8 @@ def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size,
     if build_index:
         _build_index(font, index_out)
     elif preview is not None:
-        _preview(preview, preview_out, font, emoji_font, ops, targets, variants, seed)
+        _preview(preview, preview_out, font, emoji_font, ops, {"targets": targets, "lexicon": lexicon,
+                                                               "mine_from": mine_from}, variants, seed)
     else:
         if not out_dir:
             raise click.UsageError("--in needs --out DIR")
@@ -80,12 +82,13 @@ def render(in_path, out_dir, size, mode, font_path, emoji_font_path, shard_size,
 
 
 def _preview(text, out, font, emoji_font, ops, targets, variants, seed) -> None:
+    """``targets``: --targets, --lexicon and --mine-from, as the Perturber takes them."""
     from cloak import Perturber
 
     from .glyphs import GlyphRenderer
     from .preview import preview_image
 
-    perturber = Perturber(ops=ops, targets=targets, seed=seed)
+    perturber = Perturber(ops=ops, seed=seed, **targets)
     rows = [text] + [perturber(text, variant=v).text for v in range(variants)]
     preview_image(rows, GlyphRenderer(size=48, mode="RGB", font=font, emoji_font=emoji_font)).save(out)
     for row in rows:

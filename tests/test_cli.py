@@ -44,6 +44,21 @@ def test_ops_lists_every_op_its_lexicon_coverage_and_what_each_style_makes():
     assert any("radical" in line and "妈 -> 马" in line for line in lines)
 
 
+def test_ops_counts_the_targets_chosen_as_perturb_chooses_them(tmp_path, sample_path):
+    path = tmp_path / "terms.txt"
+    path.write_text("天气\n黑人\n", encoding="utf-8")
+    out = cloak("ops", "--lexicon", path).stdout
+    assert f"{path}: cloaks 2 of 2 terms" in out and "lexicon: cloaks" not in out
+    mined = cloak("ops", "--targets", "lexicon+mined", "--mine-from", sample_path)
+    assert mined.returncode == 0, mined.stderr
+    counted = [int(line.split(" of ")[1].split()[0]) for line in mined.stdout.splitlines()
+               if "lexicon+mined: cloaks" in line]
+    assert len(counted) == 14 and counted[0] > 553
+    bad = cloak("ops", "--targets", "mined")
+    assert bad.returncode == 1 and "--mine-from FILE" in bad.stderr
+    assert "no terms to count" in cloak("ops", "--targets", "all").stderr
+
+
 def test_perturb_then_show(tmp_path, sample_path):
     out = tmp_path / "out.jsonl"
     result = cloak("perturb", "--in", sample_path, "--out", out, "--ops", "homophone,emoji", "--seed", 3)

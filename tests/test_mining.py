@@ -12,6 +12,7 @@ import pytest
 from cloak import Perturber
 from cloak.mining import build_targets, candidate_terms, describe_targets, mine_terms, score_terms
 from cloak.ops import available_ops, make_op
+from cloak.ops.homophone import Homophone
 from cloak.targets import Lexicon, default_lexicon
 
 from .conftest import read_jsonl
@@ -126,12 +127,37 @@ def test_a_whole_term_cloak_changes_every_character_the_op_can(name):
     assert checked > 50
 
 
+@pytest.mark.parametrize("strength", ["whole", "poster"])
+def test_every_term_of_a_post_is_cloaked_at_once(strength):
+    """A post with five lexicon terms (two of them side by side) comes out with all five cloaked: each spelled out
+    whole by pinyin; by homophone, every character of each at strength whole, and at poster at least one of
+    each (a word given rarer same-sound characters keeps those that have none: 黑人 -> 黑仞)."""
+    text = "这些黑人都是垃圾，同性恋恶心，河南人都是骗子"
+    terms = default_lexicon().find(text)
+    assert [text[s:e] for s, e in terms] == ["黑人", "垃圾", "同性恋", "恶心", "河南人"]
+    for ops in ("homophone", "pinyin", "homophone,pinyin,emoji"):
+        perturber = Perturber(ops=ops, seed=0, strength=strength)
+        for variant in range(10):
+            edits = perturber(text, variant=variant).edits
+            covered = {i for e in edits for i in range(e.start, e.end)}
+            assert covered <= {i for s, e in terms for i in range(s, e)}
+            assert all(covered & set(range(s, e)) for s, e in terms), (ops, variant, edits)
+            if ops == "pinyin" or (ops == "homophone" and strength == "whole"):
+                assert covered == {i for s, e in terms for i in range(s, e)}, (ops, variant, edits)
+
+
 def test_strength_keeps_what_was_asked_for_and_op_changes_nothing():
     assert make_op("homophone").at_strength("op") == make_op("homophone")
     assert make_op("split:share=0.3").at_strength("whole").share == 0.3  # explicit: kept
     poster = make_op("homophone").at_strength("poster")
     assert (poster.share, poster.common_share) == (1.0, 0.8)
     assert make_op("pinyin").at_strength("whole").mode == "word"
+    # given explicitly at its default value: still kept
+    assert make_op("split:share=0.5").at_strength("whole").share == 0.5
+    assert make_op("homophone:common_share=1").at_strength("poster").common_share == 1.0
+    assert make_op("pinyin:mode=mixed").at_strength("poster").mode == "mixed"
+    assert Homophone(common_share=1.0, share=0.5).at_strength("poster") == Homophone()
+    assert Perturber(ops="split:share=0.5", strength="whole").ops == [make_op("split")]
     text = "这些黑人都是垃圾，同性恋恶心"
     ops = "homophone,split,pinyin,emoji"
     assert [Perturber(ops=ops, seed=3, strength="op")(text, variant=k) for k in range(5)] == \
@@ -178,3 +204,10 @@ def test_evaluate_records_what_it_cloaked_and_how_much_it_reached(sample_path, t
         assert coverage["offensive_changed"] == sum(o["label"] == 1 for o in changed)
         assert coverage["offensive_posts"] == sum(o["label"] == 1 for o in outcomes)
     assert figures["cloak:fullwidth"]["barely_applied"] and not figures["cloak:homophone"]["barely_applied"]
+    # the printed table carries the coverage: posts changed of all, and of the offensive
+    printed = {line.split()[1]: line for line in result.stderr.splitlines() if line.startswith("v ")}
+    for attack in ("cloak:homophone", "cloak:fullwidth"):
+        c = figures[attack]["coverage"]
+        assert (f"{c['changed']:,}/{c['posts']:,} ({c['share']:.1%}), "
+                f"{c['offensive_changed']:,}/{c['offensive_posts']:,} ({c['offensive_share']:.1%})") in printed[attack]
+    assert printed["cloak:fullwidth"].endswith(", barely applied") and "barely" not in printed["cloak:homophone"]

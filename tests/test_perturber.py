@@ -1,7 +1,7 @@
 import pytest
 
 from cloak import Lexicon, Perturber, apply_edits, invert_edits
-from cloak.targets import WordTargets
+from cloak.targets import WordTargets, default_lexicon
 
 # pinyin as the plain style only (the default mixes spaced, capitalised, toned and look-alike spellings)
 PLAIN_PINYIN = "pinyin:mode=word:spacing=joined:case=lower:tones=none:lookalike=0"
@@ -39,6 +39,32 @@ def test_lexicon_file(tmp_path):
     assert Lexicon.from_file(tsv).categories == {"天气": "weather"}
     with pytest.raises(ValueError, match="lexicon file not found"):
         Perturber(targets=f"lexicon:{tmp_path}/missing.txt")
+
+
+def test_targets_chosen_in_python_as_on_the_command_line(tmp_path, sample_path):
+    """Perturber takes --targets, --lexicon and --mine-from as cloak perturb does: mined terms from labelled
+    records or their file, a lexicon file instead of the default one."""
+    from cloak.mining import build_targets
+
+    from .conftest import read_jsonl
+
+    posts = read_jsonl(sample_path)
+    texts = [p["text"] for p in posts[:60]]
+    built = Perturber(ops="homophone", targets=build_targets("lexicon+mined", labelled=posts), seed=2)
+    for mine_from in (posts, sample_path, str(sample_path)):
+        named = Perturber(ops="homophone", targets="lexicon+mined", mine_from=mine_from, seed=2)
+        assert named.targets.lexicon.terms == built.targets.lexicon.terms
+        assert [named(t) for t in texts] == [built(t) for t in texts]
+    mined = Perturber(targets="mined", mine_from=posts).targets.lexicon
+    assert set(mined.terms) < set(built.targets.lexicon.terms)
+    assert "直男" in mined and "直男" not in default_lexicon()
+    path = tmp_path / "terms.txt"
+    path.write_text("天气\n", encoding="utf-8")
+    assert Perturber(ops=PLAIN_PINYIN, lexicon=str(path))("今天天气很好").text == "今天tianqi很好"
+    with pytest.raises(ValueError, match="mine_from="):
+        Perturber(targets="mined")
+    with pytest.raises(ValueError, match="go with targets named"):
+        Perturber(targets=Lexicon(["天气"]), lexicon=str(path))
 
 
 def test_default_lexicon_has_every_category():
@@ -95,7 +121,7 @@ def test_augment_for_a_training_loop():
 def test_bad_arguments():
     with pytest.raises(ValueError, match="rate"):
         Perturber(rate=1.5)
-    with pytest.raises(ValueError, match="targets must be"):
+    with pytest.raises(ValueError, match="unknown targets 'everything'"):
         Perturber(targets="everything")
     with pytest.raises(TypeError, match="text must be str"):
         Perturber()(None)

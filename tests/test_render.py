@@ -188,6 +188,30 @@ def test_preview_rows_have_ink_where_the_text_is(render, tmp_path):
         assert after.size == 0 or after.min() > 250  # and none past the text
 
 
+def test_preview_cloaks_the_targets_chosen_as_perturb_chooses_them(render, tmp_path, sample_path):
+    """--targets, --lexicon and --mine-from choose the preview's targets as they do cloak perturb's."""
+    from click.testing import CliRunner
+
+    from cloak.cli import main
+
+    text = "今天天气很好，都是垃圾"
+    path = tmp_path / "terms.txt"
+    path.write_text("天气\n", encoding="utf-8")
+    chosen = {"lexicon": ([], {}), "file": (["--lexicon", path], {"lexicon": str(path)}),
+              "mined": (["--targets", "mined", "--mine-from", sample_path],
+                        {"targets": "mined", "mine_from": sample_path})}
+    rows = {}
+    for name, (args, options) in chosen.items():
+        expected = Perturber(ops="homophone", seed=1, **options)
+        result = CliRunner().invoke(main, ["render", "--preview", text, "-o", str(tmp_path / f"{name}.png"), "--ops",
+                                           "homophone", "--seed", 1, "--variants", 2, *map(str, args)])
+        assert result.exit_code == 0, result.output
+        rows[name] = result.stdout.splitlines()
+        assert rows[name] == [text, *(expected(text, variant=v).text for v in range(2))]
+    assert rows["file"][1].endswith("都是垃圾") and "天气" in rows["lexicon"][1]
+    assert rows["file"] != rows["lexicon"]
+
+
 def test_render_a_corpus(render, tmp_path, sample_path):
     from render.corpus import load_record_images
     from tests.conftest import read_jsonl

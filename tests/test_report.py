@@ -432,3 +432,39 @@ def test_attacks_seen_in_training_are_marked_and_left_out_of_the_ranking(sample_
         assert f"sha256 {trained['sha256'][:12]}, {trained['bytes'] / 1000:,.0f} kB, {len(posts[:200] + cloaked):,} " \
                f"posts: {counts}" in page
         assert str(train) in page.replace("\\", "") and "label 0" not in page and "label 1" not in page
+
+
+def test_the_styles_of_the_training_cloaks_are_recorded_and_shown(sample_path, tmp_path):
+    """victim.json records, per op of the training data's cloaks, the styles its edits show (pinyin spelled whole,
+    spaced, upper case; homophones among rare characters), and the report's line on the victim names them."""
+    from click.testing import CliRunner
+
+    from attacks.cli import main
+    from attacks.report import build_report, load_results, markdown
+    from cloak import Perturber
+    from cloak.run import cloak_record
+
+    posts = read_jsonl(sample_path)[:200]
+    cloaked = [json.loads(line) for ops in ("pinyin:mode=word:spacing=spaced:case=upper:tones=none:lookalike=0",
+                                            "homophone:word=false:common_share=0")
+               for i, r in enumerate(posts) for line in cloak_record(Perturber(ops=ops, seed=0), i, r, 1)[0]]
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in posts + cloaked), encoding="utf-8")
+    runner = CliRunner()
+    assert runner.invoke(main, ["train", "--model", "tfidf-lr", "--train", str(train), "--out",
+                                str(tmp_path / "v")]).exit_code == 0
+    seen = json.loads((tmp_path / "v" / "victim.json").read_text())["trained_on"]["train"]["cloaked"]
+    by_op = {op: sum(1 for r in cloaked if op in r["cloak"]["ops"]) for op in ("pinyin", "homophone")}
+    assert seen["ops"] == by_op
+    multi = sum(any(len(e["src"]) > 1 for e in r["cloak"]["edits"]) for r in cloaked if "pinyin" in r["cloak"]["ops"])
+    assert seen["styles"]["pinyin"]["upper"] == by_op["pinyin"] and seen["styles"]["pinyin"]["spaced"] == multi
+    assert "tone marks" not in seen["styles"]["pinyin"] and "capital" not in seen["styles"]["pinyin"]
+    assert seen["styles"]["homophone"] == {"characters": by_op["homophone"], "rare characters": by_op["homophone"]}
+    test = tmp_path / "test.jsonl"
+    test.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in read_jsonl(sample_path)[200:]),
+                    encoding="utf-8")
+    assert runner.invoke(main, ["evaluate", "--victim", str(tmp_path / "v"), "--data", str(test), "--ops", "pinyin",
+                                "--out", str(tmp_path / "e"), "-q"]).exit_code == 0
+    page = markdown(build_report([load_results(str(tmp_path / "e"))]))
+    assert f"pinyin {by_op['pinyin']:,} (upper {by_op['pinyin']:,}, spaced {multi:,}, whole word" in page
+    assert f"homophone {by_op['homophone']:,} (characters {by_op['homophone']:,}, rare characters" in page

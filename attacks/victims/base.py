@@ -29,6 +29,7 @@ import hashlib
 import importlib
 import json
 import os
+from collections import Counter
 from collections.abc import Sequence
 from importlib import metadata
 from typing import Any, ClassVar
@@ -357,23 +358,48 @@ def _plain(value: Any) -> str:
 
 def training_data(records: Sequence[dict], path: str | None = None) -> dict:
     """What a victim was trained on, for its victim.json: the file (path, SHA-256, bytes), the posts by
-    label, and the cloaks they carried (records with ``cloak`` provenance, and how many of them each op
-    edited), so a report can say which attacks the victim saw in training."""
+    label, and the cloaks they carried (records with ``cloak`` provenance, how many of them each op edited,
+    and in which of its styles, as the edits show them: ``Op.edit_styles``), so a report can say which attacks
+    the victim saw in training."""
     labels: dict[str, int] = {}
-    cloaked, ops = 0, {}
+    cloaked, ops, styles = 0, Counter(), {}
     for record in records:
         key = str(record["label"])
         labels[key] = labels.get(key, 0) + 1
         provenance = record.get("cloak")
         if isinstance(provenance, dict) and provenance.get("edits"):
             cloaked += 1
-            for op in dict.fromkeys(e.get("op") for e in provenance["edits"] if isinstance(e, dict)):
-                ops[str(op)] = ops.get(str(op), 0) + 1
+            edits = [e for e in provenance["edits"] if isinstance(e, dict)]
+            ops.update({str(e.get("op")) for e in edits})  # a record counts once an op
+            for op, shown in _edit_styles(edits).items():
+                styles.setdefault(op, Counter()).update(shown)
     facts: dict = {"records": len(records), "labels": dict(sorted(labels.items())),
-                   "cloaked": {"records": cloaked, "ops": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0])))}}
+                   "cloaked": {"records": cloaked, "ops": _by_count(ops),
+                               "styles": {op: _by_count(styles[op]) for op in _by_count(ops) if op in styles}}}
     if path is not None and path != "-" and os.path.isfile(path):
         facts = {"path": path, "sha256": sha256(path), "bytes": os.path.getsize(path), **facts}
     return facts
+
+
+def _edit_styles(edits: list[dict]) -> dict[str, set[str]]:
+    """Per op, the styles a record's edits show (a record counts once a style)."""
+    from cloak import Edit, available_ops
+
+    known, found = available_ops(), {}
+    for e in edits:
+        op = known.get(str(e.get("op")))
+        if op is None or not (isinstance(e.get("src"), str) and isinstance(e.get("dst"), str)):
+            continue
+        try:
+            edit = Edit.from_dict(e)
+        except (KeyError, TypeError, ValueError):  # not an edit of the record contract
+            continue
+        found.setdefault(op.name, set()).update(op.edit_styles(edit))
+    return found
+
+
+def _by_count(counts: Counter) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def labels_of(records: Sequence[dict], where: str = "records") -> np.ndarray:

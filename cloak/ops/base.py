@@ -43,17 +43,30 @@ class Op:
     whole_term: ClassVar[dict[str, object]] = {}
     poster_style: ClassVar[dict[str, object]] = {}
 
+    # the parameters the op was made with (a spec's ``key=value``s, the constructor's arguments): a strength
+    # changes only the others, so ``split:share=0.5`` keeps its share at strength whole though 0.5 is the default
+    given: frozenset[str]
+
+    def __new__(cls, *args, **kwargs):
+        op = super().__new__(cls)
+        names = [f.name for f in dataclasses.fields(cls) if f.init] if dataclasses.is_dataclass(cls) else []
+        object.__setattr__(op, "given", frozenset([*names[:len(args)], *kwargs]))
+        return op
+
     def __post_init__(self) -> None:
         validate_fields(self, f"op {self.name}")
 
     def at_strength(self, strength: str) -> Op:
-        """This op at ``strength`` (see ``STRENGTHS``); a parameter set away from its default is kept."""
+        """This op at ``strength`` (see ``STRENGTHS``); a parameter the op was made with is kept."""
         if strength not in STRENGTHS:
             raise unknown_key(strength, STRENGTHS, "strength", kind="strength")
         changes = {} if strength == "op" else {**self.whole_term, **(self.poster_style if strength == "poster" else {})}
-        defaults = {f.name: f.default for f in dataclasses.fields(self)}  # type: ignore[arg-type]
-        kept = {k: v for k, v in changes.items() if getattr(self, k) == defaults[k]}
-        return dataclasses.replace(self, **kept) if kept else self  # type: ignore[type-var]
+        kept = {k: v for k, v in changes.items() if k not in self.given}
+        if not kept:
+            return self
+        op = dataclasses.replace(self, **kept)  # type: ignore[type-var]
+        object.__setattr__(op, "given", self.given)  # what the strength set was not given
+        return op
 
     def apply(self, text: str, rng: Rng, targets: Sequence[Span]) -> list[Edit]:
         """Edits cloaking ``text`` inside each target span (sorted, non-overlapping spans)."""
@@ -72,6 +85,13 @@ class Op:
 
     def prepare(self) -> None:
         """Load the tables this op needs (done once, before worker processes fork)."""
+
+    @classmethod
+    def edit_styles(cls, edit: Edit) -> tuple[str, ...]:
+        """The styles of this op that an edit shows in its output (pinyin's "spaced", homophone's "rare
+        characters"): what a victim trained on cloaked records saw, read from their edits, which do not name the
+        op's parameters. () where the output does not tell the styles apart."""
+        return ()
 
     def spec(self) -> str:
         """The command-line form of this op and its parameters, e.g. ``homophone:tone=fuzzy``."""

@@ -133,6 +133,15 @@ class Homophone(Op):
         self._char_memo: dict[tuple[str, str], Candidates | None] = {}  # bounded: syllables x characters
         self._rare_memo: dict[str, tuple[tuple[int, Candidates], ...]] = {}
 
+    @classmethod
+    def edit_styles(cls, edit: Edit) -> tuple[str, ...]:
+        """``whole word`` (a same-sounding word for the word), else ``characters``, and ``rare characters``
+        where a character became one outside the common ones (``common_share`` below 1)."""
+        if len(edit.src) > 1:
+            return ("whole word",)
+        return ("characters", "rare characters") if is_han(edit.dst) and edit.dst not in common_chars() \
+            else ("characters",)
+
     def prepare(self) -> None:
         load_readings()
         char_index(self.tone)

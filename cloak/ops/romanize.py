@@ -45,6 +45,12 @@ _LOOK = {**LOOKALIKES, **{k.upper(): v for k, v in LOOKALIKES.items()}}
 _LOOKALIKE = Interval(float, 0, 1)
 
 
+def _spelling_styles(spelling: str) -> tuple[str, ...]:
+    """``spaced``, ``upper`` or ``capital``: the styles a romanised spelling shows beside plain joined lowercase."""
+    case = "upper" if len(spelling) > 1 and spelling.isupper() else "capital" if spelling[:1].isupper() else ""
+    return tuple(s for s in ("spaced" if " " in spelling else "", case) if s)
+
+
 def _plain(syllable: str) -> str:
     return syllable.rstrip("012345")
 
@@ -189,6 +195,13 @@ class Pinyin(Op):
                 ("mode=word:lookalike=1", "垃圾"))
     whole_term = {"mode": "word"}
 
+    @classmethod
+    def edit_styles(cls, edit: Edit) -> tuple[str, ...]:
+        """``whole word`` or ``one character`` (of a longer word), and the spacing, case and tone marks the
+        spelling shows (tone numbers are not told from look-alike digits)."""
+        return (("whole word" if len(edit.src) > 1 else "one character"), *_spelling_styles(edit.dst),
+                *(("tone marks",) if any(ch.isalpha() and not ch.isascii() for ch in edit.dst) else ()))
+
     def prepare(self) -> None:
         load_readings()
 
@@ -271,6 +284,11 @@ class Abbrev(Op):
                               "lookalike": _LOOKALIKE}
     examples = (("", "同性恋"), ("case=upper", "同性恋"), ("spacing=spaced", "同性恋"), ("lookalike=1", "同性恋"),
                 ("lookalike=1", "尼玛死了"))
+
+    @classmethod
+    def edit_styles(cls, edit: Edit) -> tuple[str, ...]:
+        """The spacing and case the initials show."""
+        return _spelling_styles(edit.dst)
 
     def prepare(self) -> None:
         load_readings()
