@@ -1,0 +1,48 @@
+"""The benchmarks' own code paths a long run relies on: any encoder folder as backbone."""
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, read_jsonl
+
+
+@pytest.fixture(scope="module")
+def cold(tmp_path_factory, sample_path):
+    """A tiny COLD folder (train, dev, test CSVs as COLD writes them) cut from the bundled sample."""
+    records = read_jsonl(sample_path)
+    folder = tmp_path_factory.mktemp("cold")
+    for split, rows in (("train", records[:200]), ("dev", records[200:250]), ("test", records[250:])):
+        with open(folder / f"{split}.csv", "w", encoding="utf-8-sig", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["", "split", "topic", "label", "fine-grained-label", "TEXT"])
+            writer.writerows([i, split, "race", r["label"], r["label"], r["text"]] for i, r in enumerate(rows))
+    return folder
+
+
+def test_backbone_info_takes_an_encoder_without_a_pretraining_log(xlmr_backbones, tmp_path):
+    from bench.common import backbone_info
+
+    info = backbone_info(xlmr_backbones["e5"], layers=1)
+    assert (info["model_type"], info["num_hidden_layers"], info["layers_used"]) == ("bert", 2, 1)
+    assert "best_dev_mlm_loss" not in info
+    with pytest.raises(SystemExit, match="config.json is missing"):
+        backbone_info(tmp_path)
+
+
+def test_victims_trains_bert_on_any_encoder_folder(cold, xlmr_backbones, tmp_path):
+    out = tmp_path / "victims.json"
+    command = [sys.executable, "-m", "bench.victims", "--neural", "bert", "--backbone", xlmr_backbones["e5"],
+               "--backbone-layers", "1", "--lr", "1e-3", "--max-length", "32", "--epochs", "1",
+               "--limit-train", "60", "--limit-test", "20", "--no-curve", "--cold", str(cold),
+               "--work", str(tmp_path / "work"), "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    bert = result["victims"]["bert"]
+    assert result["data"] == {"train": 60, "dev": 50, "test": 20}
+    assert bert["n"] == 20 and bert["resumed"] is False and bert["epoch_seconds"] > 0
+    assert bert["backbone"]["layers_used"] == 1 and bert["config"]["max_length"] == 32
+    assert (tmp_path / "work" / "victims" / "bert" / "victim.json").exists()
