@@ -1,4 +1,5 @@
-"""The benchmarks' own code paths a long run relies on: any encoder folder as backbone."""
+"""The benchmarks' own code paths a long run relies on: any encoder folder as backbone, the MMBERT test
+cloaks."""
 import csv
 import json
 import subprocess
@@ -46,3 +47,18 @@ def test_victims_trains_bert_on_any_encoder_folder(cold, xlmr_backbones, tmp_pat
     assert bert["n"] == 20 and bert["resumed"] is False and bert["epoch_seconds"] > 0
     assert bert["backbone"]["layers_used"] == 1 and bert["config"]["max_length"] == 32
     assert (tmp_path / "work" / "victims" / "bert" / "victim.json").exists()
+
+
+def test_mmbert_test_cloaks_follow_attacks_evaluate(cold, tmp_path):
+    from bench.mmbert_data import TEST_OPS, prepare
+
+    paths = prepare(cold, tmp_path, n_train=20, n_dev=10, n_test=30)
+    settings = json.loads(paths["test_cloaks"].read_text())
+    assert settings["strength"] == "poster" and settings["targets"] == "lexicon+mined"
+    assert set(TEST_OPS) == {"homophone", "emoji", "pinyin", "split"}
+    clean = read_jsonl(paths["test_clean"])
+    for op in TEST_OPS:
+        cloaks = read_jsonl(paths[f"test_{op}"])
+        assert [r["source_text"] for r in cloaks] == [r["text"] for r in clean]
+        assert any(r["text"] != r["source_text"] for r in cloaks), op
+        assert all(e["op"] == op for r in cloaks for e in r["cloak"]["edits"])
