@@ -37,7 +37,8 @@ What is here:
 - Order: ``require(path, command)`` stops a benchmark with one line naming the command that makes
   what it needs (``make bench*`` runs them in order).
 - Results: ``parser`` (the argument parser every benchmark starts from; ``weight_files`` checks its
-  ``--weights``), ``machine_info`` (what it ran on), ``write_result`` (the JSON, atomically),
+  ``--weights``; ``encoder_options`` adds a fine-tuning benchmark's encoder options), ``machine_info``
+  (what it ran on), ``write_result`` (the JSON, atomically),
   ``read_json``, ``print_summary`` (the closing table), ``relative``, ``ratio``.
 - Data: ``folder`` (made if missing), ``cold_records`` (a COLD split as records), ``cold_jsonl``
   (converted once by ``cloak convert`` into a work folder), ``corpus`` (the texts the shared backbone
@@ -153,6 +154,19 @@ def parser(doc: str, *, out: Path | None = None, cold: bool = False, swsr: bool 
                         help="the real Whisper and Kokoro weights, a folder made by "
                              "../shared/models/offline_weights.py (default: $MMCLOAK_WEIGHTS)")
     return ap
+
+
+def encoder_options(ap: argparse.ArgumentParser) -> None:
+    """The options of a benchmark that fine-tunes ``bert`` and its kin on an encoder: ``--backbone`` (any
+    transformers encoder folder), ``--backbone-layers``, ``--lr``, ``--max-length``, ``--checkpoint-minutes``."""
+    ap.add_argument("--backbone", type=Path, default=WORK / "backbone",
+                    help="any transformers encoder folder (default: the small backbone of bench.backbone)")
+    ap.add_argument("--backbone-layers", type=int, default=None, metavar="N", help="keep its first N layers [all]")
+    ap.add_argument("--lr", type=float, default=1e-4,
+                    help="1e-4 for the small from-scratch backbone; 2e-5 (Wankmüller's) for a pretrained one")
+    ap.add_argument("--max-length", type=int, default=128, help="tokens read of a post (head + tail)")
+    ap.add_argument("--checkpoint-minutes", type=float, default=10,
+                    help="a checkpoint this often within an epoch (and at its end): what a kill can lose")
 
 
 def weight_files(ap: argparse.ArgumentParser, weights: Path | None, *names: str) -> list[Path]:

@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 
 from attacks.search import SearchAttack
-from bench.common import (BIN, RESULTS, WORK, backbone_info, cold_records, epoch_seconds, folder, machine_info, parser,
-                          read_json, resumable, run, victim_flags, write_result)
+from bench.common import (BIN, RESULTS, WORK, backbone_info, cold_records, encoder_options, epoch_seconds, folder,
+                          machine_info, parser, read_json, resumable, run, victim_flags, write_result)
 from cloak.io import write_records
 
 VARIANTS = {"none": [], "ear": ["--regularizer", "ear"], "klar": ["--regularizer", "klar"],
@@ -106,13 +106,7 @@ def victim_row(folder: Path, summaries: dict[str, dict], clean_outcomes: Path, t
 
 def main() -> None:
     ap = parser(__doc__, out=RESULTS / "regularizers.json", cold=True, work=WORK)
-    ap.add_argument("--backbone", type=Path, default=WORK / "backbone",
-                    help="any transformers encoder folder (default: the small backbone of bench.backbone)")
-    ap.add_argument("--backbone-layers", type=int, default=None, metavar="N", help="keep its first N layers [all]")
-    ap.add_argument("--lr", type=float, default=1e-4,
-                    help="1e-4 for the small from-scratch backbone; 2e-5 (Wankmüller's) for a pretrained one")
-    ap.add_argument("--max-length", type=int, default=128, help="tokens read of a post (head + tail)")
-    ap.add_argument("--checkpoint-minutes", type=float, default=10, help="a checkpoint this often within an epoch")
+    encoder_options(ap)
     ap.add_argument("--train-size", type=int, default=10000)
     ap.add_argument("--dev-size", type=int, default=1000, help="the first N COLD dev posts pick the epoch")
     ap.add_argument("--epochs", type=int, default=1)

@@ -28,8 +28,8 @@ import os
 import time
 from pathlib import Path
 
-from bench.common import (BIN, RESULTS, WORK, backbone_info, cold_records, corpus, epoch_seconds, folder, machine_info,
-                          parser, print_summary, read_json, resumable, run, write_result)
+from bench.common import (BIN, RESULTS, WORK, backbone_info, cold_records, corpus, encoder_options, epoch_seconds,
+                          folder, machine_info, parser, print_summary, read_json, resumable, run, write_result)
 from cloak.io import write_records
 
 CURVE_SIZES = "500,1000,2000,5000,10000"
@@ -145,16 +145,9 @@ def curve(args, splits: dict[str, list[dict]]) -> dict:
 
 def neural_options(ap) -> None:
     """The torch victims' settings, and the slices of COLD a trial run takes."""
-    ap.add_argument("--backbone", type=Path, default=WORK / "backbone",
-                    help="any transformers encoder folder (default: the small backbone of bench.backbone)")
-    ap.add_argument("--backbone-layers", type=int, default=None, metavar="N", help="keep its first N layers [all]")
-    ap.add_argument("--lr", type=float, default=1e-4,
-                    help="1e-4 for the small from-scratch backbone; 2e-5 (Wankmüller's) for a pretrained one")
-    ap.add_argument("--max-length", type=int, default=128, help="tokens read of a post (head + tail)")
+    encoder_options(ap)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--checkpoint-minutes", type=float, default=10,
-                    help="a checkpoint this often within an epoch (and at its end): what a kill can lose")
     for split in ("train", "dev", "test"):
         ap.add_argument(f"--limit-{split}", type=int, default=None, metavar="N",
                         help=f"the first N posts of COLD {split} only (a trial run) [all]")
