@@ -1,9 +1,10 @@
 """The benchmarks' own code paths a long run relies on: any encoder folder as backbone, the MMBERT test
-cloaks."""
+cloaks, its run settings and the modality ablation."""
 import csv
 import json
 import subprocess
 import sys
+from argparse import Namespace
 
 import pytest
 
@@ -62,3 +63,32 @@ def test_mmbert_test_cloaks_follow_attacks_evaluate(cold, tmp_path):
         assert [r["source_text"] for r in cloaks] == [r["text"] for r in clean]
         assert any(r["text"] != r["source_text"] for r in cloaks), op
         assert all(e["op"] == op for r in cloaks for e in r["cloak"]["edits"])
+
+
+@pytest.mark.parametrize("modalities", [("text", "speech"), ("text", "vision")])
+def test_ablation_trains_mmbert_on_two_modalities(run, data, tmp_path, modalities):
+    from mmbert.loading import load_model
+    from tests.conftest import train_stages
+
+    run = {**run, "model": {**run["model"], "modalities": list(modalities)}}
+    dirs = train_stages(run, data, tmp_path)
+    model, featurizer = load_model(dirs[3])
+    assert model.config.modalities == list(modalities) and model.config.num_experts == 2
+    assert (featurizer.speech is not None) == ("speech" in modalities)
+    names = {name.split(".")[1] for name, _ in model.named_parameters() if name.startswith("mmbert.")}
+    assert {n for n in names if n.endswith("_aligner")} == {f"{m}_aligner" for m in modalities if m != "text"}
+
+
+def test_mmbert_run_config_honours_the_runs_settings(tmp_path):
+    from bench.mmbert_cold import run_config, stage_epochs
+
+    args = Namespace(seed=2, weights=tmp_path, tts="espeak-ng", quick=False, work=tmp_path, backbone_layers=6,
+                     max_length=48, stage3_lr=2e-5, epochs=stage_epochs("1,2,3"))
+    run = run_config(args, ("text", "vision"))
+    assert run["model"]["modalities"] == ["text", "vision"] and run["model"]["backbone_layers"] == 6
+    assert (run["train"]["max_length"], run["train"]["stage3"]["lr"], run["train"]["seed"]) == (48, 2e-5, 2)
+    assert [run["train"][s]["epochs"] for s in ("stage1", "stage2", "stage3")] == [1, 2, 3]
+    assert stage_epochs("2") == [2, 2, 2]
+    with pytest.raises(ValueError):
+        stage_epochs("1,2")
+    assert run["features"]["tts"] == {"name": "espeak-ng"}
