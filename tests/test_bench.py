@@ -1,11 +1,12 @@
 """The benchmarks' own code paths a long run relies on: any encoder folder as backbone, the MMBERT test
-cloaks, its run settings and the modality ablation."""
+cloaks, its run settings and the modality ablation, and the verdict over seeds."""
 import csv
 import json
 import subprocess
 import sys
 from argparse import Namespace
 
+import numpy as np
 import pytest
 
 from tests.conftest import ROOT, read_jsonl
@@ -77,6 +78,54 @@ def test_ablation_trains_mmbert_on_two_modalities(run, data, tmp_path, modalitie
     assert (featurizer.speech is not None) == ("speech" in modalities)
     names = {name.split(".")[1] for name, _ in model.named_parameters() if name.startswith("mmbert.")}
     assert {n for n in names if n.endswith("_aligner")} == {f"{m}_aligner" for m in modalities if m != "text"}
+
+
+def _report(labels: np.ndarray, seed: int, mmbert_homophone: np.ndarray, twin_homophone: np.ndarray) -> dict:
+    """A per-seed report of bench.mmbert_cold: both models right on every clean post."""
+    from attacks.metrics import detection_metrics
+
+    def f1(predictions):
+        return detection_metrics(labels.tolist(), np.eye(2)[predictions])["f1"]
+
+    predictions = {"mmbert": {"clean": labels, "homophone": mmbert_homophone},
+                   "text_only": {"clean": labels, "homophone": twin_homophone}}
+    results = {m: {"clean": {"all": {"f1": f1(p["clean"])}},
+                   "homophone": {"drop_f1": round(f1(p["clean"]) - f1(p["homophone"]), 4)}}
+               for m, p in predictions.items()}
+    return {"seed": seed, "results": results,
+            "predictions": {"labels": "".join(map(str, labels)),
+                            **{m: {k: "".join(map(str, v)) for k, v in p.items()} for m, p in predictions.items()}}}
+
+
+def test_verdict_says_whether_mmbert_holds_the_claim_over_seeds(tmp_path):
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 400)
+    flipped = [np.where(rng.random(400) < share, 1 - labels, labels) for share in (0.02, 0.3)]
+    runs = {"holds": (flipped[0], flipped[1]), "fails": (flipped[1], flipped[0])}
+    for name, (mmbert, twin) in runs.items():
+        paths = []
+        for seed in range(3):
+            paths.append(tmp_path / f"{name}_seed{seed}.json")
+            paths[-1].write_text(json.dumps(_report(labels, seed, mmbert, twin)))
+        out = tmp_path / f"{name}_verdict.json"
+        done = subprocess.run([sys.executable, "-m", "bench.mmbert_verdict", *map(str, paths), "--out", str(out),
+                               "--resamples", "200"], cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        claim = json.loads(out.read_text())["claim"]
+        assert claim["holds"] is (name == "holds")
+        assert claim["interval_excludes_zero"] is (name == "holds")
+        low, high = claim["twin_drop_minus_mmbert_drop_95"]
+        assert (low > 0) if name == "holds" else (high < 0)
+
+
+def test_verdict_refuses_seeds_tested_on_other_posts(tmp_path):
+    labels = np.array([0, 1] * 20)
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    paths[0].write_text(json.dumps(_report(labels, 0, labels, labels)))
+    paths[1].write_text(json.dumps(_report(labels[::-1].copy(), 1, labels, labels)))
+    done = subprocess.run([sys.executable, "-m", "bench.mmbert_verdict", *map(str, paths), "--out",
+                           str(tmp_path / "v.json")], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode != 0 and "different posts" in done.stderr
 
 
 def test_mmbert_run_config_honours_the_runs_settings(tmp_path):
