@@ -141,3 +141,17 @@ def test_mmbert_run_config_honours_the_runs_settings(tmp_path):
     with pytest.raises(ValueError):
         stage_epochs("1,2")
     assert run["features"]["tts"] == {"name": "espeak-ng"}
+
+
+def test_mmbert_runs_folder_refuses_other_settings(tmp_path):
+    from bench.mmbert_cold import checked_runs, run_config
+
+    args = Namespace(seed=0, weights=tmp_path, tts="espeak-ng", quick=False, work=tmp_path, backbone_layers=2,
+                     max_length=64, stage3_lr=None, epochs=None, train=100, test=50, targets="lexicon+mined",
+                     strength="poster")
+    backbone = {"path": "weights/e5"}
+    runs = checked_runs(args, tmp_path, backbone, run_config(args))
+    assert checked_runs(args, tmp_path, backbone, run_config(args)) == runs  # a rerun continues
+    args.backbone_layers = 6
+    with pytest.raises(SystemExit, match="other settings"):
+        checked_runs(args, tmp_path, backbone, run_config(args))
