@@ -38,13 +38,15 @@ What is here:
 - Order: ``require(path, command)`` stops a benchmark with one line naming the command that makes
   what it needs (``make bench*`` runs them in order).
 - Results: ``parser`` (the argument parser every benchmark starts from; ``weight_files`` checks its
-  ``--weights``), ``machine_info`` (what it ran on), ``write_result`` (the JSON, atomically),
+  ``--weights``; ``encoder_options`` adds a fine-tuning benchmark's encoder options), ``machine_info``
+  (what it ran on), ``write_result`` (the JSON, atomically),
   ``read_json``, ``print_summary`` (the closing table), ``relative``, ``ratio``.
 - Data: ``folder`` (made if missing), ``cold_records`` (a COLD split as records), ``write_cycled`` (records
   over and over to a given count, the large inputs of the ``cloak perturb`` runs, which use the op mix
   ``MIX``), ``cold_jsonl``
   (converted once by ``cloak convert`` into a work folder), ``corpus`` (the texts the shared backbone
-  learns from), ``backbone_log``; JSON Lines are written with ``cloak.io.write_records``.
+  learns from), ``backbone_log``, ``backbone_info`` (any encoder folder), ``resumable``,
+  ``epoch_seconds``; JSON Lines are written with ``cloak.io.write_records``.
 - ``attacks evaluate`` summaries: ``CONVENTIONAL`` (the conventional victims the tables attack),
   ``cold_test`` (the COLD test records ``bench.robustness`` converts, which others attack too),
   ``victim_table``, ``search_figures``, ``kept_timings``.
@@ -173,6 +175,19 @@ def parser(doc: str, *, out: Path | None = None, cold: bool = False, swsr: bool 
                         help="the real Whisper and Kokoro weights, a folder made by "
                              "../shared/models/offline_weights.py (default: $MMCLOAK_WEIGHTS)")
     return ap
+
+
+def encoder_options(ap: argparse.ArgumentParser) -> None:
+    """The options of a benchmark that fine-tunes ``bert`` and its kin on an encoder: ``--backbone`` (any
+    transformers encoder folder), ``--backbone-layers``, ``--lr``, ``--max-length``, ``--checkpoint-minutes``."""
+    ap.add_argument("--backbone", type=Path, default=WORK / "backbone",
+                    help="any transformers encoder folder (default: the small backbone of bench.backbone)")
+    ap.add_argument("--backbone-layers", type=int, default=None, metavar="N", help="keep its first N layers [all]")
+    ap.add_argument("--lr", type=float, default=1e-4,
+                    help="1e-4 for the small from-scratch backbone; 2e-5 (Wankmüller's) for a pretrained one")
+    ap.add_argument("--max-length", type=int, default=128, help="tokens read of a post (head + tail)")
+    ap.add_argument("--checkpoint-minutes", type=float, default=10,
+                    help="a checkpoint this often within an epoch (and at its end): what a kill can lose")
 
 
 def weight_files(ap: argparse.ArgumentParser, weights: Path | None, *names: str) -> list[Path]:
@@ -313,6 +328,31 @@ def backbone_log(backbone: Path) -> tuple[list[dict], dict]:
     """A backbone's training log (an entry an epoch) and its best epoch: the lowest held-out masked-LM loss."""
     log = read_json(require(backbone / "log.json", "python -m bench.backbone"))
     return log, min(log, key=lambda e: e["dev_mlm_loss"])
+
+
+def backbone_info(backbone: Path, layers: int | None = None) -> dict:
+    """What a run's encoder is, for its figures: its folder, shape and the layers kept; and, for a backbone
+    pre-trained here (one with a ``log.json``: ``bench.backbone``), its best epoch and held-out masked-LM
+    loss. Any transformers encoder folder will do (multilingual-e5-small has no log)."""
+    config = read_json(require(Path(backbone) / "config.json", "python -m bench.backbone, or pass --backbone DIR"))
+    info = {"path": relative(backbone), "model_type": config.get("model_type"),
+            **{k: config.get(k) for k in ("hidden_size", "num_hidden_layers", "vocab_size")},
+            "layers_used": layers or config.get("num_hidden_layers")}
+    if (Path(backbone) / "log.json").exists():
+        _, best = backbone_log(Path(backbone))
+        info.update(best_dev_mlm_loss=best["dev_mlm_loss"], epochs=best["epoch"])
+    return info
+
+
+def resumable(out: Path) -> bool:
+    """Whether a torch training run into ``out`` (``mmbert.loop``) stopped after a checkpoint: rerun with resume."""
+    return (Path(out) / "checkpoint" / "trainer_state.json").exists()
+
+
+def epoch_seconds(log: list[dict]) -> float | None:
+    """Mean seconds an epoch of a ``mmbert.loop`` log (training and the dev pass; a resumed epoch counts whole)."""
+    seconds = [e["seconds"] for e in log if "seconds" in e]
+    return round(sum(seconds) / len(seconds), 1) if seconds else None
 
 
 # ------------------------------------------------------------------------------ attacks evaluate summaries

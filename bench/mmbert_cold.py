@@ -5,31 +5,41 @@ Run from the repository root with the real weights of ``shared/models/offline_we
     python ../shared/models/offline_weights.py /tmp/weights
     .venv/bin/python -m bench.mmbert_cold --weights /tmp/weights
 
-Everything lands in ``--work`` (default ``bench/work/mmbert``) and is reused when present, so a rerun
-after an interruption continues; the figures go to ``bench/results/mmbert_cold.json``.
+Everything lands in ``--work`` (default ``bench/work/mmbert``; any folder, outside the repository too)
+and is reused when present, so rerunning the same command after an interruption continues (a stage
+stopped after a checkpoint resumes from it); the figures go to ``--out`` (default
+``bench/results/mmbert_cold.json``), one file a seed: ``python -m bench.mmbert_verdict`` reads them.
+On a pretrained encoder (multilingual-e5-small)::
+
+    .venv/bin/python -m bench.mmbert_cold --weights W --tts espeak-ng --backbone W/e5 --backbone-layers 6 \
+        --max-length 64 --stage3-lr 2e-5 --train-posts 5000 --work /work/runs/mmbert-e5 --seed 0 \
+        --out bench/results/mmbert_e5_seed0.json --routing-out bench/results/mmbert_e5_routing_seed0
 
 MMBERT: Xue et al., "MMBERT: Scaled Mixture-of-Experts Multimodal BERT for Robust Chinese Hate Speech
 Detection under Cloaking Perturbations", 2025, arXiv:2508.00760.
 
-1. Data (``bench.mmbert_data``): COLD posts of 8-32 characters. Training: the first ``--train``
+1. Data (``bench.mmbert_data``): COLD posts of 8-32 characters. Training: the first ``--train-posts``
    posts, each followed by a cloaked copy (ops homophone, similar, emoji, split, abbrev, pinyin,
-   english; lexicon targets), so ``2 x --train`` examples; dev: ``--train // 5`` posts (at most 200)
-   and their cloaks;
-   test: 300 posts, clean and cloaked by ``homophone`` alone and by ``emoji`` alone.
+   english; lexicon targets), so ``2 x --train-posts`` examples; dev: ``--train-posts // 5`` posts (at
+   most 200) and their cloaks; test: ``--test`` posts (1,000), clean and cloaked by homophone, emoji,
+   pinyin and split alone, as ``attacks evaluate`` cloaks by default (the lexicon's terms and those mined
+   from the test posts, ``poster`` strength; ``--targets``, ``--strength``).
 2. Speech: every text spoken by Kokoro-82M (int8 ONNX, voice zf_xiaobei; ``--tts espeak-ng``: eSpeak
-   NG's Mandarin, about 100x faster) and encoded by Whisper base (trimmed), cached in ``WORK/speech``.
-3. Backbone: the shared ``small`` BERT of ``python -m bench.backbone`` (``--backbone``, default
-   ``bench/work/backbone``: masked LM on COLD train + SWSR for as long as it improves), which the
-   ``attacks`` victims of ``bench.victims`` use too. Where it has not been made, the ``small`` preset's
-   BERT pre-trained here on ``--pretrain-posts`` COLD training posts for ``--pretrain-epochs`` epochs
-   (what the figures in the README before the shared backbone used; no pretrained Chinese BERT can be
-   had on this machine).
-4. MMBERT: ``small`` preset, stages 1, 2, 3 in turn from that backbone. Text-only: the same backbone
-   with one modality (a plain BERT), fine-tuned with the same stage-3 settings (epochs, learning rate,
-   batch, early stopping on dev macro-F1).
-5. Both evaluated on the three test sets: accuracy and macro-F1, overall and on the posts the op
-   changed (a post without a lexicon term stays as it is); the drop = clean - cloaked.
-6. MMBERT's routing over the three test sets together, grouped by op (the paper's Fig. 3):
+   NG's Mandarin, about 100x faster) and encoded by Whisper base (trimmed), cached in ``WORK/speech``;
+   done up front and timed (the one-off cost; a rerun finds it cached).
+3. Backbone: ``--backbone``, any transformers encoder folder (``--backbone-layers N``: its first N
+   layers), default the shared ``small`` BERT of ``python -m bench.backbone``. Where that has not been
+   made, the ``small`` preset's BERT pre-trained here on ``--pretrain-posts`` COLD training posts for
+   ``--pretrain-epochs`` epochs.
+4. MMBERT: ``small`` preset (``--max-length``, ``--stage3-lr``, ``--epochs`` over it), stages 1, 2, 3 in
+   turn from that backbone. Text-only: the same backbone with one modality (a plain BERT), fine-tuned
+   with the same stage-3 settings (epochs, learning rate, batch, early stopping on dev macro-F1).
+   ``--ablation``: also MMBERT with text + speech and with text + vision (the paper's Table 2), each
+   trained through the three stages alike.
+5. Every model evaluated on every test set: accuracy and macro-F1, overall and on the posts the op
+   changed (a post without a target term stays as it is); the drop = clean - cloaked; a paired bootstrap
+   of each drop and of text-only's drop minus each model's; the predictions kept for the verdict.
+6. MMBERT's routing over the test sets together, grouped by op (the paper's Fig. 3):
    ``--routing-out`` (default ``bench/results/mmbert_routing/``: routing.json, routing.png).
 """
 from __future__ import annotations
@@ -40,48 +50,66 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import RESULTS, WORK, machine_info, parser, weight_files, write_result
-from bench.mmbert_data import TEST_OPS, VOICE, head, prepare
+from bench.common import (RESULTS, WORK, backbone_info, epoch_seconds, machine_info, parser, read_json, resumable,
+                          timed, weight_files, write_result)
+from bench.mmbert_data import TEST_OPS, TEST_STRENGTH, TEST_TARGETS, VOICE, head, prepare
 from cloak.io import read_records
 
 TEST_SETS = ("clean", *TEST_OPS)
 BOOTSTRAP = 2000  # resamples of the test posts
-DEV_POSTS = 200  # the dev set already spoken; a bigger --train keeps it (early stopping only)
+DEV_POSTS = 200  # the dev set already spoken; a bigger --train-posts keeps it (early stopping only)
+# The models a run trains: the run folder of the model evaluated, and the modalities (None: all three).
+MODELS = {"mmbert": ("mmbert_stage3", None), "text_only": ("text_only", ("text",))}
+ABLATION = {"text_speech": ("text_speech_stage3", ("text", "speech")),
+            "text_vision": ("text_vision_stage3", ("text", "vision"))}
 
 
-def run_config(work: Path, weights: Path, text_only: bool, quick: bool, backend: str = "kokoro-onnx",
-               seed: int = 0) -> dict:
+def run_config(args, modalities: tuple[str, ...] | None = None) -> dict:
+    """The ``small`` preset with this run's speech, seed, backbone layers, text length, stage-3 rate and
+    epochs; ``modalities`` for a text-only or ablated model."""
     from mmbert.presets import load_run_config
 
     run = load_run_config("small")
-    run["train"]["seed"] = seed
-    tts = ({"name": "kokoro-onnx", "model": str(weights / "kokoro" / "kokoro-v1.0.int8.onnx"), "voice": VOICE}
-           if backend == "kokoro-onnx" else {"name": backend})
-    run["features"].update(tts={"name": "tone"} if quick else tts, whisper=str(weights / "whisper-base.pt"),
-                           speech_cache=str(work / "speech"))
-    if text_only:
-        run["model"]["modalities"] = ["text"]
-    if quick:
-        for stage in ("stage1", "stage2", "stage3"):
-            run["train"][stage]["epochs"] = 1
+    run["train"]["seed"] = args.seed
+    tts = ({"name": "kokoro-onnx", "model": str(args.weights / "kokoro" / "kokoro-v1.0.int8.onnx"), "voice": VOICE}
+           if args.tts == "kokoro-onnx" else {"name": args.tts})
+    run["features"].update(tts={"name": "tone"} if args.quick else tts, whisper=str(args.weights / "whisper-base.pt"),
+                           speech_cache=str(args.work / "speech"))
+    if modalities:
+        run["model"]["modalities"] = list(modalities)
+    run["model"]["backbone_layers"] = args.backbone_layers
+    if args.max_length:
+        run["train"]["max_length"] = args.max_length
+    if args.stage3_lr:
+        run["train"]["stage3"]["lr"] = args.stage3_lr
+    for stage, epochs in zip(("stage1", "stage2", "stage3"), args.epochs or ([1] * 3 if args.quick else [])):
+        run["train"][stage]["epochs"] = epochs
     return run
 
 
+def stage_epochs(text: str) -> list[int]:
+    """``--epochs``: N for every stage, or E1,E2,E3 (stage 3's is the text-only twin's too)."""
+    epochs = [int(x) for x in text.split(",")]
+    if len(epochs) not in (1, 3) or min(epochs) < 1:
+        raise ValueError(f"{text!r}: give N or E1,E2,E3, each at least 1")
+    return epochs * 3 if len(epochs) == 1 else epochs
+
+
 def trained(stage: int, run: dict, files: dict, out: Path, from_dir: Path, allow_skip: bool = False) -> dict:
-    """Train a stage unless ``out`` already holds its finished model; returns its training summary."""
+    """Train a stage unless ``out`` already holds its finished model (resumed where it stopped after a
+    checkpoint); returns its training summary."""
     from mmbert.train import train_stage
 
     summary = out / "training.json"
     if not summary.exists():
-        resume = (out / "checkpoint" / "trainer_state.json").exists()
         started = time.time()
         train_stage(stage, run, str(files["train"]), str(files["dev"]), str(out), str(from_dir),
-                    resume=resume, allow_skip=allow_skip)
+                    resume=resumable(out), allow_skip=allow_skip)
         print(f"{out.name}: {time.time() - started:.0f} s", flush=True)
     data = json.loads(summary.read_text())
     log = json.loads((out / "log.json").read_text())
     return {"best_epoch": data["best_epoch"], "epochs_run": data["epochs_run"], "best_dev_score": data["best_score"],
-            "seconds": round(sum(e["seconds"] for e in log), 1)}
+            "seconds": round(sum(e["seconds"] for e in log), 1), "epoch_seconds": epoch_seconds(log)}
 
 
 def evaluate(model_dir: Path, files: dict) -> tuple[dict, dict[str, np.ndarray]]:
@@ -111,38 +139,40 @@ def evaluate(model_dir: Path, files: dict) -> tuple[dict, dict[str, np.ndarray]]
     return out, by_set
 
 
-def macro_f1(labels: np.ndarray, predictions: np.ndarray) -> np.ndarray:
-    """Macro-F1 of each row of (resamples, n) label and prediction arrays (as sklearn's, zero_division=0)."""
-    f1 = []
-    for c in np.unique(labels):
-        tp = ((predictions == c) & (labels == c)).sum(1)
-        errors = ((predictions == c) != (labels == c)).sum(1)
-        f1.append(np.where(2 * tp + errors > 0, 2 * tp / np.maximum(2 * tp + errors, 1), 0.0))
-    return np.mean(f1, axis=0)
-
-
 def bootstrap_drops(labels: np.ndarray, predictions: dict[str, dict[str, np.ndarray]],
-                    resamples: int = BOOTSTRAP, seed: int = 0) -> dict:
-    """95% intervals of each model's F1 drop under each op, and of text-only's drop minus MMBERT's,
-    by resampling test posts (the same posts for both models and all three test sets: a paired
-    bootstrap), so that a difference can be told from the noise of 300 posts."""
-    rows = np.random.default_rng(seed).integers(0, len(labels), (resamples, len(labels)))
-    y = labels[rows]
-    drops = {op: {model: macro_f1(y, p["clean"][rows]) - macro_f1(y, p[op][rows])
-                  for model, p in predictions.items()} for op in TEST_OPS}
+                    resamples: int = BOOTSTRAP) -> dict:
+    """95% intervals of each model's F1 drop under each op, and of text-only's drop minus each other
+    model's, by resampling test posts (the same posts for every model and test set: a paired bootstrap,
+    ``attacks.bootstrap``), so that a difference can be told from the noise of the test posts."""
+    from attacks.bootstrap import interval, macro_f1, resamples as draws_of
 
-    def interval(x: np.ndarray) -> list[float]:
-        return [round(float(v), 4) for v in np.percentile(x, [2.5, 97.5])]
+    drops: dict[str, dict[str, list]] = {op: {m: [] for m in predictions} for op in TEST_OPS}
+    for draws in draws_of(len(labels), resamples):
+        for model, p in predictions.items():
+            clean = macro_f1(labels, p["clean"], 2, draws)
+            for op in TEST_OPS:
+                drops[op][model].append(clean - macro_f1(labels, p[op], 2, draws))
+    out = {"resamples": resamples}
+    for op, by_model in drops.items():
+        d = {m: np.concatenate(v) for m, v in by_model.items()}
+        out[op] = {f"{m}_drop_f1": interval(v) for m, v in d.items()}
+        for m in (m for m in d if m != "text_only"):
+            out[op][f"text_only_minus_{m}"] = interval(d["text_only"] - d[m])
+            out[op][f"share_{m}_drops_less"] = round(float(np.mean(d[m] < d["text_only"])), 4)
+    return out
 
-    return {"resamples": resamples, "seed": seed,
-            **{op: {**{f"{model}_drop_f1": interval(d) for model, d in by_model.items()},
-                    "text_only_minus_mmbert": interval(by_model["text_only"] - by_model["mmbert"]),
-                    "share_mmbert_drops_less": round(float(np.mean(by_model["mmbert"] < by_model["text_only"])), 4)}
-               for op, by_model in drops.items()}}
+
+def predictions_text(labels: np.ndarray, predictions: dict[str, dict[str, np.ndarray]]) -> dict:
+    """The gold labels and every model's predicted label on every test set, a digit a post (``"0110..."``): what
+    ``bench.mmbert_verdict`` resamples across seeds, compact in the JSON."""
+    def digits(values: np.ndarray) -> str:
+        return "".join(map(str, values.tolist()))
+
+    return {"labels": digits(labels), **{m: {k: digits(v) for k, v in p.items()} for m, p in predictions.items()}}
 
 
 def routing_figure(model_dir: Path, files: dict, out_dir: Path) -> dict:
-    """The paper's Fig. 3 for the trained MMBERT over the three test sets together."""
+    """The paper's Fig. 3 for the trained MMBERT over the test sets together, grouped by op."""
     from mmbert.loading import load_model
     from mmbert.routing import routing_analysis
 
@@ -152,31 +182,58 @@ def routing_figure(model_dir: Path, files: dict, out_dir: Path) -> dict:
 
 
 def backbone_for(args, work: Path, corpus: Path) -> tuple[Path, dict]:
-    """The shared backbone where it is complete, else the ``small`` BERT pre-trained here (resumed if begun);
-    and its last log entry."""
+    """``--backbone`` where it is a complete encoder folder, else the ``small`` BERT pre-trained here (resumed
+    if begun); and what it is (``bench.common.backbone_info``)."""
     from mmbert.presets import load_run_config
     from mmbert.pretrain import pretrain
 
     backbone = args.backbone
-    shared = (backbone / "config.json").exists() and not (backbone / "checkpoint").exists()
-    if not shared:
+    given = (backbone / "config.json").exists() and not (backbone / "checkpoint").exists()
+    if not given:
         backbone = work / "backbone"
-    if not shared and (not (backbone / "config.json").exists() or (backbone / "checkpoint").exists()):
+    if not given and (not (backbone / "config.json").exists() or (backbone / "checkpoint").exists()):
         run = load_run_config("small")
         run["train"]["pretrain"]["epochs"] = args.pretrain_epochs
-        pretrain(str(corpus), str(backbone), run, resume=(backbone / "checkpoint" / "trainer_state.json").exists())
-    return backbone, json.loads((backbone / "log.json").read_text())[-1]
+        pretrain(str(corpus), str(backbone), run, resume=resumable(backbone))
+    return backbone, backbone_info(backbone, args.backbone_layers)
 
 
-def train_both(args, files: dict, backbone: Path, runs: Path) -> tuple[dict, dict]:
-    """MMBERT's three stages and the text-only twin; MMBERT's run configuration and the training summaries."""
-    mm, text = (run_config(args.work, args.weights, text_only, args.quick, args.tts, args.seed)
-                for text_only in (False, True))
-    training = {"mmbert_stage1": trained(1, mm, files, runs / "mmbert_stage1", backbone)}
-    training["mmbert_stage2"] = trained(2, mm, files, runs / "mmbert_stage2", runs / "mmbert_stage1")
-    training["mmbert_stage3"] = trained(3, mm, files, runs / "mmbert_stage3", runs / "mmbert_stage2")
-    training["text_only"] = trained(3, text, files, runs / "text_only", backbone, allow_skip=True)
+def train_mmbert(run: dict, files: dict, runs: Path, backbone: Path, name: str) -> dict:
+    """MMBERT's three stages in turn into ``runs/NAME_stageN``; their training summaries."""
+    training, previous = {}, backbone
+    for stage in (1, 2, 3):
+        out = runs / f"{name}_stage{stage}"
+        training[out.name] = trained(stage, run, files, out, previous)
+        previous = out
+    return training
+
+
+def train_all(args, files: dict, backbone: Path, runs: Path) -> tuple[dict, dict]:
+    """MMBERT, the text-only twin and (``--ablation``) MMBERT on two modalities; MMBERT's run configuration
+    and the training summaries."""
+    mm = run_config(args)
+    training = train_mmbert(mm, files, runs, backbone, "mmbert")
+    training["text_only"] = trained(3, run_config(args, ("text",)), files, runs / "text_only", backbone,
+                                    allow_skip=True)
+    for name, (_, modalities) in (ABLATION.items() if args.ablation else ()):
+        training.update(train_mmbert(run_config(args, modalities), files, runs, backbone, name))
     return mm, training
+
+
+def speech_step(run: dict, files: dict, work: Path) -> list[dict]:
+    """Every text of the run spoken and encoded up front (cached in ``WORK/speech``), timed apart from the
+    training it would otherwise hide in; each run's timing is kept in ``WORK/speech_timings.json`` (the
+    first is the one-off cost, a rerun's finds the speech cached)."""
+    from mmbert.loading import speech_features
+
+    texts = sorted({r["text"] for path in files.values() for _, r in read_records(str(path))})
+    speech = speech_features(run["features"])
+    _, seconds = timed(lambda: speech.features(texts, progress=False))
+    path = work / "speech_timings.json"
+    timings = [*read_json(path, {"runs": []})["runs"], {"texts": len(texts), "seconds": round(seconds, 1),
+                                                        "tts": run["features"]["tts"]["name"]}]
+    write_result(path, {"runs": timings})
+    return timings
 
 
 def half_the_drop(results: dict) -> dict:
@@ -190,11 +247,11 @@ def half_the_drop(results: dict) -> dict:
 
 
 def print_table(report: dict) -> None:
-    print(f"{'model':10} {'test':10} {'acc':>6} {'F1':>6} {'drop':>6} {'F1 changed':>10} {'drop changed':>12}")
-    for model in ("text_only", "mmbert"):
+    print(f"{'model':12} {'test':10} {'acc':>6} {'F1':>6} {'drop':>6} {'F1 changed':>10} {'drop changed':>12}")
+    for model, by_set in report["results"].items():
         for name in TEST_SETS:
-            r = report["results"][model][name]
-            print(f"{model:10} {name:10} {r['all']['accuracy']:6.3f} {r['all']['f1']:6.3f} "
+            r = by_set[name]
+            print(f"{model:12} {name:10} {r['all']['accuracy']:6.3f} {r['all']['f1']:6.3f} "
                   f"{r.get('drop_f1', 0):6.3f} {r.get('changed', r['all'])['f1']:10.3f} "
                   f"{r.get('drop_f1_changed', 0):12.3f}")
     for op in TEST_OPS:
@@ -205,9 +262,21 @@ def print_table(report: dict) -> None:
 
 def arguments():
     ap = parser(__doc__, out=RESULTS / "mmbert_cold.json", cold=True, work=WORK / "mmbert", weights=True)
-    ap.add_argument("--train", type=int, default=2000, help="training posts (each also cloaked)")
+    ap.add_argument("--train-posts", "--train", dest="train", type=int, default=2000,
+                    help="training posts (each also cloaked)")
+    ap.add_argument("--test", type=int, default=1000, help="test posts (each also cloaked by every op)")
+    ap.add_argument("--targets", default=TEST_TARGETS, choices=("lexicon", "mined", "lexicon+mined"),
+                    help="the test cloaks' targets (mined from the test posts, as attacks evaluate does)")
+    ap.add_argument("--strength", default=TEST_STRENGTH, choices=("op", "whole", "poster"), help="the test cloaks'")
     ap.add_argument("--backbone", type=Path, default=WORK / "backbone",
-                    help="the shared backbone of bench.backbone (used when it is complete)")
+                    help="any transformers encoder folder (used when complete; default: bench.backbone's)")
+    ap.add_argument("--backbone-layers", type=int, default=None, metavar="N", help="keep its first N layers [all]")
+    ap.add_argument("--max-length", type=int, default=None, help="text tokens read [the small preset's: 64]")
+    ap.add_argument("--stage3-lr", type=float, default=None,
+                    help="stage 3's (and the text-only twin's) learning rate [the small preset's: 1e-4]")
+    ap.add_argument("--epochs", type=stage_epochs, default=None, metavar="N|E1,E2,E3",
+                    help="epochs of every stage, or of stages 1, 2, 3 (3: the twin's too) [the small preset's: 3,5,8]")
+    ap.add_argument("--ablation", action="store_true", help="also MMBERT on text + speech and on text + vision")
     ap.add_argument("--pretrain-posts", type=int, default=8000)
     ap.add_argument("--pretrain-epochs", type=int, default=1)
     ap.add_argument("--routing-out", type=Path, default=RESULTS / "mmbert_routing",
@@ -217,9 +286,35 @@ def arguments():
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 40 posts, tone TTS instead of Kokoro, 1 epoch a stage, results to /tmp")
     ap.add_argument("--seed", type=int, default=0,
-                    help="training seed of both models (initialisation, order, dropout); another seed trains "
+                    help="training seed of every model (initialisation, order, dropout); another seed trains "
                          "in WORK/runs_N_seedS beside seed 0's runs, on the same data, speech and backbone")
     return ap
+
+
+def data_files(args, work: Path) -> tuple[dict, dict[str, Path]]:
+    """The run's record files (train and dev cut to ``--train-posts``) and the data's other paths."""
+    dev_posts = min(args.train // 5, DEV_POSTS)
+    paths = prepare(args.cold, work, max(args.train, 1000), DEV_POSTS, args.test, args.pretrain_posts,
+                    targets=args.targets, strength=args.strength)
+    files = {"train": head(paths["train"], 2 * args.train, work / f"train_{args.train}.jsonl"),
+             "dev": head(paths["dev"], 2 * dev_posts, work / f"dev_{dev_posts}.jsonl"),
+             **{f"test_{n}": paths[f"test_{n}"] for n in TEST_SETS}}
+    return files, paths
+
+
+def checked_runs(args, work: Path, backbone: dict, run: dict) -> Path:
+    """The folder of this run's models; a rerun into it must have the settings it was begun with (its
+    finished stages are reused), else it stops: give another ``--work``."""
+    runs = work / (f"runs_{args.train}" + ("_quick" if args.quick else "") + (f"_seed{args.seed}" if args.seed else ""))
+    settings = {"backbone": backbone["path"], "backbone_layers": args.backbone_layers,
+                "model": {k: v for k, v in run["model"].items() if k != "modalities"}, "train": run["train"],
+                "tts": run["features"]["tts"], "test": args.test, "targets": args.targets, "strength": args.strength}
+    saved = runs / "settings.json"
+    if saved.exists() and read_json(saved) != json.loads(json.dumps(settings)):
+        raise SystemExit(f"{runs} was begun with other settings ({saved}): give another --work for these")
+    runs.mkdir(parents=True, exist_ok=True)
+    write_result(saved, settings)
+    return runs
 
 
 def main() -> None:
@@ -231,34 +326,29 @@ def main() -> None:
                  *(["kokoro/kokoro-v1.0.int8.onnx"] if args.tts == "kokoro-onnx" and not args.quick else []))
     import torch
 
-    started = time.time()
-    work = args.work
-    dev_posts = min(args.train // 5, DEV_POSTS)
-    paths = prepare(args.cold, work, max(args.train, 1000), DEV_POSTS, 300, args.pretrain_posts)
-    files = {"train": head(paths["train"], 2 * args.train, work / f"train_{args.train}.jsonl"),
-             "dev": head(paths["dev"], 2 * dev_posts, work / f"dev_{dev_posts}.jsonl"),
-             **{f"test_{n}": paths[f"test_{n}"] for n in TEST_SETS}}
-    backbone, pretrain_log = backbone_for(args, work, paths["pretrain_corpus"])
-    runs = work / (f"runs_{args.train}" + ("_quick" if args.quick else "") + (f"_seed{args.seed}" if args.seed else ""))
-    mm, training = train_both(args, files, backbone, runs)
+    started, work = time.time(), args.work
+    files, paths = data_files(args, work)
+    backbone, backbone_figures = backbone_for(args, work, paths["pretrain_corpus"])
+    runs = checked_runs(args, work, backbone_figures, run_config(args))
+    speech = speech_step(run_config(args), files, work)
+    mm, training = train_all(args, files, backbone, runs)
     results, predictions = {}, {}
-    for model, folder in (("mmbert", "mmbert_stage3"), ("text_only", "text_only")):
+    for model, (folder, _) in {**MODELS, **(ABLATION if args.ablation else {})}.items():
         results[model], predictions[model] = evaluate(runs / folder, files)
     labels = np.array([r["label"] for _, r in read_records(str(files["test_clean"]))])
-    routing = routing_figure(runs / "mmbert_stage3", files, args.routing_out)
     report = {
-        "quick": args.quick,
-        "what": f"small-preset MMBERT (text + {args.tts} speech + glyph CNN) vs the same backbone text-only, COLD",
-        "tts": mm["features"]["tts"], "seed": args.seed,
-        "posts": {"train_posts": args.train, "train_examples": 2 * args.train, "dev_examples": 2 * dev_posts,
-                  "test_posts": 300, "post_chars": "8-32", "pretrain_posts": args.pretrain_posts,
-                  "pretrain_epochs": args.pretrain_epochs, "backbone": str(backbone)},
-        "pretrain": pretrain_log, "training": training,
-        "settings": {"stage_settings": mm["train"], "model": mm["model"]},
+        "quick": args.quick, "seed": args.seed, "tts": mm["features"]["tts"],
+        "what": f"MMBERT (text + {args.tts} speech + glyph CNN) vs the same backbone text-only, COLD",
+        "posts": {"train_posts": args.train, "train_examples": 2 * args.train,
+                  "dev_examples": 2 * min(args.train // 5, DEV_POSTS), "test_posts": len(labels), "post_chars": "8-32"},
+        "test_cloaks": read_json(paths["test_cloaks"]), "backbone": backbone_figures, "training": training,
+        "speech": speech, "settings": {"stage_settings": mm["train"], "model": mm["model"]},
         "results": results, "goal_half_the_drop": half_the_drop(results),
-        "bootstrap_95": bootstrap_drops(labels, predictions), "routing": routing,
+        "bootstrap_95": bootstrap_drops(labels, predictions),
+        "routing": routing_figure(runs / "mmbert_stage3", files, args.routing_out),
+        "predictions": predictions_text(labels, predictions),
         "seconds": round(time.time() - started, 1), "torch_threads": torch.get_num_threads(),
-        "machine": machine_info(),
+        "machine": machine_info(("torch", "transformers")),
     }
     write_result(args.out, report)
     print_table(report)

@@ -9,8 +9,10 @@ stratified by label, the first N of each split.
 - ``train.jsonl``: each training post followed by one cloaked copy (ops ``TRAIN_OPS``, lexicon targets).
 - ``dev.jsonl``: the same for the dev posts (early stopping sees clean and cloaked text).
 - ``pretrain_corpus.jsonl``: ``n_pretrain`` COLD training posts of any length, for ``mmbert pretrain``.
-- ``test_clean.jsonl``, ``test_homophone.jsonl``, ``test_emoji.jsonl``: the test posts, clean and
-  cloaked by one op each (lexicon targets: a post with no lexicon term stays as it is, as in the wild).
+- ``test_clean.jsonl``, ``test_OP.jsonl`` for each op of ``TEST_OPS`` (homophone, emoji, pinyin, split): the
+  test posts, clean and cloaked by one op each as ``attacks evaluate`` cloaks by default (the lexicon's terms
+  and those mined from the test posts, ``poster`` strength; a post with no such term stays as it is, as in
+  the wild); ``test_cloaks.json`` says how.
 
 Not a benchmark itself: ``bench.mmbert_cold`` prepares its data with it. Run alone to prepare (and
 speak) the data ahead of ``python -m bench.mmbert_cold``::
@@ -28,7 +30,10 @@ from cloak.io import write_atomic, write_records
 
 MIN_CHARS, MAX_CHARS = 8, 32
 TRAIN_OPS = "homophone,similar,emoji,split,abbrev,pinyin,english"
-TEST_OPS = ("homophone", "emoji")
+TEST_OPS = ("homophone", "emoji", "pinyin", "split")
+# The test cloaks as ``attacks evaluate`` makes them by default (the realism issue's): the lexicon's terms and
+# those mined from the test posts, every character of a term, with rarer same-sound characters.
+TEST_TARGETS, TEST_STRENGTH = "lexicon+mined", "poster"
 VOICE = "zf_xiaobei"
 BLOCK = 1000
 
@@ -57,11 +62,12 @@ def sample(cold: Path, split: str, n: int, seed: int) -> list[dict]:
     return chosen
 
 
-def cloaked(records: list[dict], ops: str, seed: int) -> list[dict]:
+def cloaked(records: list[dict], ops: str, seed: int, targets=None, strength: str = "op") -> list[dict]:
+    """One cloak of each record by ``ops`` (``targets``: a ``Lexicon``; default: the default lexicon's terms)."""
     from cloak import Perturber
     from cloak.run import cloak_record
 
-    perturber = Perturber(ops=ops, seed=seed)
+    perturber = Perturber(ops=ops, targets=targets or "lexicon", seed=seed, strength=strength)
     out = []
     for number, record in enumerate(records):
         lines, _, _ = cloak_record(perturber, number, record, 1)
@@ -75,16 +81,20 @@ def interleaved(clean: list[dict], cloaks: list[dict]) -> list[dict]:
 
 
 def prepare(cold: Path, work: Path, n_train: int, n_dev: int, n_test: int, n_pretrain: int = 8000,
-            seed: int = 0) -> dict[str, Path]:
-    """Write the benchmark's record files into ``work``; returns {name: path}."""
+            seed: int = 0, targets: str = TEST_TARGETS, strength: str = TEST_STRENGTH) -> dict[str, Path]:
+    """Write the benchmark's record files into ``work``; returns {name: path}. The test cloaks' settings
+    (ops, strength, and the terms: ``cloak.mining.describe_targets``) go to ``test_cloaks.json``."""
+    from cloak.mining import build_targets, describe_targets
+
     work.mkdir(parents=True, exist_ok=True)
     train, dev, test = (sample(cold, s, n, seed) for s, n in (("train", n_train), ("dev", n_dev),
                                                               ("test", n_test)))
+    terms = build_targets(targets, labelled=test)  # mined from the posts attacked, as attacks evaluate does
     files = {
         "train": interleaved(train, cloaked(train, TRAIN_OPS, seed)),
         "dev": interleaved(dev, cloaked(dev, TRAIN_OPS, seed)),
         "test_clean": test,
-        **{f"test_{op}": cloaked(test, op, seed) for op in TEST_OPS},
+        **{f"test_{op}": cloaked(test, op, seed, terms, strength) for op in TEST_OPS},
     }
     # The corpus of the from-scratch backbone's masked-LM pre-training: COLD training posts (any length).
     corpus = cold_records(cold, "train")
@@ -94,6 +104,9 @@ def prepare(cold: Path, work: Path, n_train: int, n_dev: int, n_test: int, n_pre
     for name, records in files.items():
         paths[name] = work / f"{name}.jsonl"
         write_records(str(paths[name]), records)
+    paths["test_cloaks"] = work / "test_cloaks.json"
+    settings = {"ops": list(TEST_OPS), "strength": strength, **describe_targets(terms)}
+    write_atomic(paths["test_cloaks"], (json.dumps(settings, ensure_ascii=False) + "\n").encode())
     return paths
 
 
@@ -135,7 +148,7 @@ def main() -> None:
     if args.weights:
         limits = (None if args.speak_train is None
                   else {"train": 2 * args.speak_train, "dev": 2 * (args.speak_train // 5)})
-        speak({k: paths[k] for k in ("test_clean", "test_homophone", "test_emoji", "dev", "train")},
+        speak({k: paths[k] for k in ("test_clean", *(f"test_{op}" for op in TEST_OPS), "dev", "train")},
               args.work, args.weights, limits, args.workers)
 
 

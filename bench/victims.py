@@ -2,7 +2,10 @@
 
 Run from the repository root: ``.venv/bin/python -m bench.victims`` (the conventional victims and the
 training-size curve); ``--neural bert,chinesebert``, after ``python -m bench.backbone``, trains those on
-the shared ``small`` backbone it makes. Writes ``bench/results/victims.json`` after every victim (a rerun skips the
+the shared ``small`` backbone it makes, or on any encoder folder given as ``--backbone`` (multilingual-e5-small:
+``--backbone DIR --lr 2e-5 --backbone-layers 6 --max-length 64 --out bench/results/victims_e5.json``). An
+interrupted fit continues from its last checkpoint when rerun. ``--limit-train N`` (``-dev``, ``-test``) take the
+first N posts of a split, for a trial run. Writes ``bench/results/victims.json`` after every victim (a rerun skips the
 victims already there; ``--force`` redoes them) and the curve to ``bench/results/curve_tfidf_lr/``.
 
 - Data: COLD train (25,726 posts) to train, COLD test (5,323) to score; COLD dev (6,431) picks the
@@ -25,8 +28,8 @@ import os
 import time
 from pathlib import Path
 
-from bench.common import (BIN, RESULTS, WORK, backbone_log, cold_records, corpus, folder, machine_info, parser,
-                          print_summary, read_json, relative, require, run, write_result)
+from bench.common import (BIN, RESULTS, WORK, backbone_info, cold_records, corpus, encoder_options, epoch_seconds,
+                          folder, machine_info, parser, print_summary, read_json, resumable, run, write_result)
 from cloak.io import write_records
 
 CURVE_SIZES = "500,1000,2000,5000,10000"
@@ -100,24 +103,28 @@ def conventional(args, names: list[str], splits: dict[str, list[dict]], results:
 
 
 def neural(args, splits: dict[str, list[dict]], results: Results) -> None:
-    """``bert`` / ``chinesebert`` on the shared backbone, trained on COLD train (dev: COLD dev), scored on test."""
+    """``bert`` / ``chinesebert`` on ``--backbone`` (any encoder folder), trained on COLD train (dev: COLD dev),
+    scored on test; an interrupted fit resumes from its checkpoint in ``WORK/victims/NAME``."""
     from attacks import make_victim
 
-    require(args.backbone / "config.json", "python -m bench.backbone")
-    # from the backbone's own log: bench/results/backbone.json describes whichever backbone that run made
-    _, best = backbone_log(args.backbone)
+    backbone = backbone_info(args.backbone, args.backbone_layers)
+    training = {"epochs": args.epochs, "lr": args.lr, "batch_size": args.batch_size, "patience": 2,
+                "checkpoint_minutes": args.checkpoint_minutes}
+    config = {"backbone": str(args.backbone), "backbone_layers": args.backbone_layers, "max_length": args.max_length}
     for name in args.neural.split(","):
         if name in results.victims and not args.force:
             continue
-        training = {"epochs": 2, "lr": 1e-4, "batch_size": 32, "patience": 2}  # lr: a small from-scratch backbone
-        victim = make_victim(name, {"backbone": str(args.backbone), "max_length": 128}, training)
+        victim = make_victim(name, config, training)
+        out = args.work / "victims" / name
+        resumed = resumable(out)
         t0 = time.perf_counter()
-        victim.fit(splits["train"], splits["dev"], out_dir=str(args.work / "victims" / name), progress=False)
-        results.record(name, {"train_seconds": round(time.perf_counter() - t0, 1), **score(victim, splits["test"]),
-                              "training": training, "best_epoch": victim.log["best_epoch"],
-                              "dev": [{k: e[k] for k in ("epoch", "dev_f1", "seconds")} for e in victim.log["log"]],
-                              "backbone": {"path": relative(args.backbone), "best_dev_mlm_loss": best["dev_mlm_loss"],
-                                           "epochs": best["epoch"]}})
+        victim.fit(splits["train"], splits["dev"], out_dir=str(out), resume=resumed, progress=False)
+        log = victim.log["log"]
+        results.record(name, {"train_seconds": round(time.perf_counter() - t0, 1), "resumed": resumed,
+                              **score(victim, splits["test"]), "training": training, "config": config,
+                              "best_epoch": victim.log["best_epoch"], "epoch_seconds": epoch_seconds(log),
+                              "dev": [{k: e[k] for k in ("epoch", "dev_f1", "seconds")} for e in log],
+                              "backbone": backbone})
 
 
 def curve(args, splits: dict[str, list[dict]]) -> dict:
@@ -136,20 +143,31 @@ def curve(args, splits: dict[str, list[dict]]) -> dict:
             "seconds": round(step["seconds"], 1), "by_size": read_json(out / "curve.json")["by_size"]}
 
 
+def neural_options(ap) -> None:
+    """The torch victims' settings, and the slices of COLD a trial run takes."""
+    encoder_options(ap)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=32)
+    for split in ("train", "dev", "test"):
+        ap.add_argument(f"--limit-{split}", type=int, default=None, metavar="N",
+                        help=f"the first N posts of COLD {split} only (a trial run) [all]")
+
+
 def main() -> None:
     ap = parser(__doc__, out=RESULTS / "victims.json", cold=True, swsr=True, work=WORK)
     ap.add_argument("--only", default=None, metavar="NAMES", help="comma-separated victims (default: all conventional)")
     ap.add_argument("--grid", action="store_true", help="Wankmüller (2021)'s grids for the conventional victims")
     ap.add_argument("--neural", default="", metavar="NAMES",
-                    help="bert and / or chinesebert on the bench's backbone (two processes may train one each)")
-    ap.add_argument("--backbone", type=Path, default=WORK / "backbone")
+                    help="bert and / or chinesebert on --backbone (two processes may train one each)")
+    neural_options(ap)
     ap.add_argument("--no-curve", action="store_true")
     ap.add_argument("--force", action="store_true", help="redo victims already in the results")
     args = ap.parse_args()
     started = time.perf_counter()
     from attacks import conventional_names
 
-    splits = {split: cold_records(args.cold, split) for split in ("train", "dev", "test")}
+    splits = {split: cold_records(args.cold, split)[:getattr(args, f"limit_{split}")]
+              for split in ("train", "dev", "test")}
     results = Results(args.out, {split: len(rows) for split, rows in splits.items()})
     conventional(args, args.only.split(",") if args.only else [] if args.neural else conventional_names(),
                  splits, results)

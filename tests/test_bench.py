@@ -1,0 +1,157 @@
+"""The benchmarks' own code paths a long run relies on: any encoder folder as backbone, the MMBERT test
+cloaks, its run settings and the modality ablation, and the verdict over seeds."""
+import csv
+import json
+import subprocess
+import sys
+from argparse import Namespace
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT, read_jsonl
+
+
+@pytest.fixture(scope="module")
+def cold(tmp_path_factory, sample_path):
+    """A tiny COLD folder (train, dev, test CSVs as COLD writes them) cut from the bundled sample."""
+    records = read_jsonl(sample_path)
+    folder = tmp_path_factory.mktemp("cold")
+    for split, rows in (("train", records[:200]), ("dev", records[200:250]), ("test", records[250:])):
+        with open(folder / f"{split}.csv", "w", encoding="utf-8-sig", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["", "split", "topic", "label", "fine-grained-label", "TEXT"])
+            writer.writerows([i, split, "race", r["label"], r["label"], r["text"]] for i, r in enumerate(rows))
+    return folder
+
+
+def test_backbone_info_takes_an_encoder_without_a_pretraining_log(xlmr_backbones, tmp_path):
+    from bench.common import backbone_info
+
+    info = backbone_info(xlmr_backbones["e5"], layers=1)
+    assert (info["model_type"], info["num_hidden_layers"], info["layers_used"]) == ("bert", 2, 1)
+    assert "best_dev_mlm_loss" not in info
+    with pytest.raises(SystemExit, match="config.json is missing"):
+        backbone_info(tmp_path)
+
+
+def test_victims_trains_bert_on_any_encoder_folder(cold, xlmr_backbones, tmp_path):
+    out = tmp_path / "victims.json"
+    command = [sys.executable, "-m", "bench.victims", "--neural", "bert", "--backbone", xlmr_backbones["e5"],
+               "--backbone-layers", "1", "--lr", "1e-3", "--max-length", "32", "--epochs", "1",
+               "--limit-train", "60", "--limit-test", "20", "--no-curve", "--cold", str(cold),
+               "--work", str(tmp_path / "work"), "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    bert = result["victims"]["bert"]
+    assert result["data"] == {"train": 60, "dev": 50, "test": 20}
+    assert bert["n"] == 20 and bert["resumed"] is False and bert["epoch_seconds"] > 0
+    assert bert["backbone"]["layers_used"] == 1 and bert["config"]["max_length"] == 32
+    assert (tmp_path / "work" / "victims" / "bert" / "victim.json").exists()
+
+
+def test_mmbert_test_cloaks_follow_attacks_evaluate(cold, tmp_path):
+    from bench.mmbert_data import TEST_OPS, prepare
+
+    paths = prepare(cold, tmp_path, n_train=20, n_dev=10, n_test=30)
+    settings = json.loads(paths["test_cloaks"].read_text())
+    assert settings["strength"] == "poster" and settings["targets"] == "lexicon+mined"
+    assert set(TEST_OPS) == {"homophone", "emoji", "pinyin", "split"}
+    clean = read_jsonl(paths["test_clean"])
+    for op in TEST_OPS:
+        cloaks = read_jsonl(paths[f"test_{op}"])
+        assert [r["source_text"] for r in cloaks] == [r["text"] for r in clean]
+        assert any(r["text"] != r["source_text"] for r in cloaks), op
+        assert all(e["op"] == op for r in cloaks for e in r["cloak"]["edits"])
+
+
+@pytest.mark.parametrize("modalities", [("text", "speech"), ("text", "vision")])
+def test_ablation_trains_mmbert_on_two_modalities(run, data, tmp_path, modalities):
+    from mmbert.loading import load_model
+    from tests.conftest import train_stages
+
+    run = {**run, "model": {**run["model"], "modalities": list(modalities)}}
+    dirs = train_stages(run, data, tmp_path)
+    model, featurizer = load_model(dirs[3])
+    assert model.config.modalities == list(modalities) and model.config.num_experts == 2
+    assert (featurizer.speech is not None) == ("speech" in modalities)
+    names = {name.split(".")[1] for name, _ in model.named_parameters() if name.startswith("mmbert.")}
+    assert {n for n in names if n.endswith("_aligner")} == {f"{m}_aligner" for m in modalities if m != "text"}
+
+
+def _report(labels: np.ndarray, seed: int, mmbert_homophone: np.ndarray, twin_homophone: np.ndarray) -> dict:
+    """A per-seed report of bench.mmbert_cold: both models right on every clean post."""
+    from attacks.metrics import detection_metrics
+
+    def f1(predictions):
+        return detection_metrics(labels.tolist(), np.eye(2)[predictions])["f1"]
+
+    predictions = {"mmbert": {"clean": labels, "homophone": mmbert_homophone},
+                   "text_only": {"clean": labels, "homophone": twin_homophone}}
+    results = {m: {"clean": {"all": {"f1": f1(p["clean"])}},
+                   "homophone": {"drop_f1": round(f1(p["clean"]) - f1(p["homophone"]), 4)}}
+               for m, p in predictions.items()}
+    return {"seed": seed, "results": results,
+            "predictions": {"labels": "".join(map(str, labels)),
+                            **{m: {k: "".join(map(str, v)) for k, v in p.items()} for m, p in predictions.items()}}}
+
+
+def test_verdict_says_whether_mmbert_holds_the_claim_over_seeds(tmp_path):
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 400)
+    flipped = [np.where(rng.random(400) < share, 1 - labels, labels) for share in (0.02, 0.3)]
+    runs = {"holds": (flipped[0], flipped[1]), "fails": (flipped[1], flipped[0])}
+    for name, (mmbert, twin) in runs.items():
+        paths = []
+        for seed in range(3):
+            paths.append(tmp_path / f"{name}_seed{seed}.json")
+            paths[-1].write_text(json.dumps(_report(labels, seed, mmbert, twin)))
+        out = tmp_path / f"{name}_verdict.json"
+        done = subprocess.run([sys.executable, "-m", "bench.mmbert_verdict", *map(str, paths), "--out", str(out),
+                               "--resamples", "200"], cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        claim = json.loads(out.read_text())["claim"]
+        assert claim["holds"] is (name == "holds")
+        assert claim["interval_excludes_zero"] is (name == "holds")
+        low, high = claim["twin_drop_minus_mmbert_drop_95"]
+        assert (low > 0) if name == "holds" else (high < 0)
+
+
+def test_verdict_refuses_seeds_tested_on_other_posts(tmp_path):
+    labels = np.array([0, 1] * 20)
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    paths[0].write_text(json.dumps(_report(labels, 0, labels, labels)))
+    paths[1].write_text(json.dumps(_report(labels[::-1].copy(), 1, labels, labels)))
+    done = subprocess.run([sys.executable, "-m", "bench.mmbert_verdict", *map(str, paths), "--out",
+                           str(tmp_path / "v.json")], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode != 0 and "different posts" in done.stderr
+
+
+def test_mmbert_run_config_honours_the_runs_settings(tmp_path):
+    from bench.mmbert_cold import run_config, stage_epochs
+
+    args = Namespace(seed=2, weights=tmp_path, tts="espeak-ng", quick=False, work=tmp_path, backbone_layers=6,
+                     max_length=48, stage3_lr=2e-5, epochs=stage_epochs("1,2,3"))
+    run = run_config(args, ("text", "vision"))
+    assert run["model"]["modalities"] == ["text", "vision"] and run["model"]["backbone_layers"] == 6
+    assert (run["train"]["max_length"], run["train"]["stage3"]["lr"], run["train"]["seed"]) == (48, 2e-5, 2)
+    assert [run["train"][s]["epochs"] for s in ("stage1", "stage2", "stage3")] == [1, 2, 3]
+    assert stage_epochs("2") == [2, 2, 2]
+    with pytest.raises(ValueError):
+        stage_epochs("1,2")
+    assert run["features"]["tts"] == {"name": "espeak-ng"}
+
+
+def test_mmbert_runs_folder_refuses_other_settings(tmp_path):
+    from bench.mmbert_cold import checked_runs, run_config
+
+    args = Namespace(seed=0, weights=tmp_path, tts="espeak-ng", quick=False, work=tmp_path, backbone_layers=2,
+                     max_length=64, stage3_lr=None, epochs=None, train=100, test=50, targets="lexicon+mined",
+                     strength="poster")
+    backbone = {"path": "weights/e5"}
+    runs = checked_runs(args, tmp_path, backbone, run_config(args))
+    assert checked_runs(args, tmp_path, backbone, run_config(args)) == runs  # a rerun continues
+    args.backbone_layers = 6
+    with pytest.raises(SystemExit, match="other settings"):
+        checked_runs(args, tmp_path, backbone, run_config(args))
