@@ -352,7 +352,7 @@ def resumable(out: Path) -> bool:
 def epoch_seconds(log: list[dict]) -> float | None:
     """Mean seconds an epoch of a ``mmbert.loop`` log (training and the dev pass; a resumed epoch counts whole)."""
     seconds = [e["seconds"] for e in log if "seconds" in e]
-    return round(sum(seconds) / len(seconds), 1) if seconds else None
+    return round(sum(seconds) / len(seconds), 2) if seconds else None
 
 
 # ------------------------------------------------------------------------------ attacks evaluate summaries

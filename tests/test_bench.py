@@ -46,7 +46,7 @@ def test_victims_trains_bert_on_any_encoder_folder(cold, xlmr_backbones, tmp_pat
     result = json.loads(out.read_text())
     bert = result["victims"]["bert"]
     assert result["data"] == {"train": 60, "dev": 50, "test": 20}
-    assert bert["n"] == 20 and bert["resumed"] is False and bert["epoch_seconds"] > 0
+    assert bert["n"] == 20 and bert["resumed"] is False and bert["epoch_seconds"] >= 0  # a tiny model: ~0 s
     assert bert["backbone"]["layers_used"] == 1 and bert["config"]["max_length"] == 32
     assert (tmp_path / "work" / "victims" / "bert" / "victim.json").exists()
 
