@@ -81,6 +81,7 @@ bench: $(BENCH_INSTALLED)
 	$(PY) bench.cloak_augmentation --cold $(COLD) --held-out   # ~35 min
 	$(PY) bench.demo   # make demo on a fresh virtual environment, pip install included
 	$(PY) bench.ray_scale --cold $(COLD)   # cloak perturb --engine ray vs --workers 2, 1M posts
+	$(PY) bench.command_vs_rev --cold $(COLD) --rev 7156814 --rounds 5   # the local path against before Ray
 
 ## bench-mmbert: MMBERT speed, and MMBERT vs text-only under cloaking on COLD with real Kokoro + Whisper
 ## weights (WEIGHTS=folder made by shared/models/offline_weights.py); about 5 hours on 2 CPU cores, most
