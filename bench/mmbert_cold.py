@@ -31,7 +31,8 @@ Detection under Cloaking Perturbations", 2025, arXiv:2508.00760.
    layers), default the shared ``small`` BERT of ``python -m bench.backbone``. Where that has not been
    made, the ``small`` preset's BERT pre-trained here on ``--pretrain-posts`` COLD training posts for
    ``--pretrain-epochs`` epochs.
-4. MMBERT: ``small`` preset (``--max-length``, ``--stage3-lr``, ``--epochs`` over it), stages 1, 2, 3 in
+4. MMBERT: ``small`` preset (``--max-length``, ``--stage2-rates``, ``--stage3-lr``, ``--epochs`` over it;
+   stage 2 at the paper's rates on a pretrained ``--backbone``), stages 1, 2, 3 in
    turn from that backbone. Text-only: the same backbone with one modality (a plain BERT), fine-tuned
    with the same stage-3 settings (epochs, learning rate, batch, early stopping on dev macro-F1).
    ``--ablation``: also MMBERT with text + speech and with text + vision (the paper's Table 2), each
@@ -59,17 +60,27 @@ TEST_SETS = ("clean", *TEST_OPS)
 BOOTSTRAP = 2000  # resamples of the test posts
 DEV_POSTS = 200  # the dev set already spoken; a bigger --train-posts keeps it (early stopping only)
 # The models a run trains: the run folder of the model evaluated, and the modalities (None: all three).
+DEFAULT_BACKBONE = WORK / "backbone"  # bench.backbone's small BERT, pre-trained here from scratch
 MODELS = {"mmbert": ("mmbert_stage3", None), "text_only": ("text_only", ("text",))}
 ABLATION = {"text_speech": ("text_speech_stage3", ("text", "speech")),
             "text_vision": ("text_vision_stage3", ("text", "vision"))}
 
 
+def stage2_rates(args) -> str:
+    """``--stage2-rates``, by default the paper's on a pretrained encoder and the ``small`` preset's on the
+    BERT pre-trained here: the small preset's experts and head at 1e-3 make a pretrained encoder's speech
+    and vision experts answer one label for every post (dev macro-F1 0.333 on multilingual-e5-small)."""
+    return args.stage2_rates or ("small" if args.backbone.resolve() == DEFAULT_BACKBONE.resolve() else "paper")
+
+
 def run_config(args, modalities: tuple[str, ...] | None = None) -> dict:
-    """The ``small`` preset with this run's speech, seed, backbone layers, text length, stage-3 rate and
-    epochs; ``modalities`` for a text-only or ablated model."""
-    from mmbert.presets import load_run_config
+    """The ``small`` preset with this run's speech, seed, backbone layers, text length, stage-2 rates,
+    stage-3 rate and epochs; ``modalities`` for a text-only or ablated model."""
+    from mmbert.presets import STAGES, load_run_config
 
     run = load_run_config("small")
+    if stage2_rates(args) == "paper":
+        run["train"]["stage2"].update({k: v for k, v in STAGES["stage2"].items() if k.startswith("lr_")})
     run["train"]["seed"] = args.seed
     tts = ({"name": "kokoro-onnx", "model": str(args.weights / "kokoro" / "kokoro-v1.0.int8.onnx"), "voice": VOICE}
            if args.tts == "kokoro-onnx" else {"name": args.tts})
@@ -112,15 +123,15 @@ def trained(stage: int, run: dict, files: dict, out: Path, from_dir: Path, allow
             "seconds": round(sum(e["seconds"] for e in log), 1), "epoch_seconds": epoch_seconds(log)}
 
 
-def evaluate(model_dir: Path, files: dict) -> tuple[dict, dict[str, np.ndarray]]:
+def evaluate(model_dir: Path, files: dict, features: dict) -> tuple[dict, dict[str, np.ndarray]]:
     """Figures on each test set, overall and on the posts its op changed; the drops against the same
     posts clean (the test files hold the same posts in the same order). Also returns the predictions,
-    by test set."""
+    by test set. ``features``: the run's (its speech cache, where the test posts were spoken)."""
     from mmbert.inference import infer
     from mmbert.loading import load_model
     from mmbert.metrics import classification_metrics
 
-    model, featurizer = load_model(str(model_dir))
+    model, featurizer = load_model(str(model_dir), features)
     out, clean_predictions, by_set = {}, None, {}
     for name in TEST_SETS:
         records = [r for _, r in read_records(str(files[f"test_{name}"]))]
@@ -171,12 +182,12 @@ def predictions_text(labels: np.ndarray, predictions: dict[str, dict[str, np.nda
     return {"labels": digits(labels), **{m: {k: digits(v) for k, v in p.items()} for m, p in predictions.items()}}
 
 
-def routing_figure(model_dir: Path, files: dict, out_dir: Path) -> dict:
+def routing_figure(model_dir: Path, files: dict, out_dir: Path, features: dict) -> dict:
     """The paper's Fig. 3 for the trained MMBERT over the test sets together, grouped by op."""
     from mmbert.loading import load_model
     from mmbert.routing import routing_analysis
 
-    model, featurizer = load_model(str(model_dir))
+    model, featurizer = load_model(str(model_dir), features)
     records = [r for name in TEST_SETS for _, r in read_records(str(files[f"test_{name}"]))]
     return routing_analysis(model, featurizer, records, str(out_dir))
 
@@ -268,12 +279,16 @@ def arguments():
     ap.add_argument("--targets", default=TEST_TARGETS, choices=("lexicon", "mined", "lexicon+mined"),
                     help="the test cloaks' targets (mined from the test posts, as attacks evaluate does)")
     ap.add_argument("--strength", default=TEST_STRENGTH, choices=("op", "whole", "poster"), help="the test cloaks'")
-    ap.add_argument("--backbone", type=Path, default=WORK / "backbone",
+    ap.add_argument("--backbone", type=Path, default=DEFAULT_BACKBONE,
                     help="any transformers encoder folder (used when complete; default: bench.backbone's)")
     ap.add_argument("--backbone-layers", type=int, default=None, metavar="N", help="keep its first N layers [all]")
     ap.add_argument("--max-length", type=int, default=None, help="text tokens read [the small preset's: 64]")
     ap.add_argument("--stage3-lr", type=float, default=None,
                     help="stage 3's (and the text-only twin's) learning rate [the small preset's: 1e-4]")
+    ap.add_argument("--stage2-rates", choices=("paper", "small"), default=None,
+                    help="stage 2's learning rates: the paper's (aligners 1e-3, text expert 5e-6, speech and vision "
+                         "experts and head 5e-5) or the small preset's (1e-3, 1e-4, 1e-3, 1e-3) [paper on a given "
+                         "--backbone, small on the BERT pre-trained here]")
     ap.add_argument("--epochs", type=stage_epochs, default=None, metavar="N|E1,E2,E3",
                     help="epochs of every stage, or of stages 1, 2, 3 (3: the twin's too) [the small preset's: 3,5,8]")
     ap.add_argument("--ablation", action="store_true", help="also MMBERT on text + speech and on text + vision")
@@ -334,7 +349,7 @@ def main() -> None:
     mm, training = train_all(args, files, backbone, runs)
     results, predictions = {}, {}
     for model, (folder, _) in {**MODELS, **(ABLATION if args.ablation else {})}.items():
-        results[model], predictions[model] = evaluate(runs / folder, files)
+        results[model], predictions[model] = evaluate(runs / folder, files, mm["features"])
     labels = np.array([r["label"] for _, r in read_records(str(files["test_clean"]))])
     report = {
         "quick": args.quick, "seed": args.seed, "tts": mm["features"]["tts"],
@@ -345,7 +360,7 @@ def main() -> None:
         "speech": speech, "settings": {"stage_settings": mm["train"], "model": mm["model"]},
         "results": results, "goal_half_the_drop": half_the_drop(results),
         "bootstrap_95": bootstrap_drops(labels, predictions),
-        "routing": routing_figure(runs / "mmbert_stage3", files, args.routing_out),
+        "routing": routing_figure(runs / "mmbert_stage3", files, args.routing_out, mm["features"]),
         "predictions": predictions_text(labels, predictions),
         "seconds": round(time.time() - started, 1), "torch_threads": torch.get_num_threads(),
         "machine": machine_info(("torch", "transformers")),

@@ -132,7 +132,8 @@ def test_mmbert_run_config_honours_the_runs_settings(tmp_path):
     from bench.mmbert_cold import run_config, stage_epochs
 
     args = Namespace(seed=2, weights=tmp_path, tts="espeak-ng", quick=False, work=tmp_path, backbone_layers=6,
-                     max_length=48, stage3_lr=2e-5, epochs=stage_epochs("1,2,3"))
+                     max_length=48, stage3_lr=2e-5, epochs=stage_epochs("1,2,3"), backbone=tmp_path / "e5",
+                     stage2_rates=None)
     run = run_config(args, ("text", "vision"))
     assert run["model"]["modalities"] == ["text", "vision"] and run["model"]["backbone_layers"] == 6
     assert (run["train"]["max_length"], run["train"]["stage3"]["lr"], run["train"]["seed"]) == (48, 2e-5, 2)
@@ -143,12 +144,28 @@ def test_mmbert_run_config_honours_the_runs_settings(tmp_path):
     assert run["features"]["tts"] == {"name": "espeak-ng"}
 
 
+def test_mmbert_stage2_takes_the_papers_rates_on_a_pretrained_encoder(tmp_path):
+    """The small preset's stage-2 rates (experts and head at 1e-3) made multilingual-e5-small's speech and
+    vision experts answer one label for every post; a pretrained --backbone gets the paper's."""
+    from bench.mmbert_cold import DEFAULT_BACKBONE, run_config
+
+    args = Namespace(seed=0, weights=tmp_path, tts="espeak-ng", quick=False, work=tmp_path, backbone_layers=None,
+                     max_length=None, stage3_lr=None, epochs=None, backbone=tmp_path / "e5", stage2_rates=None)
+    rates = {k: v for k, v in run_config(args)["train"]["stage2"].items() if k.startswith("lr_")}
+    assert rates == {"lr_aligners": 1e-3, "lr_text_expert": 5e-6, "lr_experts": 5e-5, "lr_head": 5e-5}
+    args.backbone = DEFAULT_BACKBONE
+    small = run_config(args)["train"]["stage2"]
+    assert (small["lr_text_expert"], small["lr_experts"], small["lr_head"]) == (1e-4, 1e-3, 1e-3)
+    args.stage2_rates = "paper"
+    assert run_config(args)["train"]["stage2"]["lr_experts"] == 5e-5
+
+
 def test_mmbert_runs_folder_refuses_other_settings(tmp_path):
     from bench.mmbert_cold import checked_runs, run_config
 
     args = Namespace(seed=0, weights=tmp_path, tts="espeak-ng", quick=False, work=tmp_path, backbone_layers=2,
                      max_length=64, stage3_lr=None, epochs=None, train=100, test=50, targets="lexicon+mined",
-                     strength="poster")
+                     strength="poster", backbone=tmp_path / "e5", stage2_rates=None)
     backbone = {"path": "weights/e5"}
     runs = checked_runs(args, tmp_path, backbone, run_config(args))
     assert checked_runs(args, tmp_path, backbone, run_config(args)) == runs  # a rerun continues
