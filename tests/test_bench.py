@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 from argparse import Namespace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -172,3 +173,42 @@ def test_mmbert_runs_folder_refuses_other_settings(tmp_path):
     args.backbone_layers = 6
     with pytest.raises(SystemExit, match="other settings"):
         checked_runs(args, tmp_path, backbone, run_config(args))
+
+
+def test_nearness_scores_each_post_against_its_own_clean_text():
+    from bench.mmbert_diagnose import nearness
+
+    clean = np.random.default_rng(0).normal(size=(6, 8))
+    assert nearness(clean, clean) == {"centred_cosine": 1.0, "retrieval_at_1": 1.0}
+    shuffled = nearness(clean[::-1], clean)  # every post's encoding is another post's clean text
+    assert shuffled["retrieval_at_1"] == 0.0 and shuffled["centred_cosine"] < 0.5
+
+
+def test_diagnosis_measures_each_modality_path_of_a_trained_mmbert(stages, run, data, tmp_path):
+    from bench.mmbert_cold import TEST_SETS
+    from bench.mmbert_diagnose import model_figures, routing_shift, stage2_logs
+
+    dev = read_jsonl(data / "dev.jsonl")
+    clean, cloaked = [r for r in dev if "cloak" not in r], [r for r in dev if "cloak" in r]
+    files = {"test_clean": data / "clean.jsonl", "test_homophone": data / "cloaked.jsonl"}
+    files["test_clean"].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in clean), encoding="utf-8")
+    files["test_homophone"].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cloaked),
+                                       encoding="utf-8")
+    files.update({f"test_{name}": files["test_clean"] for name in TEST_SETS[2:]})
+    figures = model_figures(stages[3], files, run["features"])
+    assert set(figures) == set(TEST_SETS)
+    assert all(set(by_modality) == {"text", "speech", "vision"} for by_modality in figures.values())
+    assert figures["clean"]["text"]["retrieval_at_1"] == 1.0  # the clean text is nearest itself
+    assert all(0 <= m["f1_alone"] <= 1 for by_modality in figures.values() for m in by_modality.values())
+
+    (tmp_path / "runs_32" / "mmbert_stage2").mkdir(parents=True)
+    (tmp_path / "runs_32" / "mmbert_stage2" / "log.json").write_text(Path(stages[2], "log.json").read_text())
+    logs = stage2_logs(tmp_path, ["runs_32", "runs_missing"])
+    assert list(logs) == ["runs_32"] and {"dev_f1_speech", "dev_f1_vision", "lr"} <= set(logs["runs_32"][0])
+
+    table = {"experts": ["text", "speech"], "layers": 2,
+             "groups": {"clean": {"n": 2, "weights": [[0.6, 0.4], [0.6, 0.4]]},
+                        "homophone": {"n": 2, "weights": [[0.5, 0.5], [0.3, 0.7]]}}}
+    (tmp_path / "routing.json").write_text(json.dumps(table))
+    shift = routing_shift(tmp_path / "routing.json")["shift_from_clean"]
+    assert shift == {"homophone": {"text": -0.2, "speech": 0.2}}
