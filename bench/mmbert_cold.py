@@ -31,7 +31,7 @@ Detection under Cloaking Perturbations", 2025, arXiv:2508.00760.
    layers), default the shared ``small`` BERT of ``python -m bench.backbone``. Where that has not been
    made, the ``small`` preset's BERT pre-trained here on ``--pretrain-posts`` COLD training posts for
    ``--pretrain-epochs`` epochs.
-4. MMBERT: ``small`` preset (``--max-length``, ``--stage2-rates``, ``--stage3-lr``, ``--epochs`` over it;
+4. MMBERT: ``small`` preset (``--max-length``, ``--stage1-loss``, ``--stage2-rates``, ``--stage3-lr``, ``--epochs`` over it;
    stage 2 at the paper's rates on a pretrained ``--backbone``), stages 1, 2, 3 in
    turn from that backbone. Text-only: the same backbone with one modality (a plain BERT), fine-tuned
    with the same stage-3 settings (epochs, learning rate, batch, early stopping on dev macro-F1).
@@ -74,11 +74,12 @@ def stage2_rates(args) -> str:
 
 
 def run_config(args, modalities: tuple[str, ...] | None = None) -> dict:
-    """The ``small`` preset with this run's speech, seed, backbone layers, text length, stage-2 rates,
-    stage-3 rate and epochs; ``modalities`` for a text-only or ablated model."""
+    """The ``small`` preset with this run's speech, seed, backbone layers, text length, stage-1 loss,
+    stage-2 rates, stage-3 rate and epochs; ``modalities`` for a text-only or ablated model."""
     from mmbert.presets import STAGES, load_run_config
 
     run = load_run_config("small")
+    run["train"]["stage1"]["loss"] = args.stage1_loss
     if stage2_rates(args) == "paper":
         run["train"]["stage2"].update({k: v for k, v in STAGES["stage2"].items() if k.startswith("lr_")})
     run["train"]["seed"] = args.seed
@@ -285,6 +286,9 @@ def arguments():
     ap.add_argument("--max-length", type=int, default=None, help="text tokens read [the small preset's: 64]")
     ap.add_argument("--stage3-lr", type=float, default=None,
                     help="stage 3's (and the text-only twin's) learning rate [the small preset's: 1e-4]")
+    ap.add_argument("--stage1-loss", choices=("mse", "contrastive"), default="mse",
+                    help="stage 1's alignment of the pooled speech and glyph encodings to the clean text's: the "
+                         "paper's error, or contrastive (each post nearest its own clean text; mmbert.train)")
     ap.add_argument("--stage2-rates", choices=("paper", "small"), default=None,
                     help="stage 2's learning rates: the paper's (aligners 1e-3, text expert 5e-6, speech and vision "
                          "experts and head 5e-5) or the small preset's (1e-3, 1e-4, 1e-3, 1e-3) [paper on a given "

@@ -14,8 +14,8 @@ A run configuration has three parts:
   TAG_OR_FILE}``, ``{encoder: transformers, model: NAME_OR_DIR}``; see ``mmbert.vision``).
 - ``train``: batch size, text length, seed, early-stopping patience, ``checkpoint_minutes`` (how often
   a checkpoint is written within an epoch; default 10), per stage the epochs and
-  learning rates (the paper's Appendix A in ``paper``), and ``pretrain`` (epochs, lr) for
-  ``mmbert pretrain``.
+  learning rates (the paper's Appendix A in ``paper``), stage 1's ``loss`` (``mse``, the paper's, or
+  ``contrastive``: see ``mmbert.train``), and ``pretrain`` (epochs, lr) for ``mmbert pretrain``.
 
 A YAML file may name a ``preset`` to start from and override any field::
 
@@ -63,7 +63,7 @@ RUN_CONFIG = {
         "weight_decay": Interval(float, 0), "warmup_ratio": LOOP["warmup_ratio"],
         "pretrain": {"epochs": EPOCHS, "lr": RATE, "mlm_probability": Interval(float, 0, 1, closed="neither"),
                      "patience": LOOP["patience"]},
-        "stage1": {"epochs": EPOCHS, "lr": RATE},
+        "stage1": {"epochs": EPOCHS, "lr": RATE, "loss": Options("mse", "contrastive")},
         "stage2": {"epochs": EPOCHS, "head_warmup_epochs": Interval(int, 0), "lr_aligners": RATE,
                    "lr_text_expert": RATE, "lr_experts": RATE, "lr_head": RATE},
         "stage3": {"epochs": EPOCHS, "lr": RATE, "lr_overrides": {g: RATE for g in ("experts", *GROUPS)}},
@@ -76,7 +76,7 @@ TRAIN_DEFAULTS = {"seed": 0, "checkpoint_minutes": 10, "weight_decay": 0.01, "wa
 STAGES = {
     # Appendix A: stage 1 aligners 1e-3; stage 2 aligners 1e-3, text expert 5e-6, speech / vision
     # experts 5e-5; stage 3 everything 5e-4 with aux weight 1e-2, AdamW, linear decay, 50 epochs.
-    "stage1": {"epochs": 3, "lr": 1e-3},
+    "stage1": {"epochs": 3, "lr": 1e-3, "loss": "mse"},
     "stage2": {"epochs": 3, "head_warmup_epochs": 1, "lr_aligners": 1e-3, "lr_text_expert": 5e-6,
                "lr_experts": 5e-5, "lr_head": 5e-5},
     "stage3": {"epochs": 50, "lr": 5e-4, "lr_overrides": {}},
@@ -111,7 +111,7 @@ PRESETS: dict[str, dict] = {
                      "whisper_mode": "trimmed", "vision": {"encoder": "glyph-cnn"}},
         "train": {"batch_size": 32, "max_length": 64, "patience": 3,
                   "pretrain": {"epochs": 3, "lr": 5e-4},
-                  "stage1": {"epochs": 3, "lr": 1e-3},
+                  "stage1": {"epochs": 3, "lr": 1e-3, "loss": "mse"},
                   # A small from-scratch backbone needs larger steps than the paper's fine-tuned BERT.
                   "stage2": {**STAGES["stage2"], "epochs": 5, "lr_text_expert": 1e-4, "lr_experts": 1e-3,
                              "lr_head": 1e-3},
@@ -125,7 +125,7 @@ PRESETS: dict[str, dict] = {
                      "vision": {"encoder": "glyph-cnn"}},
         "train": {"batch_size": 8, "max_length": 32, "patience": 2,
                   "pretrain": {"epochs": 1, "lr": 5e-4},
-                  "stage1": {"epochs": 1, "lr": 1e-3},
+                  "stage1": {"epochs": 1, "lr": 1e-3, "loss": "mse"},
                   "stage2": {**STAGES["stage2"], "epochs": 2},
                   "stage3": {"epochs": 2, "lr": 5e-4, "lr_overrides": {}}},
     },

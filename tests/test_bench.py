@@ -134,8 +134,9 @@ def test_mmbert_run_config_honours_the_runs_settings(tmp_path):
 
     args = Namespace(seed=2, weights=tmp_path, tts="espeak-ng", quick=False, work=tmp_path, backbone_layers=6,
                      max_length=48, stage3_lr=2e-5, epochs=stage_epochs("1,2,3"), backbone=tmp_path / "e5",
-                     stage2_rates=None)
+                     stage2_rates=None, stage1_loss="contrastive")
     run = run_config(args, ("text", "vision"))
+    assert run["train"]["stage1"]["loss"] == "contrastive"
     assert run["model"]["modalities"] == ["text", "vision"] and run["model"]["backbone_layers"] == 6
     assert (run["train"]["max_length"], run["train"]["stage3"]["lr"], run["train"]["seed"]) == (48, 2e-5, 2)
     assert [run["train"][s]["epochs"] for s in ("stage1", "stage2", "stage3")] == [1, 2, 3]
@@ -151,7 +152,8 @@ def test_mmbert_stage2_takes_the_papers_rates_on_a_pretrained_encoder(tmp_path):
     from bench.mmbert_cold import DEFAULT_BACKBONE, run_config
 
     args = Namespace(seed=0, weights=tmp_path, tts="espeak-ng", quick=False, work=tmp_path, backbone_layers=None,
-                     max_length=None, stage3_lr=None, epochs=None, backbone=tmp_path / "e5", stage2_rates=None)
+                     max_length=None, stage3_lr=None, epochs=None, backbone=tmp_path / "e5", stage2_rates=None,
+                     stage1_loss="mse")
     rates = {k: v for k, v in run_config(args)["train"]["stage2"].items() if k.startswith("lr_")}
     assert rates == {"lr_aligners": 1e-3, "lr_text_expert": 5e-6, "lr_experts": 5e-5, "lr_head": 5e-5}
     args.backbone = DEFAULT_BACKBONE
@@ -166,7 +168,7 @@ def test_mmbert_runs_folder_refuses_other_settings(tmp_path):
 
     args = Namespace(seed=0, weights=tmp_path, tts="espeak-ng", quick=False, work=tmp_path, backbone_layers=2,
                      max_length=64, stage3_lr=None, epochs=None, train=100, test=50, targets="lexicon+mined",
-                     strength="poster", backbone=tmp_path / "e5", stage2_rates=None)
+                     strength="poster", backbone=tmp_path / "e5", stage2_rates=None, stage1_loss="mse")
     backbone = {"path": "weights/e5"}
     runs = checked_runs(args, tmp_path, backbone, run_config(args))
     assert checked_runs(args, tmp_path, backbone, run_config(args)) == runs  # a rerun continues

@@ -134,6 +134,31 @@ def test_alignment_terms_are_scale_free():
     assert unexplained_variance(torch.zeros(1, 4), one).item() == pytest.approx(1.0)  # a batch of one
 
 
+def test_contrastive_alignment_rewards_each_post_nearest_its_own_clean_text():
+    from mmbert.train import contrastive_loss
+
+    torch.manual_seed(0)
+    target = torch.randn(8, 16)
+    own = contrastive_loss(target * 3 + 1, target)  # scale and offset do not matter: centred cosines
+    swapped = contrastive_loss(target.roll(1, 0), target)  # every post matched to another's text
+    assert own.item() < 0.01 and swapped.item() > 10
+    assert contrastive_loss(torch.zeros(1, 4), torch.randn(1, 4)).item() == pytest.approx(1.0)  # one row: MSE
+
+
+def test_stage1_trains_with_the_contrastive_alignment(run, data, tmp_path):
+    from cloak.params import ParameterError
+    from mmbert.presets import check_run_config
+
+    contrastive = {**run, "train": {**run["train"], "stage1": {**run["train"]["stage1"], "loss": "contrastive"}}}
+    result = train_stage(1, contrastive, str(data / "train.jsonl"), str(data / "dev.jsonl"), str(tmp_path / "s1"),
+                         progress=False)
+    saved = json.loads((tmp_path / "s1" / "training.json").read_text())
+    assert saved["run_config"]["train"]["stage1"]["loss"] == "contrastive" and result["dev_alignment_loss"] > 0
+    bad = {**run, "train": {**run["train"], "stage1": {**run["train"]["stage1"], "loss": "cosine"}}}
+    with pytest.raises(ParameterError, match="loss"):
+        check_run_config(bad)
+
+
 def test_tokenizer_keeps_bert_base_chinese_ids_and_reads_emoji_as_tokens():
     tokenizer = build_tokenizer()
     assert len(tokenizer) > 21128
