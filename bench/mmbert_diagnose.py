@@ -8,7 +8,8 @@ Reads a finished (or part-finished) run of ``bench.mmbert_cold`` (its ``--work``
    audio as it was, so its drop should be near zero.
 2. ``stage2``: each stage-2 epoch's dev macro-F1 per expert, from the stage's log, for every runs folder
    given: an expert at 0.333 answers one label for every post and has learnt nothing.
-3. ``models``: for each trained stage (``--stages``), per test set: the macro-F1 of the model's own
+3. ``models``: for each trained stage (``--stages``): the spread of its frozen glyph table (stage 2 on;
+   see :func:`glyph_table_spread`), and per test set: the macro-F1 of the model's own
    speech-only and vision-only paths (its shared head on [CLS] + that modality's tokens through that
    modality's expert), and how near the aligners put a post's speech and glyph tokens to the clean text:
    the post's pooled encoding from speech alone, from glyphs alone and from its (cloaked) text, each
@@ -118,14 +119,31 @@ def nearness(encoded: np.ndarray, clean: np.ndarray) -> dict:
             "retrieval_at_1": round(float((similarity.argmax(1) == np.arange(len(a))).mean()), 4)}
 
 
+def glyph_table_spread(table: np.ndarray, sample: int = 5000) -> dict:
+    """How much the frozen glyph features differ between vocabulary entries: the share of the rows'
+    mean square that varies across them (0: one vector for every glyph), and the mean |cosine| between
+    centred rows of a seeded sample (near 1: all glyphs vary along one direction)."""
+    rows = table[np.abs(table).sum(1) > 0]
+    share = rows.var(0).sum() / np.square(rows).mean(0).sum()
+    picked = rows[np.random.default_rng(0).choice(len(rows), min(sample, len(rows)), replace=False)]
+    centred = picked - rows.mean(0)
+    centred /= np.linalg.norm(centred, axis=1, keepdims=True).clip(1e-9)
+    return {"entries": len(rows), "varying_share": round(float(share), 4),
+            "mean_abs_cosine_centred": round(float(np.abs(centred @ centred.T).mean()), 4)}
+
+
 def model_figures(model_dir: Path, files: dict[str, Path], features: dict) -> dict:
-    """Per test set: each modality path's macro-F1 and its nearness to the clean text."""
+    """Per test set: each modality path's macro-F1 and its nearness to the clean text; the glyph
+    table's spread once the glyph CNN is frozen into one."""
     from mmbert.loading import load_model
 
     model, featurizer = load_model(str(model_dir), features)
+    out = {}
+    vision = getattr(model.mmbert, "vision_encoder", None)
+    if vision is not None and model.config.vision_encoder == "table":
+        out["glyph_table"] = glyph_table_spread(vision.features.numpy())
     clean_recs = records(files["test_clean"])
     clean, _ = encodings(model, featurizer, clean_recs, "text")
-    out = {}
     for name in TEST_SETS:
         recs = records(files[f"test_{name}"])
         labels = [r["label"] for r in recs]

@@ -186,6 +186,18 @@ def test_nearness_scores_each_post_against_its_own_clean_text():
     assert shuffled["retrieval_at_1"] == 0.0 and shuffled["centred_cosine"] < 0.5
 
 
+def test_glyph_spread_tells_one_vector_for_every_glyph_from_distinct_glyphs():
+    from bench.mmbert_diagnose import glyph_table_spread
+
+    rng = np.random.default_rng(0)
+    distinct = glyph_table_spread(rng.normal(size=(300, 16)))
+    collapsed = glyph_table_spread(np.ones((300, 16)) + 0.01 * rng.normal(size=(300, 16)))
+    assert distinct["varying_share"] > 0.9 and distinct["mean_abs_cosine_centred"] < 0.3
+    assert collapsed["varying_share"] < 0.001
+    padded = glyph_table_spread(np.vstack([rng.normal(size=(10, 4)), np.zeros((5, 4))]))
+    assert padded["entries"] == 10  # the rows of ids no token uses are zero, and left out
+
+
 def test_diagnosis_measures_each_modality_path_of_a_trained_mmbert(stages, run, data, tmp_path):
     from bench.mmbert_cold import TEST_SETS
     from bench.mmbert_diagnose import model_figures, routing_shift, stage2_logs
@@ -198,6 +210,7 @@ def test_diagnosis_measures_each_modality_path_of_a_trained_mmbert(stages, run, 
                                        encoding="utf-8")
     files.update({f"test_{name}": files["test_clean"] for name in TEST_SETS[2:]})
     figures = model_figures(stages[3], files, run["features"])
+    assert 0 < figures.pop("glyph_table")["varying_share"] <= 1
     assert set(figures) == set(TEST_SETS)
     assert all(set(by_modality) == {"text", "speech", "vision"} for by_modality in figures.values())
     assert figures["clean"]["text"]["retrieval_at_1"] == 1.0  # the clean text is nearest itself
