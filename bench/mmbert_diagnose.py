@@ -174,8 +174,10 @@ def main() -> None:
     args = ap.parse_args()
     from mmbert.loading import speech_features
 
-    files = run_files(args.work, args.runs[0])
     folder = args.work / args.runs[0]
+    if not (folder / "mmbert_stage1" / "config.json").exists():
+        raise SystemExit(f"{folder}: no finished MMBERT stage 1; run bench.mmbert_cold with --work {args.work} first")
+    files = run_files(args.work, args.runs[0])
     config = json.loads((folder / "mmbert_stage1" / "config.json").read_text())
     features = {**config["features"], "speech_cache": str(args.work / "speech")}
     speech = speech_features(features, None, config["speech_pool"], config["max_speech_tokens"])

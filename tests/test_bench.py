@@ -186,6 +186,12 @@ def test_nearness_scores_each_post_against_its_own_clean_text():
     assert shuffled["retrieval_at_1"] == 0.0 and shuffled["centred_cosine"] < 0.5
 
 
+def test_diagnosis_of_a_run_not_yet_trained_says_so(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "bench.mmbert_diagnose", "--work", str(tmp_path), "--runs",
+                           "runs_100", "--out", str(tmp_path / "d.json")], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode != 0 and "no finished MMBERT stage 1" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_glyph_spread_tells_one_vector_for_every_glyph_from_distinct_glyphs():
     from bench.mmbert_diagnose import glyph_table_spread
 
