@@ -59,8 +59,8 @@ from cloak.io import read_records
 TEST_SETS = ("clean", *TEST_OPS)
 BOOTSTRAP = 2000  # resamples of the test posts
 DEV_POSTS = 200  # the dev set already spoken; a bigger --train-posts keeps it (early stopping only)
-# The models a run trains: the run folder of the model evaluated, and the modalities (None: all three).
 DEFAULT_BACKBONE = WORK / "backbone"  # bench.backbone's small BERT, pre-trained here from scratch
+# The models a run trains: the run folder of the model evaluated, and the modalities (None: all three).
 MODELS = {"mmbert": ("mmbert_stage3", None), "text_only": ("text_only", ("text",))}
 ABLATION = {"text_speech": ("text_speech_stage3", ("text", "speech")),
             "text_vision": ("text_vision_stage3", ("text", "vision"))}
