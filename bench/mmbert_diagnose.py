@@ -67,8 +67,9 @@ def speech_probe(files: dict[str, Path], speech) -> dict:
         return np.stack([np.concatenate([f.astype(np.float32).mean(0), f.astype(np.float32).max(0)]) for f in frames])
 
     train = records(files["train"])
-    scaler = StandardScaler().fit(pooled(train))
-    probe = LogisticRegression(C=0.1, max_iter=2000).fit(scaler.transform(pooled(train)), [r["label"] for r in train])
+    features = pooled(train)
+    scaler = StandardScaler().fit(features)
+    probe = LogisticRegression(C=0.1, max_iter=2000).fit(scaler.transform(features), [r["label"] for r in train])
     out = {"train_records": len(train), "features": "Whisper frames' mean and max over time, standardised"}
     for name in ("dev", *(f"test_{s}" for s in TEST_SETS)):
         recs = records(files[name])
