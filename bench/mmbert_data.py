@@ -26,7 +26,7 @@ import random
 from pathlib import Path
 
 from bench.common import WORK, cold_records, parser
-from cloak.io import write_atomic, write_records
+from cloak.io import dump_record, write_atomic
 
 MIN_CHARS, MAX_CHARS = 8, 32
 TRAIN_OPS = "homophone,similar,emoji,split,abbrev,pinyin,english"
@@ -103,7 +103,8 @@ def prepare(cold: Path, work: Path, n_train: int, n_dev: int, n_test: int, n_pre
     paths = {}
     for name, records in files.items():
         paths[name] = work / f"{name}.jsonl"
-        write_records(str(paths[name]), records)
+        # a temporary file of a unique name: two seeds started at once on one WORK write the same bytes
+        write_atomic(paths[name], b"".join(dump_record(r) for r in records))
     paths["test_cloaks"] = work / "test_cloaks.json"
     settings = {"ops": list(TEST_OPS), "strength": strength, **describe_targets(terms)}
     write_atomic(paths["test_cloaks"], (json.dumps(settings, ensure_ascii=False) + "\n").encode())
