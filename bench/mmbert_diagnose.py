@@ -17,7 +17,9 @@ Reads a finished (or part-finished) run of ``bench.mmbert_cold`` (its ``--work``
    (BERT encodings all point one way: uncentred cosines are all near 1), and retrieval@1, the share of
    posts whose nearest clean post (of the test posts) is their own.
 4. ``routing``: stage 3's mean routing weight per expert by op, from ``bench.mmbert_cold``'s
-   ``routing.json`` (``--routing``), and each op's shift from the clean posts.
+   ``routing.json`` (``--routing``), and each op's shift from the clean posts; a cloak edits a few tokens
+   of a post, so also the weights of the text and glyph tokens it edited against the clean posts' text and
+   glyph tokens (``edited_tokens``).
 
 Run from the repository root after ``bench.mmbert_cold`` (the same ``--work``)::
 
@@ -156,14 +158,28 @@ def model_figures(model_dir: Path, files: dict[str, Path], features: dict) -> di
 
 
 def routing_shift(path: Path) -> dict:
-    """Layer-mean routing weight per expert by op, and each op's shift from the clean posts."""
+    """Layer-mean routing weight per expert by op, and each op's shift from the clean posts; with the
+    table's weights by kind of token (``mmbert.routing.TOKEN_KINDS``), also ``edited_tokens``: per op, the
+    text and glyph tokens the cloak edited, against all the clean posts' text and glyph tokens."""
     table = read_json(path)
+    experts = table["experts"]
+
+    def named(weights) -> dict:
+        return dict(zip(experts, np.round(weights, 4).tolist()))
+
     mean = {g: np.array(v["weights"]).mean(0) for g, v in table["groups"].items()}
-    out = {g: dict(zip(table["experts"], np.round(w, 4).tolist())) for g, w in mean.items()}
     clean = mean.get("clean")
-    shift = {g: dict(zip(table["experts"], np.round(w - clean, 4).tolist()))
-             for g, w in mean.items() if clean is not None and g not in ("clean", "all")}
-    return {"source": str(path), "mean_weight": out, "shift_from_clean": shift}
+    shift = {g: named(w - clean) for g, w in mean.items() if clean is not None and g not in ("clean", "all")}
+    result = {"source": str(path), "mean_weight": {g: named(w) for g, w in mean.items()}, "shift_from_clean": shift}
+    tokens = table.get("tokens", {})
+    if "clean" in tokens:
+        result["edited_tokens"] = {
+            g: {kind: {"n": by_kind[f"{kind}_edited"]["n"], "mean_weight": named(edited),
+                       "shift_from_clean": named(edited - np.array(tokens["clean"][kind]["weights"]).mean(0))}
+                for kind in ("text", "vision") if by_kind.get(f"{kind}_edited", {}).get("weights")
+                for edited in [np.array(by_kind[f"{kind}_edited"]["weights"]).mean(0)]}
+            for g, by_kind in tokens.items() if g not in ("clean", "all", "unchanged")}
+    return result
 
 
 def main() -> None:

@@ -231,5 +231,13 @@ def test_diagnosis_measures_each_modality_path_of_a_trained_mmbert(stages, run, 
              "groups": {"clean": {"n": 2, "weights": [[0.6, 0.4], [0.6, 0.4]]},
                         "homophone": {"n": 2, "weights": [[0.5, 0.5], [0.3, 0.7]]}}}
     (tmp_path / "routing.json").write_text(json.dumps(table))
-    shift = routing_shift(tmp_path / "routing.json")["shift_from_clean"]
-    assert shift == {"homophone": {"text": -0.2, "speech": 0.2}}
+    shift = routing_shift(tmp_path / "routing.json")
+    assert shift["shift_from_clean"] == {"homophone": {"text": -0.2, "speech": 0.2}} and "edited_tokens" not in shift
+    kinds = {"text": {"n": 2, "weights": [[0.8, 0.2], [0.8, 0.2]]}, "vision": {"n": 2, "weights": [[0.5, 0.5]] * 2},
+             "text_edited": {"n": 0, "weights": None}}
+    table["tokens"] = {"clean": kinds, "homophone": {**kinds, "text_edited": {"n": 2, "weights": [[0.6, 0.4]] * 2},
+                                                     "vision_edited": {"n": 2, "weights": [[0.5, 0.5]] * 2}}}
+    (tmp_path / "routing.json").write_text(json.dumps(table))
+    edited = routing_shift(tmp_path / "routing.json")["edited_tokens"]["homophone"]
+    assert edited["text"]["shift_from_clean"] == {"text": -0.2, "speech": 0.2} and edited["text"]["n"] == 2
+    assert edited["vision"]["shift_from_clean"] == {"text": 0.0, "speech": 0.0}

@@ -315,6 +315,46 @@ def test_cli_evaluate_predict_routing(stages, data, tmp_path):
     table = json.loads((tmp_path / "routing" / "routing.json").read_text())
     assert table["experts"] == ["text", "speech", "vision"] and table["groups"]["all"]["n"] == 16
     assert (tmp_path / "routing" / "routing.png").read_bytes()[:4] == b"\x89PNG"
+    # the paper's figure is the mean over all tokens; the predictions' routing is the same mean
+    assert table["groups"]["all"]["weights"] == pytest.approx(
+        np.mean([r["mmbert"]["routing"] for r in scored], 0), abs=2e-4)
+    tokens = table["tokens"]
+    assert tokens["clean"]["text_edited"] == {"n": 0, "weights": None}
+    assert tokens["homophone"]["text_edited"]["n"] == tokens["homophone"]["vision_edited"]["n"] > 0
+    assert tokens["all"]["speech"]["n"] == 16
+
+
+def test_token_kinds_put_the_edited_flags_on_the_text_and_glyph_tokens_of_each_post():
+    from types import SimpleNamespace
+
+    from mmbert.modeling import SPEECH, TEXT, VISION
+    from mmbert.routing import TOKEN_KINDS, kind_masks
+
+    # two posts, text width 3 (the second has 2 real tokens), speech width 2 (the first has 1)
+    types = torch.tensor([TEXT] * 3 + [SPEECH] * 2 + [VISION] * 3).expand(2, 8)
+    real = torch.tensor([[1, 1, 1, 1, 0, 1, 1, 1], [1, 1, 0, 1, 1, 1, 1, 0]])
+    edited = torch.tensor([[False, True, False], [False, True, True]])  # the pad position flagged too
+    masks = kind_masks(SimpleNamespace(attention_mask=real, token_types=types), edited)
+    by_kind = dict(zip(TOKEN_KINDS, masks.transpose(0, 1).long().tolist()))
+    assert by_kind["all"] == real.tolist()
+    assert by_kind["speech"] == [[0, 0, 0, 1, 0, 0, 0, 0], [0, 0, 0, 1, 1, 0, 0, 0]]
+    assert by_kind["text_edited"] == [[0, 1, 0, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0, 0, 0]]
+    assert by_kind["vision_edited"] == [[0, 0, 0, 0, 0, 0, 1, 0], [0, 0, 0, 0, 0, 0, 1, 0]]
+
+
+def test_edited_positions_are_the_tokens_covering_what_a_cloak_wrote(stages):
+    from mmbert.data import Featurizer
+    from mmbert.loading import load_tokenizer
+    from mmbert.routing import edited_positions
+
+    featurizer = Featurizer(load_tokenizer(stages[3]))
+    record = {"text": "我abc你", "cloak": {"edits": [{"op": "pinyin", "start": 1, "end": 2, "src": "爱", "dst": "abc"},
+                                                    {"op": "drop", "start": 3, "end": 4, "src": "了", "dst": ""}]}}
+    spans = featurizer.token_spans([record["text"]])[0]
+    flags = edited_positions(featurizer, [record, {"text": "我爱你"}])
+    assert flags[1] == [False] * len(featurizer.token_spans(["我爱你"])[0])
+    assert [span for span, flag in zip(spans, flags[0]) if flag] == [s for s in spans if s and 1 <= s[0] < 4] != []
+    assert (4, 5) in spans  # 你, left as it was
 
 
 def test_length_grouped_batches_cover_every_example_once_with_little_padding():
