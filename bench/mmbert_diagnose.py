@@ -20,6 +20,10 @@ Reads a finished (or part-finished) run of ``bench.mmbert_cold`` (its ``--work``
    ``routing.json`` (``--routing``), and each op's shift from the clean posts; a cloak edits a few tokens
    of a post, so also the weights of the text and glyph tokens it edited against the clean posts' text and
    glyph tokens (``edited_tokens``).
+5. ``knockout``: for a stage-3 model, whether the mixture uses each modality: macro-F1 on each test set
+   with every modality, and with one of them left out of the input (the router free, as trained; without
+   text the head still reads [CLS]), and each op's drop in each case. A mixture that leans on the speech
+   under homophones loses more of its homophone robustness without it than without the glyphs.
 
 Run from the repository root after ``bench.mmbert_cold`` (the same ``--work``)::
 
@@ -154,6 +158,27 @@ def model_figures(model_dir: Path, files: dict[str, Path], features: dict) -> di
         for modality in model.config.modalities:
             encoded, predicted = encodings(model, featurizer, recs, modality)
             out[name][modality] = {"f1_alone": macro_f1(labels, predicted), **nearness(encoded, clean)}
+    if model.config.stage == 3:
+        out["knockout"] = knockout(model, featurizer, files)
+    return out
+
+
+def knockout(model, featurizer, files: dict[str, Path]) -> dict:
+    """Per test set, macro-F1 of the whole model and of the model with each modality left out of the
+    input; then per op and input, the drop from the clean posts."""
+    from mmbert.inference import predict
+
+    inputs = {"all": None, **{f"without_{m}": tuple(x for x in model.config.modalities if x != m)
+                              for m in model.config.modalities}}
+    out: dict = {name: {} for name in TEST_SETS}
+    for name in TEST_SETS:
+        recs = records(files[f"test_{name}"])
+        batches = [featurizer.collate(featurizer.encode(recs[i:i + 100], progress=False))
+                   for i in range(0, len(recs), 100)]
+        labels = [r["label"] for r in recs]
+        for key, modalities in inputs.items():
+            out[name][key] = macro_f1(labels, predict(model, batches, modalities, progress=False)["probs"].argmax(1))
+    out["drop"] = {op: {key: round(out["clean"][key] - out[op][key], 4) for key in inputs} for op in TEST_SETS[1:]}
     return out
 
 

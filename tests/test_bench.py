@@ -206,7 +206,7 @@ def test_glyph_spread_tells_one_vector_for_every_glyph_from_distinct_glyphs():
 
 def test_diagnosis_measures_each_modality_path_of_a_trained_mmbert(stages, run, data, tmp_path):
     from bench.mmbert_cold import TEST_SETS
-    from bench.mmbert_diagnose import model_figures, routing_shift, stage2_logs
+    from bench.mmbert_diagnose import macro_f1, model_figures, routing_shift, stage2_logs
 
     dev = read_jsonl(data / "dev.jsonl")
     clean, cloaked = [r for r in dev if "cloak" not in r], [r for r in dev if "cloak" in r]
@@ -217,6 +217,16 @@ def test_diagnosis_measures_each_modality_path_of_a_trained_mmbert(stages, run, 
     files.update({f"test_{name}": files["test_clean"] for name in TEST_SETS[2:]})
     figures = model_figures(stages[3], files, run["features"])
     assert 0 < figures.pop("glyph_table")["varying_share"] <= 1
+    knocked = figures.pop("knockout")  # stage 3: each modality left out of the mixture's input in turn
+    from mmbert.inference import infer
+    from mmbert.loading import load_model
+
+    model, featurizer = load_model(str(stages[3]), run["features"])
+    whole = infer(model, featurizer, cloaked)["probs"].argmax(1)
+    assert knocked["homophone"]["all"] == macro_f1([r["label"] for r in cloaked], whole)
+    assert set(knocked["clean"]) == {"all", "without_text", "without_speech", "without_vision"}
+    assert knocked["drop"]["homophone"]["without_speech"] == round(
+        knocked["clean"]["without_speech"] - knocked["homophone"]["without_speech"], 4)
     assert set(figures) == set(TEST_SETS)
     assert all(set(by_modality) == {"text", "speech", "vision"} for by_modality in figures.values())
     assert figures["clean"]["text"]["retrieval_at_1"] == 1.0  # the clean text is nearest itself
