@@ -31,7 +31,8 @@ Detection under Cloaking Perturbations", 2025, arXiv:2508.00760.
    layers), default the shared ``small`` BERT of ``python -m bench.backbone``. Where that has not been
    made, the ``small`` preset's BERT pre-trained here on ``--pretrain-posts`` COLD training posts for
    ``--pretrain-epochs`` epochs.
-4. MMBERT: ``small`` preset (``--max-length``, ``--stage1-loss``, ``--stage2-rates``, ``--stage3-lr``, ``--epochs`` over it;
+4. MMBERT: ``small`` preset (``--max-length``, ``--stage1-loss``, ``--stage2-rates``, ``--stage3-lr``,
+   ``--stage3-text-mask``, ``--epochs`` over it;
    stage 2 at the paper's rates on a pretrained ``--backbone``), stages 1, 2, 3 in
    turn from that backbone. Text-only: the same backbone with one modality (a plain BERT), fine-tuned
    with the same stage-3 settings (epochs, learning rate, batch, early stopping on dev macro-F1).
@@ -94,6 +95,7 @@ def run_config(args, modalities: tuple[str, ...] | None = None) -> dict:
         run["train"]["max_length"] = args.max_length
     if args.stage3_lr:
         run["train"]["stage3"]["lr"] = args.stage3_lr
+    run["train"]["stage3"]["text_mask"] = args.stage3_text_mask
     for stage, epochs in zip(("stage1", "stage2", "stage3"), args.epochs or ([1] * 3 if args.quick else [])):
         run["train"][stage]["epochs"] = epochs
     return run
@@ -286,6 +288,9 @@ def arguments():
     ap.add_argument("--max-length", type=int, default=None, help="text tokens read [the small preset's: 64]")
     ap.add_argument("--stage3-lr", type=float, default=None,
                     help="stage 3's (and the text-only twin's) learning rate [the small preset's: 1e-4]")
+    ap.add_argument("--stage3-text-mask", type=float, default=0.0, metavar="SHARE",
+                    help="share of the training posts' text tokens masked in stage 3 and the twin's training, their "
+                         "glyphs with them and the speech kept (mmbert.train) [0]")
     ap.add_argument("--stage1-loss", choices=("mse", "contrastive"), default="mse",
                     help="stage 1's alignment of the pooled speech and glyph encodings to the clean text's: the "
                          "paper's error, or contrastive (each post nearest its own clean text; mmbert.train)")

@@ -11,7 +11,11 @@ Stage 2, experts: each expert learns its own modality through one shared classif
     vision tokens (cross-entropy summed). The first ``head_warmup_epochs`` train the head on text
     only, so the other modalities learn to reach a head that already knows the task.
 Stage 3, MMBERT tuning: all parts, all modalities, the router free: cross-entropy + aux weight x
-    load-balancing loss. One learning rate with per-group overrides.
+    load-balancing loss. One learning rate with per-group overrides. ``stage3.text_mask`` (0 by default)
+    replaces that share of each training post's text tokens by the tokenizer's mask token, and with them
+    their glyphs (looked up by the same ids), the speech left as it was: what a homophone does to a post,
+    so the mixture learns to read the speech where the text no longer says the word. A text-only model
+    (the twin) trained with the same setting sees the same masks, as word dropout.
 
 Groups of parameters (for learning rates and freezing): ``aligners`` (aligners, glyph CNN: it trains in
 stage 1 only, then becomes a frozen table of its features, see ``MMBertModel.freeze_vision_encoder``),
@@ -159,13 +163,28 @@ def stage2_modalities(model, epoch: int, settings: dict, batch: dict) -> tuple[s
     return tuple(m for m in model.config.modalities if m != "speech" or "speech_features" in batch)
 
 
-def stage_loss(model, batch: dict, epoch: int, stage: int, settings: dict) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(loss, aux loss or None) of a training batch in ``stage``."""
+def masked_text(input_ids: torch.Tensor, attention_mask: torch.Tensor, share: float, mask_id: int,
+                keep_ids: list[int]) -> torch.Tensor:
+    """``input_ids`` with each real token but the special ones (``keep_ids``: [CLS], [SEP], ...) replaced
+    by ``mask_id`` with probability ``share`` (torch's global generator, which a resumed run restores)."""
+    candidates = attention_mask.bool() & ~torch.isin(input_ids, torch.tensor(keep_ids, device=input_ids.device))
+    chosen = candidates & (torch.rand(input_ids.shape, device=input_ids.device) < share)
+    return input_ids.masked_fill(chosen, mask_id)
+
+
+def stage_loss(model, batch: dict, epoch: int, stage: int, settings: dict,
+               tokenizer=None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(loss, aux loss or None) of a training batch in ``stage``; ``tokenizer`` gives stage 3's mask and
+    special tokens when ``stage3.text_mask`` is set."""
     experts = model.config.modalities
     if stage == 1:
         return alignment_loss(model, batch, experts, ALIGNMENT_LOSSES[settings["stage1"]["loss"]]), None
     if stage == 2:
         return expert_loss(model, batch, stage2_modalities(model, epoch, settings, batch), experts), None
+    share = settings["stage3"]["text_mask"]
+    if share:
+        batch = {**batch, "input_ids": masked_text(batch["input_ids"], batch["attention_mask"], share,
+                                                   tokenizer.mask_token_id, tokenizer.all_special_ids)}
     out = model(**batch)
     return out.loss, out.aux_loss
 
@@ -254,7 +273,10 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     loop = LoopSettings.of(settings, epochs=settings[f"stage{stage}"]["epochs"], seed=seed)
     pooled_loss = ALIGNMENT_LOSSES[settings["stage1"]["loss"]]
     groups = optimizer_groups(model, stage_learning_rates(stage, settings), settings["weight_decay"])
-    result = train_epochs(model, functools.partial(stage_loss, stage=stage, settings=settings), train_examples,
+    if stage == 3 and settings["stage3"]["text_mask"] and tokenizer.mask_token_id is None:
+        raise ValueError("train.stage3.text_mask needs a tokenizer with a mask token; this one has none")
+    loss = functools.partial(stage_loss, stage=stage, settings=settings, tokenizer=tokenizer)
+    result = train_epochs(model, loss, train_examples,
                           featurizer.collate, groups, lambda m: evaluate_stage(stage, m, dev_loader, dev_labels, pooled_loss),
                           save, out_dir, loop, resume=resume, progress=progress, on_checkpoint=on_checkpoint,
                           desc=f"stage {stage}")

@@ -4,7 +4,6 @@ import csv
 import json
 import subprocess
 import sys
-from argparse import Namespace
 from pathlib import Path
 
 import numpy as np
@@ -129,14 +128,22 @@ def test_verdict_refuses_seeds_tested_on_other_posts(tmp_path):
     assert done.returncode != 0 and "different posts" in done.stderr
 
 
+def mmbert_cold_args(tmp_path, *options: str):
+    """bench.mmbert_cold's arguments as its command line parses them, on an e5 folder in ``tmp_path``."""
+    from bench.mmbert_cold import arguments
+
+    return arguments().parse_args(["--weights", str(tmp_path), "--tts", "espeak-ng", "--work", str(tmp_path),
+                                   "--backbone", str(tmp_path / "e5"), *options])
+
+
 def test_mmbert_run_config_honours_the_runs_settings(tmp_path):
     from bench.mmbert_cold import run_config, stage_epochs
 
-    args = Namespace(seed=2, weights=tmp_path, tts="espeak-ng", quick=False, work=tmp_path, backbone_layers=6,
-                     max_length=48, stage3_lr=2e-5, epochs=stage_epochs("1,2,3"), backbone=tmp_path / "e5",
-                     stage2_rates=None, stage1_loss="contrastive")
+    args = mmbert_cold_args(tmp_path, "--seed", "2", "--backbone-layers", "6", "--max-length", "48", "--stage3-lr",
+                            "2e-5", "--epochs", "1,2,3", "--stage1-loss", "contrastive", "--stage3-text-mask", "0.15")
     run = run_config(args, ("text", "vision"))
-    assert run["train"]["stage1"]["loss"] == "contrastive"
+    assert run["train"]["stage1"]["loss"] == "contrastive" and run["train"]["stage3"]["text_mask"] == 0.15
+    assert run_config(mmbert_cold_args(tmp_path))["train"]["stage3"]["text_mask"] == 0.0
     assert run["model"]["modalities"] == ["text", "vision"] and run["model"]["backbone_layers"] == 6
     assert (run["train"]["max_length"], run["train"]["stage3"]["lr"], run["train"]["seed"]) == (48, 2e-5, 2)
     assert [run["train"][s]["epochs"] for s in ("stage1", "stage2", "stage3")] == [1, 2, 3]
@@ -151,9 +158,7 @@ def test_mmbert_stage2_takes_the_papers_rates_on_a_pretrained_encoder(tmp_path):
     vision experts answer one label for every post; a pretrained --backbone gets the paper's."""
     from bench.mmbert_cold import DEFAULT_BACKBONE, run_config
 
-    args = Namespace(seed=0, weights=tmp_path, tts="espeak-ng", quick=False, work=tmp_path, backbone_layers=None,
-                     max_length=None, stage3_lr=None, epochs=None, backbone=tmp_path / "e5", stage2_rates=None,
-                     stage1_loss="mse")
+    args = mmbert_cold_args(tmp_path)
     rates = {k: v for k, v in run_config(args)["train"]["stage2"].items() if k.startswith("lr_")}
     assert rates == {"lr_aligners": 1e-3, "lr_text_expert": 5e-6, "lr_experts": 5e-5, "lr_head": 5e-5}
     args.backbone = DEFAULT_BACKBONE
@@ -166,13 +171,14 @@ def test_mmbert_stage2_takes_the_papers_rates_on_a_pretrained_encoder(tmp_path):
 def test_mmbert_runs_folder_refuses_other_settings(tmp_path):
     from bench.mmbert_cold import checked_runs, run_config
 
-    args = Namespace(seed=0, weights=tmp_path, tts="espeak-ng", quick=False, work=tmp_path, backbone_layers=2,
-                     max_length=64, stage3_lr=None, epochs=None, train=100, test=50, targets="lexicon+mined",
-                     strength="poster", backbone=tmp_path / "e5", stage2_rates=None, stage1_loss="mse")
+    args = mmbert_cold_args(tmp_path, "--backbone-layers", "2", "--train-posts", "100", "--test", "50")
     backbone = {"path": "weights/e5"}
     runs = checked_runs(args, tmp_path, backbone, run_config(args))
     assert checked_runs(args, tmp_path, backbone, run_config(args)) == runs  # a rerun continues
     args.backbone_layers = 6
+    with pytest.raises(SystemExit, match="other settings"):
+        checked_runs(args, tmp_path, backbone, run_config(args))
+    args.backbone_layers, args.stage3_text_mask = 2, 0.15
     with pytest.raises(SystemExit, match="other settings"):
         checked_runs(args, tmp_path, backbone, run_config(args))
 

@@ -159,6 +159,48 @@ def test_stage1_trains_with_the_contrastive_alignment(run, data, tmp_path):
         check_run_config(bad)
 
 
+def test_text_mask_replaces_a_share_of_the_real_tokens_but_the_special_ones():
+    from mmbert.train import masked_text
+
+    ids = torch.tensor([[101, 5, 6, 7, 102, 0], [101, 8, 102, 0, 0, 0]])
+    mask = (ids != 0).long()
+    torch.manual_seed(0)
+    every = masked_text(ids, mask, 0.999999, 103, [101, 102, 0])
+    assert every.tolist() == [[101, 103, 103, 103, 102, 0], [101, 103, 102, 0, 0, 0]]
+    assert torch.equal(masked_text(ids, mask, 0.0, 103, [101, 102, 0]), ids)
+    torch.manual_seed(0)
+    some = masked_text(torch.full((1, 2000), 9), torch.ones(1, 2000, dtype=torch.long), 0.25, 103, [101])
+    assert 0.2 < (some == 103).float().mean().item() < 0.3
+
+
+def test_stage3_text_mask_masks_training_batches_only(run, data, stages, tmp_path, monkeypatch):
+    import mmbert.train as train_module
+    from cloak.params import ParameterError
+    from mmbert.loading import load_tokenizer
+    from mmbert.presets import check_run_config
+
+    seen = []
+
+    def spy(input_ids, attention_mask, share, mask_id, keep_ids):
+        out = masked_text(input_ids, attention_mask, share, mask_id, keep_ids)
+        seen.append((share, mask_id, (out == mask_id).sum().item(), (input_ids == mask_id).sum().item()))
+        return out
+
+    masked_text = train_module.masked_text
+    monkeypatch.setattr(train_module, "masked_text", spy)
+    masking = {**run, "train": {**run["train"], "stage3": {**run["train"]["stage3"], "text_mask": 0.5}}}
+    train_stage(3, masking, str(data / "train.jsonl"), str(data / "dev.jsonl"), str(tmp_path / "s3"), stages[2],
+                progress=False)
+    batches = -(-len(read_jsonl(data / "train.jsonl")) // run["train"]["batch_size"])
+    assert len(seen) == batches  # once a training batch; never on the dev posts
+    assert {(share, mask_id) for share, mask_id, _, _ in seen} == {(0.5, load_tokenizer(stages[2]).mask_token_id)}
+    assert sum(after for _, _, after, _ in seen) > sum(before for _, _, _, before in seen)
+    saved = json.loads((tmp_path / "s3" / "training.json").read_text())
+    assert saved["run_config"]["train"]["stage3"]["text_mask"] == 0.5
+    with pytest.raises(ParameterError, match="text_mask"):
+        check_run_config({**run, "train": {**run["train"], "stage3": {**run["train"]["stage3"], "text_mask": 1.0}}})
+
+
 def test_tokenizer_keeps_bert_base_chinese_ids_and_reads_emoji_as_tokens():
     tokenizer = build_tokenizer()
     assert len(tokenizer) > 21128
