@@ -97,6 +97,7 @@ def victim_row(folder: Path, summaries: dict[str, dict], clean_outcomes: Path, t
         figures = next(iter(entry["attacks"].values()))
         row[key] = {"posts": summary["data"]["records"], "clean_f1": entry["clean"]["f1"],
                     "attacked_f1": figures["all"]["f1"], "f1_drop": figures["drop"]["f1"],
+                    "f1_drop_interval": figures["drop_interval"]["f1"], "coverage": figures["coverage"],
                     "success_rate": figures["textattack"]["success_rate"]}
     training = read_json(folder / "training.json")
     row["train_seconds"], row["dev_f1"] = training["seconds"], training["dev_figures"]["f1"]
