@@ -32,7 +32,7 @@ Detection under Cloaking Perturbations", 2025, arXiv:2508.00760.
    made, the ``small`` preset's BERT pre-trained here on ``--pretrain-posts`` COLD training posts for
    ``--pretrain-epochs`` epochs.
 4. MMBERT: ``small`` preset (``--max-length``, ``--stage1-loss``, ``--stage2-rates``, ``--stage3-lr``,
-   ``--stage3-text-mask``, ``--epochs`` over it;
+   ``--stage3-text-mask``, ``--stage3-term-mask``, ``--epochs`` over it;
    stage 2 at the paper's rates on a pretrained ``--backbone``), stages 1, 2, 3 in
    turn from that backbone. Text-only: the same backbone with one modality (a plain BERT), fine-tuned
    with the same stage-3 settings (epochs, learning rate, batch, early stopping on dev macro-F1).
@@ -96,6 +96,7 @@ def run_config(args, modalities: tuple[str, ...] | None = None) -> dict:
     if args.stage3_lr:
         run["train"]["stage3"]["lr"] = args.stage3_lr
     run["train"]["stage3"]["text_mask"] = args.stage3_text_mask
+    run["train"]["stage3"]["term_mask"] = args.stage3_term_mask
     for stage, epochs in zip(("stage1", "stage2", "stage3"), args.epochs or ([1] * 3 if args.quick else [])):
         run["train"][stage]["epochs"] = epochs
     return run
@@ -291,6 +292,9 @@ def arguments():
     ap.add_argument("--stage3-text-mask", type=float, default=0.0, metavar="SHARE",
                     help="share of the training posts' text tokens masked in stage 3 and the twin's training, their "
                          "glyphs with them and the speech kept (mmbert.train) [0]")
+    ap.add_argument("--stage3-term-mask", type=float, default=0.0, metavar="SHARE",
+                    help="share of the training posts' terms (the lexicon's and those mined from the training posts) "
+                         "masked whole in stage 3 and the twin's training, as --stage3-text-mask masks tokens [0]")
     ap.add_argument("--stage1-loss", choices=("mse", "contrastive"), default="mse",
                     help="stage 1's alignment of the pooled speech and glyph encodings to the clean text's: the "
                          "paper's error, or contrastive (each post nearest its own clean text; mmbert.train)")

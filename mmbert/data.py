@@ -1,4 +1,5 @@
-"""Records -> model inputs: token ids, pooled speech frames, labels, and the clean text's ids.
+"""Records -> model inputs: token ids, pooled speech frames, labels, and the clean text's ids (and, for
+training with whole terms masked, which term each token belongs to).
 
 Featurising happens once, before training (tokenising, and speech from the cache), so an epoch only
 pads and stacks. Vision needs nothing here: the model looks its inputs up by token id.
@@ -9,7 +10,7 @@ costs no more speech than the model reads.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -37,6 +38,16 @@ class Featurizer:
                                return_offsets_mapping=True, return_special_tokens_mask=True)
         return [[None if special else tuple(span) for span, special in zip(spans, specials)]
                 for spans, specials in zip(found["offset_mapping"], found["special_tokens_mask"])]
+
+    def term_ids(self, texts: list[str], find: Callable[[str], list[tuple[int, int]]]) -> list[list[int]]:
+        """Per text, aligned with ``input_ids``: the number (1, 2, ... in order) of the term each token
+        overlaps, 0 for none; ``find(text)``: the terms' character spans (``cloak.Lexicon.find``)."""
+        out = []
+        for text, spans in zip(texts, self.token_spans(texts)):
+            terms = find(text)
+            out.append([next((k for k, (s, e) in enumerate(terms, 1) if span and span[0] < e and span[1] > s), 0)
+                        for span in spans])
+        return out
 
     def _enough(self, text: str) -> str:
         """A prefix of ``text`` whose first ``max_length`` tokens are the whole text's, so that a huge
@@ -72,9 +83,11 @@ class Featurizer:
         return text[:low]
 
     def encode(self, records: Sequence[dict], text_field: str = "text", labels: bool = False,
-               progress: bool | None = None) -> list[dict]:
+               progress: bool | None = None,
+               terms: Callable[[str], list[tuple[int, int]]] | None = None) -> list[dict]:
         """Examples of records; ``labels``: with each record's ``label`` (an int already: see
-        ``cloak.io.read_records(labels=True)``), for training."""
+        ``cloak.io.read_records(labels=True)``), for training; ``terms``: with each token's term
+        (``term_ids``; ``terms(text)`` finds the terms' spans)."""
         texts = [r[text_field] for r in records]
         ids = self._ids(texts)
         # Only cloaked records have a different clean text to tokenise (stage 1 aligns to it).
@@ -86,6 +99,9 @@ class Featurizer:
         if labels:
             for example, record in zip(examples, records):
                 example["labels"] = record["label"]
+        if terms is not None:
+            for example, found in zip(examples, self.term_ids(texts, terms)):
+                example["term_ids"] = found
         if self.speech is not None:
             spoken = [self.read_part(t) if len(i) >= self.max_length else t for t, i in zip(texts, ids)]
             for example, feats in zip(examples, self.speech.features(spoken, progress=progress)):
@@ -101,6 +117,10 @@ class Featurizer:
             for i, e in enumerate(examples):
                 ids[i, :len(e[key])] = torch.tensor(e[key])
             batch[key], batch[mask_key] = ids, (ids != pad).long()
+        if "term_ids" in examples[0]:
+            batch["term_ids"] = torch.zeros_like(batch["input_ids"])
+            for i, e in enumerate(examples):
+                batch["term_ids"][i, :len(e["term_ids"])] = torch.tensor(e["term_ids"])
         if "labels" in examples[0]:
             batch["labels"] = torch.tensor([e["labels"] for e in examples])
         if "speech_features" in examples[0]:

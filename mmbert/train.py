@@ -14,8 +14,11 @@ Stage 3, MMBERT tuning: all parts, all modalities, the router free: cross-entrop
     load-balancing loss. One learning rate with per-group overrides. ``stage3.text_mask`` (0 by default)
     replaces that share of each training post's text tokens by the tokenizer's mask token, and with them
     their glyphs (looked up by the same ids), the speech left as it was: what a homophone does to a post,
-    so the mixture learns to read the speech where the text no longer says the word. A text-only model
-    (the twin) trained with the same setting sees the same masks, as word dropout.
+    so the mixture learns to read the speech where the text no longer says the word. ``stage3.term_mask``
+    (0 by default) masks whole terms instead, each with that probability: the default lexicon's terms and
+    those mined from the training posts (``cloak.mining``), found in each post as a homophone finds its
+    target, since posters cloak a whole term, not a random character. A text-only model (the twin)
+    trained with the same settings sees the same masks, as word dropout.
 
 Groups of parameters (for learning rates and freezing): ``aligners`` (aligners, glyph CNN: it trains in
 stage 1 only, then becomes a frozen table of its features, see ``MMBertModel.freeze_vision_encoder``),
@@ -40,6 +43,7 @@ import torch
 import torch.nn.functional as F
 
 from cloak.io import read_records, write_atomic
+from cloak.mining import build_targets
 
 from .checkpoint import save_model
 from .inference import predict
@@ -164,27 +168,35 @@ def stage2_modalities(model, epoch: int, settings: dict, batch: dict) -> tuple[s
 
 
 def masked_text(input_ids: torch.Tensor, attention_mask: torch.Tensor, share: float, mask_id: int,
-                keep_ids: list[int]) -> torch.Tensor:
+                keep_ids: list[int], term_ids: torch.Tensor | None = None, term_share: float = 0.0) -> torch.Tensor:
     """``input_ids`` with each real token but the special ones (``keep_ids``: [CLS], [SEP], ...) replaced
-    by ``mask_id`` with probability ``share`` (torch's global generator, which a resumed run restores)."""
+    by ``mask_id`` with probability ``share``, and every token of a term (``term_ids``: each token's term
+    number in its post, 0 for none) with the term's probability ``term_share``, drawn once a term so that
+    it goes whole (torch's global generator, which a resumed run restores)."""
     candidates = attention_mask.bool() & ~torch.isin(input_ids, torch.tensor(keep_ids, device=input_ids.device))
     chosen = candidates & (torch.rand(input_ids.shape, device=input_ids.device) < share)
+    if term_ids is not None and term_share:
+        drawn = torch.rand(term_ids.shape[0], int(term_ids.max()) + 1, device=term_ids.device) < term_share
+        drawn[:, 0] = False  # number 0 is no term
+        chosen |= candidates & drawn.gather(1, term_ids)
     return input_ids.masked_fill(chosen, mask_id)
 
 
 def stage_loss(model, batch: dict, epoch: int, stage: int, settings: dict,
                tokenizer=None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(loss, aux loss or None) of a training batch in ``stage``; ``tokenizer`` gives stage 3's mask and
-    special tokens when ``stage3.text_mask`` is set."""
+    special tokens when ``stage3.text_mask`` or ``stage3.term_mask`` is set."""
     experts = model.config.modalities
     if stage == 1:
         return alignment_loss(model, batch, experts, ALIGNMENT_LOSSES[settings["stage1"]["loss"]]), None
     if stage == 2:
         return expert_loss(model, batch, stage2_modalities(model, epoch, settings, batch), experts), None
-    share = settings["stage3"]["text_mask"]
-    if share:
-        batch = {**batch, "input_ids": masked_text(batch["input_ids"], batch["attention_mask"], share,
-                                                   tokenizer.mask_token_id, tokenizer.all_special_ids)}
+    batch = dict(batch)
+    term_ids = batch.pop("term_ids", None)
+    share, term_share = settings["stage3"]["text_mask"], settings["stage3"]["term_mask"]
+    if share or term_share:
+        batch["input_ids"] = masked_text(batch["input_ids"], batch["attention_mask"], share, tokenizer.mask_token_id,
+                                         tokenizer.all_special_ids, term_ids, term_share)
     out = model(**batch)
     return out.loss, out.aux_loss
 
@@ -258,7 +270,12 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     model.config.features = saved_features(run["features"])
     tokenizer.model_max_length = max_length  # saved with the model: inference cuts texts as training did
     featurizer = make_featurizer(model, tokenizer, run["features"], max_length)
-    train_examples = featurizer.encode(train_records, labels=True, progress=progress)
+    masks_terms = stage == 3 and settings["stage3"]["term_mask"] > 0
+    if (stage == 3 and (settings["stage3"]["text_mask"] or masks_terms)) and tokenizer.mask_token_id is None:
+        raise ValueError("train.stage3.text_mask and term_mask need a tokenizer with a mask token; this one has none")
+    terms = build_targets("lexicon+mined", labelled=train_records) if masks_terms else None
+    train_examples = featurizer.encode(train_records, labels=True, progress=progress,
+                                       terms=terms.find if terms else None)
     dev_examples = featurizer.encode(dev_records, labels=True, progress=progress)
     dev_labels = np.array([e["labels"] for e in dev_examples])
 
@@ -273,8 +290,6 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     loop = LoopSettings.of(settings, epochs=settings[f"stage{stage}"]["epochs"], seed=seed)
     pooled_loss = ALIGNMENT_LOSSES[settings["stage1"]["loss"]]
     groups = optimizer_groups(model, stage_learning_rates(stage, settings), settings["weight_decay"])
-    if stage == 3 and settings["stage3"]["text_mask"] and tokenizer.mask_token_id is None:
-        raise ValueError("train.stage3.text_mask needs a tokenizer with a mask token; this one has none")
     loss = functools.partial(stage_loss, stage=stage, settings=settings, tokenizer=tokenizer)
     result = train_epochs(model, loss, train_examples,
                           featurizer.collate, groups, lambda m: evaluate_stage(stage, m, dev_loader, dev_labels, pooled_loss),
@@ -286,6 +301,9 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
         summary = {"stage": stage, "epochs_run": result["epochs_run"], "best_epoch": result["best_epoch"],
                    "best_score": result["best_score"], "train": train_path, "dev": dev_path,
                    "from": from_dir, "processes": result["processes"], "run_config": run,
+                   # the coverage of term_mask: how many training posts hold a term it can mask
+                   **({"term_mask_terms": len(terms), "term_mask_posts": sum(any(e["term_ids"]) for e in train_examples)}
+                      if terms else {}),
                    **({"warning": warning} if warning else {})}
         write_atomic(os.path.join(out_dir, "training.json"), json.dumps(summary, indent=1).encode())
     return {**(log[-1] if log else {}), "best_score": result["best_score"], "best_epoch": result["best_epoch"],

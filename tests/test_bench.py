@@ -140,10 +140,13 @@ def test_mmbert_run_config_honours_the_runs_settings(tmp_path):
     from bench.mmbert_cold import run_config, stage_epochs
 
     args = mmbert_cold_args(tmp_path, "--seed", "2", "--backbone-layers", "6", "--max-length", "48", "--stage3-lr",
-                            "2e-5", "--epochs", "1,2,3", "--stage1-loss", "contrastive", "--stage3-text-mask", "0.15")
+                            "2e-5", "--epochs", "1,2,3", "--stage1-loss", "contrastive", "--stage3-text-mask", "0.15",
+                            "--stage3-term-mask", "0.4")
     run = run_config(args, ("text", "vision"))
     assert run["train"]["stage1"]["loss"] == "contrastive" and run["train"]["stage3"]["text_mask"] == 0.15
-    assert run_config(mmbert_cold_args(tmp_path))["train"]["stage3"]["text_mask"] == 0.0
+    assert run["train"]["stage3"]["term_mask"] == 0.4
+    assert {k: run_config(mmbert_cold_args(tmp_path))["train"]["stage3"][k] for k in ("text_mask", "term_mask")} \
+        == {"text_mask": 0.0, "term_mask": 0.0}
     assert run["model"]["modalities"] == ["text", "vision"] and run["model"]["backbone_layers"] == 6
     assert (run["train"]["max_length"], run["train"]["stage3"]["lr"], run["train"]["seed"]) == (48, 2e-5, 2)
     assert [run["train"][s]["epochs"] for s in ("stage1", "stage2", "stage3")] == [1, 2, 3]

@@ -173,32 +173,64 @@ def test_text_mask_replaces_a_share_of_the_real_tokens_but_the_special_ones():
     assert 0.2 < (some == 103).float().mean().item() < 0.3
 
 
-def test_stage3_text_mask_masks_training_batches_only(run, data, stages, tmp_path, monkeypatch):
+def test_term_mask_masks_each_term_whole_or_not_at_all():
+    from mmbert.train import masked_text
+
+    ids = torch.tensor([[101, 11, 12, 13, 14, 15]]).repeat(4000, 1)
+    terms = torch.tensor([[0, 1, 1, 0, 2, 2]]).repeat(4000, 1)
+    torch.manual_seed(0)
+    masked = masked_text(ids, torch.ones_like(ids), 0.0, 103, [101], terms, 0.5) == 103
+    assert not masked[:, [0, 3]].any()  # outside the terms nothing is masked
+    assert torch.equal(masked[:, 1], masked[:, 2]) and torch.equal(masked[:, 4], masked[:, 5])  # a term goes whole
+    assert 0.45 < masked[:, 1].float().mean().item() < 0.55
+    assert 0.2 < (masked[:, 1] & masked[:, 4]).float().mean().item() < 0.3  # each term drawn on its own
+    assert torch.equal(masked_text(ids, torch.ones_like(ids), 0.0, 103, [101], terms, 0.0), ids)
+
+
+def test_term_ids_number_the_terms_each_token_overlaps():
+    from mmbert.data import Featurizer
+
+    featurizer = Featurizer(build_tokenizer(), max_length=32)
+    found = featurizer.term_ids(["我讨厌黑鬼和白人ok", "没有"], lambda text: [(3, 5), (6, 8)] if "黑" in text else [])
+    # [CLS] 我 讨 厌 黑 鬼 和 白 人 ok [SEP]
+    assert found == [[0, 0, 0, 0, 1, 1, 0, 2, 2, 0, 0], [0, 0, 0, 0]]
+    examples = featurizer.encode([{"text": "没有"}, {"text": "黑鬼"}], terms=lambda text: [(0, 2)] if "黑" in text else [])
+    assert featurizer.collate(examples)["term_ids"].tolist() == [[0, 0, 0, 0], [0, 1, 1, 0]]
+
+
+def test_stage3_masks_mask_training_batches_only(run, data, stages, tmp_path, monkeypatch):
     import mmbert.train as train_module
+    from cloak import default_lexicon
     from cloak.params import ParameterError
     from mmbert.loading import load_tokenizer
     from mmbert.presets import check_run_config
 
     seen = []
 
-    def spy(input_ids, attention_mask, share, mask_id, keep_ids):
-        out = masked_text(input_ids, attention_mask, share, mask_id, keep_ids)
-        seen.append((share, mask_id, (out == mask_id).sum().item(), (input_ids == mask_id).sum().item()))
+    def spy(input_ids, attention_mask, share, mask_id, keep_ids, term_ids=None, term_share=0.0):
+        out = masked_text(input_ids, attention_mask, share, mask_id, keep_ids, term_ids, term_share)
+        seen.append((share, term_share, mask_id, int((term_ids > 0).sum()), (out == mask_id).sum().item(),
+                     (input_ids == mask_id).sum().item()))
         return out
 
     masked_text = train_module.masked_text
     monkeypatch.setattr(train_module, "masked_text", spy)
-    masking = {**run, "train": {**run["train"], "stage3": {**run["train"]["stage3"], "text_mask": 0.5}}}
+    masking = {**run, "train": {**run["train"], "stage3": {**run["train"]["stage3"], "text_mask": 0.5, "term_mask": 0.5}}}
     train_stage(3, masking, str(data / "train.jsonl"), str(data / "dev.jsonl"), str(tmp_path / "s3"), stages[2],
                 progress=False)
     batches = -(-len(read_jsonl(data / "train.jsonl")) // run["train"]["batch_size"])
     assert len(seen) == batches  # once a training batch; never on the dev posts
-    assert {(share, mask_id) for share, mask_id, _, _ in seen} == {(0.5, load_tokenizer(stages[2]).mask_token_id)}
-    assert sum(after for _, _, after, _ in seen) > sum(before for _, _, _, before in seen)
+    assert {s[:3] for s in seen} == {(0.5, 0.5, load_tokenizer(stages[2]).mask_token_id)}
+    assert sum(s[3] for s in seen) > 0  # the posts' terms reach the masks
+    assert sum(s[4] for s in seen) > sum(s[5] for s in seen)
     saved = json.loads((tmp_path / "s3" / "training.json").read_text())
     assert saved["run_config"]["train"]["stage3"]["text_mask"] == 0.5
-    with pytest.raises(ParameterError, match="text_mask"):
-        check_run_config({**run, "train": {**run["train"], "stage3": {**run["train"]["stage3"], "text_mask": 1.0}}})
+    assert saved["run_config"]["train"]["stage3"]["term_mask"] == 0.5
+    assert saved["term_mask_terms"] >= len(default_lexicon())  # the lexicon's terms and any mined
+    assert 0 < saved["term_mask_posts"] <= len(read_jsonl(data / "train.jsonl"))
+    for key in ("text_mask", "term_mask"):
+        with pytest.raises(ParameterError, match=key):
+            check_run_config({**run, "train": {**run["train"], "stage3": {**run["train"]["stage3"], key: 1.0}}})
 
 
 def test_tokenizer_keeps_bert_base_chinese_ids_and_reads_emoji_as_tokens():
