@@ -112,15 +112,10 @@ class Featurizer:
         pad = self.tokenizer.pad_token_id
         batch = {}
         for key, mask_key in (("input_ids", "attention_mask"), ("source_ids", "source_mask")):
-            width = max(len(e[key]) for e in examples)
-            ids = torch.full((len(examples), width), pad, dtype=torch.long)
-            for i, e in enumerate(examples):
-                ids[i, :len(e[key])] = torch.tensor(e[key])
+            ids = _padded([e[key] for e in examples], pad)
             batch[key], batch[mask_key] = ids, (ids != pad).long()
         if "term_ids" in examples[0]:
-            batch["term_ids"] = torch.zeros_like(batch["input_ids"])
-            for i, e in enumerate(examples):
-                batch["term_ids"][i, :len(e["term_ids"])] = torch.tensor(e["term_ids"])
+            batch["term_ids"] = _padded([e["term_ids"] for e in examples], 0)  # aligned with input_ids
         if "labels" in examples[0]:
             batch["labels"] = torch.tensor([e["labels"] for e in examples])
         if "speech_features" in examples[0]:
@@ -133,3 +128,11 @@ class Featurizer:
                 mask[i, :len(e["speech_features"])] = 1
             batch["speech_features"], batch["speech_mask"] = torch.from_numpy(feats), mask
         return batch
+
+
+def _padded(rows: list[list[int]], value: int) -> torch.Tensor:
+    """Rows of ints as one tensor, each padded with ``value`` to the longest."""
+    out = torch.full((len(rows), max(len(r) for r in rows)), value, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, :len(row)] = torch.tensor(row)
+    return out

@@ -119,8 +119,8 @@ PRESETS: dict[str, dict] = {
                   # A small from-scratch backbone needs larger steps than the paper's fine-tuned BERT.
                   "stage2": {**STAGES["stage2"], "epochs": 5, "lr_text_expert": 1e-4, "lr_experts": 1e-3,
                              "lr_head": 1e-3},
-                  "stage3": {"epochs": 8, "lr": 1e-4, "lr_overrides": {"aligners": 1e-3, "routers": 1e-3},
-                             "text_mask": 0.0, "term_mask": 0.0}},
+                  "stage3": {**STAGES["stage3"], "epochs": 8, "lr": 1e-4,
+                             "lr_overrides": {"aligners": 1e-3, "routers": 1e-3}}},
     },
     "tiny": {
         "model": {"backbone": None, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -132,7 +132,7 @@ PRESETS: dict[str, dict] = {
                   "pretrain": {"epochs": 1, "lr": 5e-4},
                   "stage1": {"epochs": 1, "lr": 1e-3, "loss": "mse"},
                   "stage2": {**STAGES["stage2"], "epochs": 2},
-                  "stage3": {"epochs": 2, "lr": 5e-4, "lr_overrides": {}, "text_mask": 0.0, "term_mask": 0.0}},
+                  "stage3": {**STAGES["stage3"], "epochs": 2}},
     },
 }
 for _preset in PRESETS.values():

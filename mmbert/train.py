@@ -270,10 +270,10 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     model.config.features = saved_features(run["features"])
     tokenizer.model_max_length = max_length  # saved with the model: inference cuts texts as training did
     featurizer = make_featurizer(model, tokenizer, run["features"], max_length)
-    masks_terms = stage == 3 and settings["stage3"]["term_mask"] > 0
-    if (stage == 3 and (settings["stage3"]["text_mask"] or masks_terms)) and tokenizer.mask_token_id is None:
+    stage3 = settings["stage3"]
+    if stage == 3 and (stage3["text_mask"] or stage3["term_mask"]) and tokenizer.mask_token_id is None:
         raise ValueError("train.stage3.text_mask and term_mask need a tokenizer with a mask token; this one has none")
-    terms = build_targets("lexicon+mined", labelled=train_records) if masks_terms else None
+    terms = build_targets("lexicon+mined", labelled=train_records) if stage == 3 and stage3["term_mask"] else None
     train_examples = featurizer.encode(train_records, labels=True, progress=progress,
                                        terms=terms.find if terms else None)
     dev_examples = featurizer.encode(dev_records, labels=True, progress=progress)
