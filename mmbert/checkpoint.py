@@ -68,6 +68,19 @@ class Checkpointer:
         self.every_seconds, self.on_checkpoint = every_seconds, on_checkpoint
         self.path = os.path.join(out_dir, "checkpoint")
         self.log_path = os.path.join(out_dir, "log.json")
+        self._finish_swap()
+
+    def _finish_swap(self) -> None:
+        """A kill inside ``save``'s swap leaves the previous checkpoint as ``checkpoint.old``, beside the
+        new one (then dropped) or alone (then restored); left there, it would block every later save."""
+        old = self.path + ".old"
+        if self.accelerator.is_main_process and os.path.isdir(old):
+            if self.exists():
+                shutil.rmtree(old)
+            else:
+                shutil.rmtree(self.path, ignore_errors=True)
+                os.replace(old, self.path)
+        self.accelerator.wait_for_everyone()
 
     def exists(self) -> bool:
         return os.path.isfile(os.path.join(self.path, "trainer_state.json"))

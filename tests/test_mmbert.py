@@ -5,6 +5,7 @@ needs a download.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -18,6 +19,7 @@ pytest.importorskip("accelerate")
 from transformers import BertConfig, BertModel  # noqa: E402
 
 from mmbert import MMBertConfig, MMBertForSequenceClassification, load_balancing_loss, upcycle_from_bert  # noqa: E402
+from mmbert.checkpoint import start_run  # noqa: E402
 from mmbert.loading import StageError, load_model, model_for_stage  # noqa: E402
 from mmbert.presets import load_run_config  # noqa: E402
 from mmbert.speech_features import pool_frames  # noqa: E402
@@ -362,6 +364,22 @@ def test_an_interrupted_run_resumes_to_the_same_model(run, data, stages, tmp_pat
     logs = [[{k: v for k, v in e.items() if k != "seconds"} for e in json.loads((d / "log.json").read_text())]
             for d in (whole, cut)]
     assert logs[0] == logs[1] and len(logs[0]) == 3  # losses, dev figures, learning rates
+
+
+@pytest.mark.parametrize("left", ["beside the new one", "alone"])
+def test_a_kill_inside_the_checkpoint_swap_loses_nothing_and_blocks_no_later_save(tmp_path, left):
+    _, checkpointer = start_run(str(tmp_path), seed=0, resume=False)
+    checkpointer.save({"epoch": 1, "step": 0})
+    # save() moves the previous checkpoint to checkpoint.old, swaps the new one in, then drops the old one:
+    # a kill between those steps leaves checkpoint.old beside the new checkpoint, or alone
+    shutil.copytree(tmp_path / "checkpoint", tmp_path / "checkpoint.old")
+    if left == "alone":
+        shutil.rmtree(tmp_path / "checkpoint")
+    _, checkpointer = start_run(str(tmp_path), seed=0, resume=True)
+    assert checkpointer.load()["epoch"] == 1
+    checkpointer.save({"epoch": 2, "step": 0})
+    assert checkpointer.load()["epoch"] == 2
+    assert not (tmp_path / "checkpoint.old").exists()
 
 
 def run_mmbert(*args) -> subprocess.CompletedProcess:
