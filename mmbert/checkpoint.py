@@ -67,19 +67,19 @@ class Checkpointer:
         self.out_dir, self.accelerator = out_dir, accelerator
         self.every_seconds, self.on_checkpoint = every_seconds, on_checkpoint
         self.path = os.path.join(out_dir, "checkpoint")
+        self.old_path = self.path + ".old"  # the previous checkpoint while save() swaps the new one in
         self.log_path = os.path.join(out_dir, "log.json")
         self._finish_swap()
 
     def _finish_swap(self) -> None:
         """A kill inside ``save``'s swap leaves the previous checkpoint as ``checkpoint.old``, beside the
         new one (then dropped) or alone (then restored); left there, it would block every later save."""
-        old = self.path + ".old"
-        if self.accelerator.is_main_process and os.path.isdir(old):
+        if self.accelerator.is_main_process and os.path.isdir(self.old_path):
             if self.exists():
-                shutil.rmtree(old)
+                shutil.rmtree(self.old_path)
             else:
                 shutil.rmtree(self.path, ignore_errors=True)
-                os.replace(old, self.path)
+                os.replace(self.old_path, self.path)
         self.accelerator.wait_for_everyone()
 
     def exists(self) -> bool:
@@ -87,7 +87,7 @@ class Checkpointer:
 
     def save(self, state: dict) -> None:
         """Save the accelerator's registered objects and ``state`` (epoch, best score, ...)."""
-        tmp, old = self.path + ".tmp", self.path + ".old"
+        tmp = self.path + ".tmp"
         if self.accelerator.is_main_process:
             shutil.rmtree(tmp, ignore_errors=True)
         self.accelerator.wait_for_everyone()
@@ -95,9 +95,9 @@ class Checkpointer:
         if self.accelerator.is_main_process:
             write_atomic(os.path.join(tmp, "trainer_state.json"), json.dumps(state, indent=1).encode())
             if os.path.exists(self.path):
-                os.replace(self.path, old)
+                os.replace(self.path, self.old_path)
             os.replace(tmp, self.path)
-            shutil.rmtree(old, ignore_errors=True)
+            shutil.rmtree(self.old_path, ignore_errors=True)
         self.accelerator.wait_for_everyone()
         if self.on_checkpoint is not None:
             self.on_checkpoint(dict(state))
