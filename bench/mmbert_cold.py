@@ -32,7 +32,7 @@ Detection under Cloaking Perturbations", 2025, arXiv:2508.00760.
    made, the ``small`` preset's BERT pre-trained here on ``--pretrain-posts`` COLD training posts for
    ``--pretrain-epochs`` epochs.
 4. MMBERT: ``small`` preset (``--max-length``, ``--stage1-loss``, ``--stage2-rates``, ``--stage3-lr``,
-   ``--stage3-text-mask``, ``--stage3-term-mask``, ``--epochs`` over it;
+   ``--stage3-text-mask``, ``--stage3-term-mask``, ``--stage3-term-holdout``, ``--epochs`` over it;
    stage 2 at the paper's rates on a pretrained ``--backbone``), stages 1, 2, 3 in
    turn from that backbone. Text-only: the same backbone with one modality (a plain BERT), fine-tuned
    with the same stage-3 settings (epochs, learning rate, batch, early stopping on dev macro-F1).
@@ -97,6 +97,7 @@ def run_config(args, modalities: tuple[str, ...] | None = None) -> dict:
         run["train"]["stage3"]["lr"] = args.stage3_lr
     run["train"]["stage3"]["text_mask"] = args.stage3_text_mask
     run["train"]["stage3"]["term_mask"] = args.stage3_term_mask
+    run["train"]["stage3"]["term_holdout"] = args.stage3_term_holdout
     for stage, epochs in zip(("stage1", "stage2", "stage3"), args.epochs or ([1] * 3 if args.quick else [])):
         run["train"][stage]["epochs"] = epochs
     return run
@@ -127,17 +128,19 @@ def trained(stage: int, run: dict, files: dict, out: Path, from_dir: Path, allow
             "seconds": round(sum(e["seconds"] for e in log), 1), "epoch_seconds": epoch_seconds(log)}
 
 
-def evaluate(model_dir: Path, files: dict, features: dict) -> tuple[dict, dict[str, np.ndarray]]:
-    """Figures on each test set, overall and on the posts its op changed; the drops against the same
-    posts clean (the test files hold the same posts in the same order). Also returns the predictions,
-    by test set. ``features``: the run's (its speech cache, where the test posts were spoken)."""
+def evaluate(model_dir: Path, files: dict, features: dict,
+             sets: tuple[str, ...] = TEST_SETS) -> tuple[dict, dict[str, np.ndarray]]:
+    """Figures on each test set (``files["test_NAME"]``, ``clean`` first), overall and on the posts its op
+    changed; the drops against the same posts clean (the test files hold the same posts in the same order).
+    Also returns the predictions, by test set. ``features``: the run's (its speech cache, where the test
+    posts were spoken)."""
     from mmbert.inference import infer
     from mmbert.loading import load_model
     from mmbert.metrics import classification_metrics
 
     model, featurizer = load_model(str(model_dir), features)
     out, clean_predictions, by_set = {}, None, {}
-    for name in TEST_SETS:
+    for name in sets:
         records = [r for _, r in read_records(str(files[f"test_{name}"]))]
         predictions = by_set[name] = infer(model, featurizer, records)["probs"].argmax(1)
         labels = [r["label"] for r in records]
@@ -155,17 +158,17 @@ def evaluate(model_dir: Path, files: dict, features: dict) -> tuple[dict, dict[s
 
 
 def bootstrap_drops(labels: np.ndarray, predictions: dict[str, dict[str, np.ndarray]],
-                    resamples: int = BOOTSTRAP) -> dict:
+                    resamples: int = BOOTSTRAP, ops: tuple[str, ...] = TEST_OPS) -> dict:
     """95% intervals of each model's F1 drop under each op, and of text-only's drop minus each other
     model's, by resampling test posts (the same posts for every model and test set: a paired bootstrap,
     ``attacks.bootstrap``), so that a difference can be told from the noise of the test posts."""
     from attacks.bootstrap import interval, macro_f1, resamples as draws_of
 
-    drops: dict[str, dict[str, list]] = {op: {m: [] for m in predictions} for op in TEST_OPS}
+    drops: dict[str, dict[str, list]] = {op: {m: [] for m in predictions} for op in ops}
     for draws in draws_of(len(labels), resamples):
         for model, p in predictions.items():
             clean = macro_f1(labels, p["clean"], 2, draws)
-            for op in TEST_OPS:
+            for op in ops:
                 drops[op][model].append(clean - macro_f1(labels, p[op], 2, draws))
     out = {"resamples": resamples}
     for op, by_model in drops.items():
@@ -251,10 +254,10 @@ def speech_step(run: dict, files: dict, work: Path) -> list[dict]:
     return timings
 
 
-def half_the_drop(results: dict) -> dict:
+def half_the_drop(results: dict, ops: tuple[str, ...] = TEST_OPS) -> dict:
     """Per op: does MMBERT lose at most half the macro-F1 text-only loses?"""
     goal = {}
-    for op in TEST_OPS:
+    for op in ops:
         mm_drop, text_drop = results["mmbert"][op]["drop_f1"], results["text_only"][op]["drop_f1"]
         goal[op] = {"mmbert_drop_f1": mm_drop, "text_only_drop_f1": text_drop,
                     "at_most_half": bool(text_drop > 0 and mm_drop <= text_drop / 2)}
@@ -264,12 +267,11 @@ def half_the_drop(results: dict) -> dict:
 def print_table(report: dict) -> None:
     print(f"{'model':12} {'test':10} {'acc':>6} {'F1':>6} {'drop':>6} {'F1 changed':>10} {'drop changed':>12}")
     for model, by_set in report["results"].items():
-        for name in TEST_SETS:
-            r = by_set[name]
+        for name, r in by_set.items():
             print(f"{model:12} {name:10} {r['all']['accuracy']:6.3f} {r['all']['f1']:6.3f} "
                   f"{r.get('drop_f1', 0):6.3f} {r.get('changed', r['all'])['f1']:10.3f} "
                   f"{r.get('drop_f1_changed', 0):12.3f}")
-    for op in TEST_OPS:
+    for op in (k for k in report["bootstrap_95"] if k != "resamples"):
         b = report["bootstrap_95"][op]
         print(f"{op}: 95% intervals of the F1 drop: text-only {b['text_only_drop_f1']}, MMBERT {b['mmbert_drop_f1']}, "
               f"text-only minus MMBERT {b['text_only_minus_mmbert']}")
@@ -295,6 +297,8 @@ def arguments():
     ap.add_argument("--stage3-term-mask", type=float, default=0.0, metavar="SHARE",
                     help="share of the training posts' terms (the lexicon's and those mined from the training posts) "
                          "masked whole in stage 3 and the twin's training, as --stage3-text-mask masks tokens [0]")
+    ap.add_argument("--stage3-term-holdout", type=float, default=0.0, metavar="SHARE",
+                    help="share of those terms never masked (the same at every seed), for bench.mmbert_heldout [0]")
     ap.add_argument("--stage1-loss", choices=("mse", "contrastive"), default="mse",
                     help="stage 1's alignment of the pooled speech and glyph encodings to the clean text's: the "
                          "paper's error, or contrastive (each post nearest its own clean text; mmbert.train)")
@@ -330,6 +334,14 @@ def data_files(args, work: Path) -> tuple[dict, dict[str, Path]]:
     return files, paths
 
 
+def begun_with(saved: dict) -> dict:
+    """A run's saved settings, where begun before a stage-3 setting existed, with that setting at its default
+    (what it trained with)."""
+    from mmbert.presets import STAGES
+
+    return {**saved, "train": {**saved["train"], "stage3": {**STAGES["stage3"], **saved["train"]["stage3"]}}}
+
+
 def checked_runs(args, work: Path, backbone: dict, run: dict) -> Path:
     """The folder of this run's models; a rerun into it must have the settings it was begun with (its
     finished stages are reused), else it stops: give another ``--work``."""
@@ -338,7 +350,7 @@ def checked_runs(args, work: Path, backbone: dict, run: dict) -> Path:
                 "model": {k: v for k, v in run["model"].items() if k != "modalities"}, "train": run["train"],
                 "tts": run["features"]["tts"], "test": args.test, "targets": args.targets, "strength": args.strength}
     saved = runs / "settings.json"
-    if saved.exists() and read_json(saved) != json.loads(json.dumps(settings)):
+    if saved.exists() and begun_with(read_json(saved)) != json.loads(json.dumps(settings)):
         raise SystemExit(f"{runs} was begun with other settings ({saved}): give another --work for these")
     runs.mkdir(parents=True, exist_ok=True)
     write_result(saved, settings)

@@ -13,6 +13,9 @@ stratified by label, the first N of each split.
   test posts, clean and cloaked by one op each as ``attacks evaluate`` cloaks by default (the lexicon's terms
   and those mined from the test posts, ``poster`` strength; a post with no such term stays as it is, as in
   the wild); ``test_cloaks.json`` says how.
+- ``heldout_homophone.jsonl``, ``heldout_homophone_seen.jsonl`` (``heldout_cloaks``, for ``bench.mmbert_heldout``,
+  in a run's folder): the test posts cloaked by homophone on the terms its training never masked, and on the
+  others.
 
 Not a benchmark itself: ``bench.mmbert_cold`` prepares its data with it. Run alone to prepare (and
 speak) the data ahead of ``python -m bench.mmbert_cold``::
@@ -27,6 +30,7 @@ from pathlib import Path
 
 from bench.common import WORK, cold_records, parser
 from cloak.io import dump_record, write_atomic
+from cloak.targets import Lexicon
 
 MIN_CHARS, MAX_CHARS = 8, 32
 TRAIN_OPS = "homophone,similar,emoji,split,abbrev,pinyin,english"
@@ -100,15 +104,39 @@ def prepare(cold: Path, work: Path, n_train: int, n_dev: int, n_test: int, n_pre
     corpus = cold_records(cold, "train")
     random.Random(f"{seed}:pretrain").shuffle(corpus)
     files["pretrain_corpus"] = corpus[:n_pretrain]
+    settings = {"ops": list(TEST_OPS), "strength": strength, **describe_targets(terms)}
+    return written(work, files, "test_cloaks", settings)
+
+
+def written(work: Path, files: dict[str, list[dict]], about: str, settings: dict) -> dict[str, Path]:
+    """``files`` written to ``work/NAME.jsonl`` and ``settings`` (how the test was cloaked) to
+    ``work/ABOUT.json``; returns {name: path}, ``about`` included."""
     paths = {}
     for name, records in files.items():
         paths[name] = work / f"{name}.jsonl"
         # a temporary file of a unique name: two seeds started at once on one WORK write the same bytes
         write_atomic(paths[name], b"".join(dump_record(r) for r in records))
-    paths["test_cloaks"] = work / "test_cloaks.json"
-    settings = {"ops": list(TEST_OPS), "strength": strength, **describe_targets(terms)}
-    write_atomic(paths["test_cloaks"], (json.dumps(settings, ensure_ascii=False) + "\n").encode())
+    paths[about] = work / f"{about}.json"
+    write_atomic(paths[about], (json.dumps(settings, ensure_ascii=False) + "\n").encode())
     return paths
+
+
+def heldout_cloaks(test: Path, work: Path, held_out: Lexicon, seen: Lexicon, seed: int = 0) -> dict[str, Path]:
+    """The test posts (the file ``test``) cloaked by homophone at the test strength on the ``held_out``
+    terms alone (``heldout_homophone.jsonl``) and on the ``seen`` terms alone (``heldout_homophone_seen.jsonl``),
+    a post holding none left as it is; how, in ``heldout_cloaks.json``."""
+    from cloak.io import read_records
+    from cloak.mining import describe_targets
+
+    posts = [r for _, r in read_records(str(test))]
+    files = {f"heldout_{name}": cloaked(posts, "homophone", seed, terms, TEST_STRENGTH)
+             for name, terms in (("homophone", held_out), ("homophone_seen", seen))}
+    settings = {"ops": ["homophone"], "strength": TEST_STRENGTH, "posts": len(posts),
+                "held_out": describe_targets(held_out), "seen": describe_targets(seen),
+                "posts_cloaked": {name: sum(r["text"] != r["source_text"] for r in records)
+                                  for name, records in files.items()}}
+    work.mkdir(parents=True, exist_ok=True)
+    return written(work, files, "heldout_cloaks", settings)
 
 
 def head(path: Path, lines: int, out: Path) -> Path:

@@ -16,7 +16,8 @@ A run configuration has three parts:
   a checkpoint is written within an epoch; default 10), per stage the epochs and
   learning rates (the paper's Appendix A in ``paper``), stage 1's ``loss`` (``mse``, the paper's, or
   ``contrastive``: see ``mmbert.train``), stage 3's ``text_mask`` (the share of text tokens masked in
-  training, 0 by default) and ``term_mask`` (the share of target terms masked whole, 0 by default; see
+  training, 0 by default), ``term_mask`` (the share of target terms masked whole, 0 by default) and
+  ``term_holdout`` (the share of those terms never masked, held out for a test; 0 by default; see
   ``mmbert.train``), and ``pretrain`` (epochs, lr) for ``mmbert pretrain``.
 
 A YAML file may name a ``preset`` to start from and override any field::
@@ -70,7 +71,8 @@ RUN_CONFIG = {
                    "lr_text_expert": RATE, "lr_experts": RATE, "lr_head": RATE},
         "stage3": {"epochs": EPOCHS, "lr": RATE, "lr_overrides": {g: RATE for g in ("experts", *GROUPS)},
                    "text_mask": Interval(float, 0, 1, closed="left"),
-                   "term_mask": Interval(float, 0, 1, closed="left")},
+                   "term_mask": Interval(float, 0, 1, closed="left"),
+                   "term_holdout": Interval(float, 0, 1, closed="left")},
     },
 }
 # Settings every preset shares unless it says otherwise.
@@ -83,7 +85,8 @@ STAGES = {
     "stage1": {"epochs": 3, "lr": 1e-3, "loss": "mse"},
     "stage2": {"epochs": 3, "head_warmup_epochs": 1, "lr_aligners": 1e-3, "lr_text_expert": 5e-6,
                "lr_experts": 5e-5, "lr_head": 5e-5},
-    "stage3": {"epochs": 50, "lr": 5e-4, "lr_overrides": {}, "text_mask": 0.0, "term_mask": 0.0},
+    "stage3": {"epochs": 50, "lr": 5e-4, "lr_overrides": {}, "text_mask": 0.0, "term_mask": 0.0,
+               "term_holdout": 0.0},
 }
 
 # Sections an override replaces whole: a vision encoder's model and pretrained mean nothing to another.

@@ -17,7 +17,9 @@ Stage 3, MMBERT tuning: all parts, all modalities, the router free: cross-entrop
     so the mixture learns to read the speech where the text no longer says the word. ``stage3.term_mask``
     (0 by default) masks whole terms instead, each with that probability: the default lexicon's terms and
     those mined from the training posts (``cloak.mining``), found in each post as a homophone finds its
-    target, since posters cloak a whole term, not a random character. A text-only model (the twin)
+    target, since posters cloak a whole term, not a random character; ``stage3.term_holdout`` keeps a
+    share of those terms (the same at every seed) never masked, for a test of terms the masks never
+    touched. A text-only model (the twin)
     trained with the same settings sees the same masks, as word dropout.
 
 Groups of parameters (for learning rates and freezing): ``aligners`` (aligners, glyph CNN: it trains in
@@ -34,6 +36,7 @@ checkpoint with the same data order and random state, as if never stopped.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -44,6 +47,7 @@ import torch.nn.functional as F
 
 from cloak.io import read_records, write_atomic
 from cloak.mining import build_targets
+from cloak.targets import Lexicon
 
 from .checkpoint import save_model
 from .inference import predict
@@ -182,6 +186,24 @@ def masked_text(input_ids: torch.Tensor, attention_mask: torch.Tensor, share: fl
     return input_ids.masked_fill(chosen, mask_id)
 
 
+def term_mask_targets(train_records: list[dict]) -> Lexicon:
+    """The terms ``stage3.term_mask`` may mask whole: the lexicon's and those mined from the training records."""
+    return build_targets("lexicon+mined", labelled=train_records)
+
+
+def held_out(term: str, share: float) -> bool:
+    """Whether ``term`` is among the ``share`` of terms ``stage3.term_holdout`` never masks. Chosen by a hash
+    of the term, so every seed and every run holds out the same terms, and a test can cloak them
+    (``bench.mmbert_heldout``)."""
+    return int(hashlib.sha256(term.encode()).hexdigest()[:8], 16) < share * 16 ** 8
+
+
+def masked_terms(terms: Lexicon, holdout: float) -> Lexicon:
+    """The terms of ``terms`` that ``stage3.term_mask`` masks: all but those ``held_out`` at ``holdout``."""
+    kept = [t for t in terms.terms if not held_out(t, holdout)]
+    return Lexicon(kept, {t: terms.categories[t] for t in kept}, name=f"{terms.name}, {holdout:g} held out")
+
+
 def stage_loss(model, batch: dict, epoch: int, stage: int, settings: dict,
                tokenizer=None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(loss, aux loss or None) of a training batch in ``stage``; ``tokenizer`` gives stage 3's mask and
@@ -273,7 +295,8 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     stage3 = settings["stage3"]
     if stage == 3 and (stage3["text_mask"] or stage3["term_mask"]) and tokenizer.mask_token_id is None:
         raise ValueError("train.stage3.text_mask and term_mask need a tokenizer with a mask token; this one has none")
-    terms = build_targets("lexicon+mined", labelled=train_records) if stage == 3 and stage3["term_mask"] else None
+    terms = (masked_terms(term_mask_targets(train_records), stage3["term_holdout"])
+             if stage == 3 and stage3["term_mask"] else None)
     train_examples = featurizer.encode(train_records, labels=True, progress=progress,
                                        terms=terms.find if terms else None)
     dev_examples = featurizer.encode(dev_records, labels=True, progress=progress)

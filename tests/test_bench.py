@@ -2,6 +2,7 @@
 cloaks, its run settings and the modality ablation, and the verdict over seeds."""
 import csv
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +65,60 @@ def test_mmbert_test_cloaks_follow_attacks_evaluate(cold, tmp_path):
         assert [r["source_text"] for r in cloaks] == [r["text"] for r in clean]
         assert any(r["text"] != r["source_text"] for r in cloaks), op
         assert all(e["op"] == op for r in cloaks for e in r["cloak"]["edits"])
+
+
+def test_held_out_terms_are_never_masked_in_any_form():
+    from bench.mmbert_heldout import split_terms
+    from cloak.targets import Lexicon
+    from mmbert.train import held_out
+
+    terms = Lexicon(["女", "女人", "中国女人", "白人", "黑人", "黑鬼", "娘炮", "绿茶婊", "直男癌", "地域黑", "南蛮"])
+    held, masked = split_terms(terms, 0.5, None)
+    assert held.terms and masked.terms
+    assert {t for t in terms.terms if held_out(t, 0.5)} >= set(held.terms)  # the same hash as training's
+    assert not set(masked.terms) & {t for t in terms.terms if held_out(t, 0.5)}
+    assert not any(h in m or m in h for h in held.terms for m in masked.terms)
+    with pytest.raises(SystemExit, match="held out 0.5"):
+        split_terms(terms, 0.5, 0.3)
+    assert split_terms(terms, 0.0, 0.3)[1].terms == [t for t in terms.terms if not held_out(t, 0.3)]
+
+
+def test_heldout_test_cloaks_held_out_and_masked_terms_apart(stages, run, data, tmp_path):
+    from bench.mmbert_heldout import split_terms
+    from mmbert.train import read_labelled, term_mask_targets, train_stage
+
+    runs = tmp_path / "runs_24"
+    shutil.copytree(stages[3], runs / "mmbert_stage3")
+    twin = {**run, "model": {**run["model"], "modalities": ["text"]}}
+    train_stage(3, twin, str(data / "train.jsonl"), str(data / "dev.jsonl"), str(runs / "text_only"), None,
+                progress=False, allow_skip=True)
+    test = [r for r in read_jsonl(data / "dev.jsonl") if "cloak" not in r]
+    (tmp_path / "test_clean.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in test),
+                                               encoding="utf-8")
+    out = tmp_path / "heldout.json"
+    done = subprocess.run([sys.executable, "-m", "bench.mmbert_heldout", "--work", str(tmp_path), "--runs", runs.name,
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    held, masked = split_terms(term_mask_targets(read_labelled(str(data / "train.jsonl"))), 0.0, 0.5)
+    assert report["test_cloaks"]["held_out"]["terms"] == len(held)
+    assert report["held_out_masked_in_training"] is False  # the tiny run masked no term
+    for name, terms in (("homophone", held), ("homophone_seen", masked)):
+        cloaked = read_jsonl(runs / f"heldout_{name}.jsonl")
+        assert [r["source_text"] for r in cloaked] == [r["text"] for r in test]
+        assert sum(r["text"] != r["source_text"] for r in cloaked) == report["test_cloaks"]["posts_cloaked"][
+            f"heldout_{name}"] > 0
+        for r in cloaked:  # each rewrites its own terms only
+            spans = terms.find(r["source_text"])
+            assert all(e["op"] == "homophone" and any(s <= e["start"] < e["end"] <= t for s, t in spans)
+                       for e in r["cloak"]["edits"])
+    assert {m: set(by_set) for m, by_set in report["results"].items()} == {
+        m: {"clean", "homophone", "homophone_seen"} for m in ("mmbert", "text_only")}
+    verdict = tmp_path / "verdict.json"
+    done = subprocess.run([sys.executable, "-m", "bench.mmbert_verdict", str(out), "--out", str(verdict),
+                           "--resamples", "50"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # the verdict pools held-out runs as it pools bench.mmbert_cold's
+    assert json.loads(verdict.read_text())["test_posts"] == len(test)
 
 
 @pytest.mark.parametrize("modalities", [("text", "speech"), ("text", "vision")])
@@ -182,6 +237,14 @@ def test_mmbert_runs_folder_refuses_other_settings(tmp_path):
     with pytest.raises(SystemExit, match="other settings"):
         checked_runs(args, tmp_path, backbone, run_config(args))
     args.backbone_layers, args.stage3_text_mask = 2, 0.15
+    with pytest.raises(SystemExit, match="other settings"):
+        checked_runs(args, tmp_path, backbone, run_config(args))
+    args.stage3_text_mask = 0.0
+    saved = json.loads((runs / "settings.json").read_text())
+    del saved["train"]["stage3"]["term_holdout"]  # a run begun before the setting existed trained without it
+    (runs / "settings.json").write_text(json.dumps(saved))
+    assert checked_runs(args, tmp_path, backbone, run_config(args)) == runs
+    args.stage3_term_holdout = 0.5
     with pytest.raises(SystemExit, match="other settings"):
         checked_runs(args, tmp_path, backbone, run_config(args))
 

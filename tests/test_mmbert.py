@@ -24,7 +24,8 @@ from mmbert.loading import StageError, load_model, model_for_stage  # noqa: E402
 from mmbert.presets import load_run_config  # noqa: E402
 from mmbert.speech_features import pool_frames  # noqa: E402
 from mmbert.tokenization import build_tokenizer  # noqa: E402
-from mmbert.train import parameter_group, train_stage  # noqa: E402
+from mmbert.train import (held_out, masked_terms, parameter_group, read_labelled, term_mask_targets,  # noqa: E402
+                          train_stage)
 
 from .conftest import cli_in_fresh_python, read_jsonl  # noqa: E402
 
@@ -230,9 +231,17 @@ def test_stage3_masks_mask_training_batches_only(run, data, stages, tmp_path, mo
     assert saved["run_config"]["train"]["stage3"]["term_mask"] == 0.5
     assert saved["term_mask_terms"] >= len(default_lexicon())  # the lexicon's terms and any mined
     assert 0 < saved["term_mask_posts"] <= len(read_jsonl(data / "train.jsonl"))
-    for key in ("text_mask", "term_mask"):
+    for key in ("text_mask", "term_mask", "term_holdout"):
         with pytest.raises(ParameterError, match=key):
             check_run_config({**run, "train": {**run["train"], "stage3": {**run["train"]["stage3"], key: 1.0}}})
+    # a held-out share of the terms is never masked: the same terms at every seed
+    holding = {**masking, "train": {**masking["train"], "seed": 3,
+                                    "stage3": {**masking["train"]["stage3"], "term_holdout": 0.5}}}
+    train_stage(3, holding, str(data / "train.jsonl"), str(data / "dev.jsonl"), str(tmp_path / "held"), stages[2],
+                progress=False)
+    terms = term_mask_targets(read_labelled(str(data / "train.jsonl")))
+    kept = json.loads((tmp_path / "held" / "training.json").read_text())["term_mask_terms"]
+    assert kept == len(masked_terms(terms, 0.5)) == sum(not held_out(t, 0.5) for t in terms.terms) < len(terms)
 
 
 def test_tokenizer_keeps_bert_base_chinese_ids_and_reads_emoji_as_tokens():
