@@ -62,7 +62,8 @@ def split_terms(terms: Lexicon, run_share: float, asked: float | None) -> tuple[
     masked = masked_terms(terms, share)
     # a held-out term inside a masked one (女 in 女人) or holding one was masked with it: not held out
     kept = [t for t in terms.terms if held_out(t, share) and not any(t in m or m in t for m in masked.terms)]
-    return Lexicon(kept, name=f"{terms.name}: the {share:g} held out, none inside a masked term"), masked
+    return Lexicon(kept, {t: terms.categories[t] for t in kept},
+                   name=f"{terms.name}: the {share:g} held out, none inside a masked term"), masked
 
 
 def main() -> None:

@@ -72,9 +72,11 @@ def test_held_out_terms_are_never_masked_in_any_form():
     from cloak.targets import Lexicon
     from mmbert.train import held_out
 
-    terms = Lexicon(["女", "女人", "中国女人", "白人", "黑人", "黑鬼", "娘炮", "绿茶婊", "直男癌", "地域黑", "南蛮"])
+    words = ["女", "女人", "中国女人", "白人", "黑人", "黑鬼", "娘炮", "绿茶婊", "直男癌", "地域黑", "南蛮"]
+    terms = Lexicon(words, {w: "mined" if len(w) == 2 else "race" for w in words})
     held, masked = split_terms(terms, 0.5, None)
     assert held.terms and masked.terms
+    assert held.categories == {t: terms.categories[t] for t in held.terms}  # what the figures count as mined
     assert {t for t in terms.terms if held_out(t, 0.5)} >= set(held.terms)  # the same hash as training's
     assert not set(masked.terms) & {t for t in terms.terms if held_out(t, 0.5)}
     assert not any(h in m or m in h for h in held.terms for m in masked.terms)
