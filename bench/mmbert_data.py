@@ -29,7 +29,7 @@ import random
 from pathlib import Path
 
 from bench.common import WORK, cold_records, parser
-from cloak.io import dump_record, write_atomic
+from cloak.io import dump_record, read_records, write_atomic
 from cloak.targets import Lexicon
 
 MIN_CHARS, MAX_CHARS = 8, 32
@@ -125,7 +125,6 @@ def heldout_cloaks(test: Path, work: Path, held_out: Lexicon, seen: Lexicon, see
     """The test posts (the file ``test``) cloaked by homophone at the test strength on the ``held_out``
     terms alone (``heldout_homophone.jsonl``) and on the ``seen`` terms alone (``heldout_homophone_seen.jsonl``),
     a post holding none left as it is; how, in ``heldout_cloaks.json``."""
-    from cloak.io import read_records
     from cloak.mining import describe_targets
 
     posts = [r for _, r in read_records(str(test))]

@@ -61,9 +61,8 @@ def split_terms(terms: Lexicon, run_share: float, asked: float | None) -> tuple[
     share = run_share or (DEFAULT_HOLD_OUT if asked is None else asked)
     masked = masked_terms(terms, share)
     # a held-out term inside a masked one (女 in 女人) or holding one was masked with it: not held out
-    kept = [t for t in terms.terms if held_out(t, share) and not any(t in m or m in t for m in masked.terms)]
-    return Lexicon(kept, {t: terms.categories[t] for t in kept},
-                   name=f"{terms.name}: the {share:g} held out, none inside a masked term"), masked
+    kept = (t for t in terms.terms if held_out(t, share) and not any(t in m or m in t for m in masked.terms))
+    return terms.subset(kept, f"{terms.name}: the {share:g} held out, none inside a masked term"), masked
 
 
 def main() -> None:

@@ -60,6 +60,11 @@ class Lexicon:
     def __contains__(self, term: str) -> bool:
         return term in self.categories
 
+    def subset(self, terms: Iterable[str], name: str) -> Lexicon:
+        """A lexicon of some of these ``terms``, each keeping its category."""
+        kept = list(terms)
+        return Lexicon(kept, {t: self.categories[t] for t in kept}, name=name)
+
     def find(self, text: str) -> list[Span]:
         """Spans of lexicon terms in ``text`` (code points), sorted, non-overlapping."""
         if self._matcher is None:

@@ -200,8 +200,7 @@ def held_out(term: str, share: float) -> bool:
 
 def masked_terms(terms: Lexicon, holdout: float) -> Lexicon:
     """The terms of ``terms`` that ``stage3.term_mask`` masks: all but those ``held_out`` at ``holdout``."""
-    kept = [t for t in terms.terms if not held_out(t, holdout)]
-    return Lexicon(kept, {t: terms.categories[t] for t in kept}, name=f"{terms.name}, {holdout:g} held out")
+    return terms.subset((t for t in terms.terms if not held_out(t, holdout)), f"{terms.name}, {holdout:g} held out")
 
 
 def stage_loss(model, batch: dict, epoch: int, stage: int, settings: dict,
