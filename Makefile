@@ -92,6 +92,7 @@ bench-mmbert: $(BENCH_INSTALLED) $(OPEN_CLIP_INSTALLED)
 	$(PY) bench.mmbert_speed --cold $(COLD)
 	$(OPEN_CLIP_VENV)/bin/python -m bench.vision_table   # ~20 min
 	$(PY) bench.speech --cold $(COLD) --weights $(WEIGHTS)
+	$(PY) bench.speech_workers --cold $(COLD) --weights $(WEIGHTS)
 	$(PY) bench.mmbert_data --cold $(COLD) --weights $(WEIGHTS) --workers 2
 	$(PY) bench.mmbert_cold --cold $(COLD) --weights $(WEIGHTS)
 	$(PY) bench.speech_backends --cold $(COLD) --weights $(WEIGHTS)

@@ -47,6 +47,7 @@ Detection under Cloaking Perturbations", 2025, arXiv:2508.00760.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -238,18 +239,18 @@ def train_all(args, files: dict, backbone: Path, runs: Path) -> tuple[dict, dict
     return mm, training
 
 
-def speech_step(run: dict, files: dict, work: Path) -> list[dict]:
-    """Every text of the run spoken and encoded up front (cached in ``WORK/speech``), timed apart from the
-    training it would otherwise hide in; each run's timing is kept in ``WORK/speech_timings.json`` (the
-    first is the one-off cost, a rerun's finds the speech cached)."""
+def speech_step(run: dict, files: dict, work: Path, workers: int = 1) -> list[dict]:
+    """Every text of the run spoken and encoded up front (cached in ``WORK/speech``) by ``workers``
+    processes, timed apart from the training it would otherwise hide in; each run's timing is kept in
+    ``WORK/speech_timings.json`` (the first is the one-off cost, a rerun's finds the speech cached)."""
     from mmbert.loading import speech_features
 
     texts = sorted({r["text"] for path in files.values() for _, r in read_records(str(path))})
     speech = speech_features(run["features"])
-    _, seconds = timed(lambda: speech.features(texts, progress=False))
+    _, seconds = timed(lambda: speech.features(texts, progress=False, workers=workers))
     path = work / "speech_timings.json"
     timings = [*read_json(path, {"runs": []})["runs"], {"texts": len(texts), "seconds": round(seconds, 1),
-                                                        "tts": run["features"]["tts"]["name"]}]
+                                                        "tts": run["features"]["tts"]["name"], "workers": workers}]
     write_result(path, {"runs": timings})
     return timings
 
@@ -315,6 +316,8 @@ def arguments():
                     help="folder for routing.json and routing.png")
     ap.add_argument("--tts", choices=("kokoro-onnx", "espeak-ng"), default="kokoro-onnx",
                     help="the speech modality's TTS: Kokoro (2-3 s a post here) or eSpeak NG (20 ms)")
+    ap.add_argument("--speech-workers", type=int, default=len(os.sched_getaffinity(0)), metavar="N",
+                    help="processes that speak and encode the run's texts, the cores shared among them [one a core]")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 40 posts, tone TTS instead of Kokoro, 1 epoch a stage, results to /tmp")
     ap.add_argument("--seed", type=int, default=0,
@@ -360,6 +363,8 @@ def checked_runs(args, work: Path, backbone: dict, run: dict) -> Path:
 def main() -> None:
     ap = arguments()
     args = ap.parse_args()
+    if args.speech_workers < 1:
+        ap.error(f"--speech-workers {args.speech_workers}: give at least 1")
     if args.quick:
         args.train, args.out, args.routing_out = 40, Path("/tmp/mmbert_cold_quick.json"), Path("/tmp/mmbert_routing")
     weight_files(ap, args.weights, "whisper-base.pt",
@@ -370,7 +375,7 @@ def main() -> None:
     files, paths = data_files(args, work)
     backbone, backbone_figures = backbone_for(args, work, paths["pretrain_corpus"])
     runs = checked_runs(args, work, backbone_figures, run_config(args))
-    speech = speech_step(run_config(args), files, work)
+    speech = speech_step(run_config(args), files, work, args.speech_workers)
     mm, training = train_all(args, files, backbone, runs)
     results, predictions = {}, {}
     for model, (folder, _) in {**MODELS, **(ABLATION if args.ablation else {})}.items():

@@ -664,6 +664,29 @@ def test_commands_check_their_input_before_loading_anything(tmp_path):
     assert code == 1 and "input file not found" in stderr
 
 
+def test_speech_in_worker_processes_gives_the_features_of_one_process_and_fills_the_cache(run, tmp_path):
+    """A fresh run's speech step (11,823 texts, about half an hour on 2 cores) split between processes: the
+    same features as in one process, and cached for the training that follows."""
+    from mmbert.loading import speech_features
+    from mmbert.speech_features import SpeechFeatures
+    from speech import make_backend
+
+    texts = ["白人都是垃圾", "今天天气很好", "拜仁都是辣鸡", "txl滚出去", "🐶东西", "黑犬不说话"]
+    alone, shared = ({**run["features"], "speech_cache": str(tmp_path / name)} for name in ("alone", "shared"))
+    expected = speech_features(alone).features(texts, batch_size=2, progress=False)
+    got = speech_features(shared).features(texts, batch_size=2, progress=False, workers=2)
+    assert len(got) == len(texts)
+    for a, b in zip(expected, got):
+        np.testing.assert_allclose(a.astype(np.float32), b.astype(np.float32), atol=2e-3)
+    reread = speech_features(shared)
+    again = reread.features(texts, progress=False)
+    assert all(np.array_equal(a, b) for a, b in zip(again, got))
+    assert (reread.audio.hits, reread.audio.misses, reread.frames.misses) == (len(texts), 0, 0)
+    loaded = SpeechFeatures(tmp_path / "loaded", make_backend("tone"), reread.encoder)
+    with pytest.raises(ValueError, match="settings"):
+        loaded.features(texts, batch_size=2, workers=2)
+
+
 def test_the_speech_phase_counts_posts_and_caches_in_the_user_cache_folder(run, tmp_path, monkeypatch, capsys):
     """mmbert train spent 9 silent minutes speaking 2,000 posts into ./speech (2.1 GB): the phase draws a bar
     that counts posts, and with no speech cache given it caches under $MMCLOAK_CACHE, not the current folder."""
