@@ -2,7 +2,7 @@
 
 Run from the repository root, with real weights assembled by ``shared/models/offline_weights.py``::
 
-    .venv/bin/python -m bench.speech_workers --weights /tmp/weights            # about 5 min on 2 cores
+    .venv/bin/python -m bench.speech_workers --weights /tmp/weights            # about 5 min on 2 cores (908 texts)
     .venv/bin/python -m bench.speech_workers --weights /tmp/weights --posts 40 # smoke run
 
 A fresh MMBERT run speaks and encodes every text it reads before it trains (``bench.mmbert_cold``: 11,823
