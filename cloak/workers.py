@@ -10,6 +10,7 @@ orderly: no new task starts, the tasks under way finish, the workers exit.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import time
 from collections import deque
@@ -35,6 +36,11 @@ def _run(item: Any) -> Any:
     if _stop_event.is_set():  # stopping: tasks not yet started are skipped
         return None
     return _func(item)  # type: ignore[misc]
+
+
+def threads_per_worker(workers: int) -> int:
+    """The CPU threads each of ``workers`` processes gets, so that workers x threads = the usable cores."""
+    return max(1, len(os.sched_getaffinity(0)) // workers)
 
 
 def ordered_map(func: Callable, items: Iterable, workers: int, initializer: Callable | None = None,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import numpy as np
 from cloak.progress import progress_bar
-from cloak.workers import ordered_map
+from cloak.workers import ordered_map, threads_per_worker
 
 from speech import AudioCache, TTSBackend, make_backend
 from speech.features import FeatureCache, WhisperEncoder
@@ -104,5 +104,5 @@ class SpeechFeatures:
         if self._arguments is None:
             raise ValueError("speech in worker processes needs the TTS backend's settings (a dict) and the Whisper "
                              "encoder's name or path, not loaded models")
-        threads = max(1, len(os.sched_getaffinity(0)) // workers)  # workers x threads = the cores
+        threads = threads_per_worker(workers)
         yield from ordered_map(_worker_features, batches, workers, _start_worker, (self._arguments, threads), "spawn")

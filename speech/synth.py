@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from cloak.progress import progress_bar
 
 from cloak.io import AtomicWriter, batched, check_files, check_records, count_lines, dump_record, read_records
-from cloak.workers import ordered_map
+from cloak.workers import ordered_map, threads_per_worker
 
 from .cache import AudioCache
 from .tts import make_backend
@@ -46,7 +46,7 @@ def _spoken(batches: Iterator[list[dict]], text_field: str, workers: int, backen
         for batch in batches:
             yield batch, _speak([r[text_field] for r in batch])
         return
-    threads = max(1, len(os.sched_getaffinity(0)) // workers)  # workers x threads = the cores
+    threads = threads_per_worker(workers)
     in_flight: deque = deque()  # the batches whose speech is on its way, in order
 
     def texts() -> Iterator[list[str]]:
