@@ -303,6 +303,22 @@ def test_the_search_ranks_words_by_the_gradient_where_the_victim_has_one(tfidf, 
     assert first != text and first.startswith(text[:start]) and first.endswith(text[end:])
 
 
+def test_a_targeted_search_follows_the_gradient_of_its_target(tiny_bert, posts, monkeypatch):
+    from attacks.search import SearchAttack
+
+    rows, asked = posts[2], []
+    clean = tiny_bert.predict_proba([r["text"] for r in rows])
+    real = tiny_bert.saliency
+    monkeypatch.setattr(tiny_bert, "saliency", lambda texts, labels: asked.append(list(labels)) or real(texts, labels))
+    outcomes = SearchAttack(ops="similar,homophone", goal="targeted:label=1", query_budget=40).attack(
+        tiny_bert, rows, range(len(rows)), clean)
+    at_target = [r["label"] == 1 or p.argmax() == 1 for r, p in zip(rows, clean)]
+    assert asked == [[1] * at_target.count(False)]  # the target's loss, for the posts attacked only
+    for skip, out in zip(at_target, outcomes):
+        assert (out.details["status"] == "skipped") == skip
+        assert skip or (out.details["importance"] == "gradient" and out.queries <= 40)
+
+
 def test_the_search_leaves_stop_words_alone_when_asked(tfidf, posts, tmp_path):
     from attacks.search import SearchAttack
     from cloak.targets import load_stopwords
