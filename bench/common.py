@@ -172,8 +172,8 @@ def parser(doc: str, *, out: Path | None = None, cold: bool = False, swsr: bool 
         ap.add_argument("--out", type=Path, default=out, help="the figures (JSON)")
     if weights:
         ap.add_argument("--weights", type=Path, default=os.environ.get("MMCLOAK_WEIGHTS"),
-                        help="the real Whisper and Kokoro weights, a folder made by "
-                             "../shared/models/offline_weights.py (default: $MMCLOAK_WEIGHTS)")
+                        help="the real Whisper and Kokoro weights, a folder made by `mmcloak-weights "
+                             "whisper-base,kokoro DIR` or `make weights` (default: $MMCLOAK_WEIGHTS)")
     return ap
 
 
@@ -192,7 +192,7 @@ def encoder_options(ap: argparse.ArgumentParser) -> None:
 
 def weight_files(ap: argparse.ArgumentParser, weights: Path | None, *names: str) -> list[Path]:
     """The files ``names`` of the ``--weights`` folder; a usage error naming how to make them if one is missing."""
-    make = f"assemble them with `python ../shared/models/offline_weights.py {weights or 'DIR'}`"
+    make = f"assemble them with `mmcloak-weights whisper-base,kokoro {weights or 'DIR'}`"
     if not weights:
         ap.error(f"no weights: pass --weights DIR or set MMCLOAK_WEIGHTS; {make}")
     files = [Path(weights) / name for name in names]

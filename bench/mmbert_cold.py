@@ -1,9 +1,9 @@
 """Does MMBERT lose less than text-only BERT when posts are cloaked? A real experiment on COLD.
 
-Run from the repository root with the real weights of ``shared/models/offline_weights.py``::
+Run from the repository root with the real weights of ``mmcloak-weights`` (or ``make weights``)::
 
-    python ../shared/models/offline_weights.py /tmp/weights
-    .venv/bin/python -m bench.mmbert_cold --weights /tmp/weights
+    .venv/bin/mmcloak-weights whisper-base,kokoro weights
+    .venv/bin/python -m bench.mmbert_cold --weights weights
 
 Everything lands in ``--work`` (default ``bench/work/mmbert``; any folder, outside the repository too)
 and is reused when present, so rerunning the same command after an interruption continues (a stage

@@ -1,6 +1,6 @@
 """The speech step in one process or in several: posts a second, and whether the features agree.
 
-Run from the repository root, with real weights assembled by ``shared/models/offline_weights.py``::
+Run from the repository root, with real weights assembled by ``mmcloak-weights whisper-base,kokoro``::
 
     .venv/bin/python -m bench.speech_workers --weights /tmp/weights            # about 5 min on 2 cores (908 texts)
     .venv/bin/python -m bench.speech_workers --weights /tmp/weights --posts 40 # smoke run
