@@ -1,9 +1,9 @@
 """Does MMBERT lose less than text-only BERT when posts are cloaked? A real experiment on COLD.
 
-Run from the repository root with the real weights of ``shared/models/offline_weights.py``::
+Run from the repository root with the real weights ``make weights`` fetches (``mmcloak-weights``)::
 
-    python ../shared/models/offline_weights.py /tmp/weights
-    .venv/bin/python -m bench.mmbert_cold --weights /tmp/weights
+    make weights
+    .venv/bin/python -m bench.mmbert_cold --weights weights
 
 Everything lands in ``--work`` (default ``bench/work/mmbert``; any folder, outside the repository too)
 and is reused when present, so rerunning the same command after an interruption continues (a stage
@@ -12,7 +12,7 @@ stopped after a checkpoint resumes from it); the figures go to ``--out`` (defaul
 On a pretrained encoder (multilingual-e5-small)::
 
     .venv/bin/python -m bench.mmbert_cold --weights W --tts espeak-ng --backbone W/e5 --backbone-layers 6 \
-        --max-length 64 --stage3-lr 2e-5 --train-posts 5000 --work /work/runs/mmbert-e5 --seed 0 \
+        --max-length 64 --stage3-lr 2e-5 --train-posts 5000 --work runs/mmbert-e5 --seed 0 \
         --out bench/results/mmbert_e5_seed0.json --routing-out bench/results/mmbert_e5_routing_seed0
 
 MMBERT: Xue et al., "MMBERT: Scaled Mixture-of-Experts Multimodal BERT for Robust Chinese Hate Speech
@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -366,7 +367,8 @@ def main() -> None:
     if args.speech_workers < 1:
         ap.error(f"--speech-workers {args.speech_workers}: give at least 1")
     if args.quick:
-        args.train, args.out, args.routing_out = 40, Path("/tmp/mmbert_cold_quick.json"), Path("/tmp/mmbert_routing")
+        args.train, args.out, args.routing_out = 40, Path(tempfile.gettempdir()) / "mmbert_cold_quick.json", \
+            Path(tempfile.gettempdir()) / "mmbert_routing"
     weight_files(ap, args.weights, "whisper-base.pt",
                  *(["kokoro/kokoro-v1.0.int8.onnx"] if args.tts == "kokoro-onnx" and not args.quick else []))
     import torch

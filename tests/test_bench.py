@@ -189,8 +189,8 @@ def mmbert_cold_args(tmp_path, *options: str):
     """bench.mmbert_cold's arguments as its command line parses them, on an e5 folder in ``tmp_path``."""
     from bench.mmbert_cold import arguments
 
-    return arguments().parse_args(["--weights", str(tmp_path), "--tts", "espeak-ng", "--work", str(tmp_path),
-                                   "--backbone", str(tmp_path / "e5"), *options])
+    return arguments().parse_args(["--cold", str(tmp_path), "--weights", str(tmp_path), "--tts", "espeak-ng",
+                                   "--work", str(tmp_path), "--backbone", str(tmp_path / "e5"), *options])
 
 
 def test_mmbert_run_config_honours_the_runs_settings(tmp_path):
