@@ -215,7 +215,7 @@ def test_mmbert_run_config_honours_the_runs_settings(tmp_path):
 
 def test_mmbert_stage2_takes_the_papers_rates_on_a_pretrained_encoder(tmp_path):
     """The small preset's stage-2 rates (experts and head at 1e-3) made multilingual-e5-small's speech and
-    vision experts answer one label for every post; a pretrained --backbone gets the paper's."""
+    vision experts answer one label for every post; a pretrained --backbone gets Xue et al.'s."""
     from bench.mmbert_cold import DEFAULT_BACKBONE, run_config
 
     args = mmbert_cold_args(tmp_path)
