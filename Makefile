@@ -8,7 +8,7 @@ BENCH_INSTALLED := $(VENV)/.installed-bench
 # The ops the augmented detector is trained on; it is attacked by every op, so seven of them it never saw
 DEMO_OPS ?= homophone,similar,emoji,split,abbrev,pinyin
 
-.PHONY: demo test bench bench-mmbert bench-attacks clean
+.PHONY: demo test docs results bench bench-mmbert bench-attacks need-cold need-swsr clean
 
 # torch first, pinned to the CPU build on local disk: openai-whisper would otherwise pull a CUDA build.
 TORCH ?= torch==2.13.0
@@ -78,12 +78,31 @@ test: $(INSTALLED) $(OPEN_CLIP_INSTALLED)
 	$(OPEN_CLIP_VENV)/bin/python -m pytest tests/test_open_clip.py
 	$(BIN)/python -m pytest
 
+## docs: the documentation site into site/ (MkDocs, strict: a broken link or reference fails); its results
+## pages are made from bench/results/*.json first. results: those pages and README's table alone
+DOCS_INSTALLED := $(VENV)/.installed-docs
+$(DOCS_INSTALLED): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[docs]'
+	touch $@
+
+docs: $(DOCS_INSTALLED)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+results: $(DOCS_INSTALLED)
+	$(BIN)/python docs/gen_results.py
+
 ## bench: benchmarks on real COLD data (COLD=path/to/cold), figures to bench/results/*.json. Each is a
 ## module run from the repository root (`python -m bench.NAME --help`); where one needs another's output
 ## it comes after it here, and run alone before it, it stops naming the command to run first.
-COLD ?= ../shared/data/cold
+# The data sets' folders: the environment's MMCLOAK_COLD / MMCLOAK_SWSR unless COLD= / SWSR= are given
+# (docs/guide/data.md says where to get them); a benchmark without one stops, naming the variable
+COLD ?= $(MMCLOAK_COLD)
+need-cold:
+	@test -n "$(COLD)" || { echo "make: no COLD data: set MMCLOAK_COLD (or COLD=DIR) to COLD's folder (docs/guide/data.md)" >&2; exit 2; }
+need-swsr:
+	@test -n "$(SWSR)" || { echo "make: no SWSR data: set MMCLOAK_SWSR (or SWSR=DIR) to SWSR's folder (docs/guide/data.md)" >&2; exit 2; }
 PY := $(BIN)/python -m
-bench: $(BENCH_INSTALLED)
+bench: need-cold $(BENCH_INSTALLED)
 	$(PY) bench.perturb --cold $(COLD)
 	$(PY) bench.render --cold $(COLD)
 	$(PY) bench.long_posts --cold $(COLD)
@@ -93,11 +112,11 @@ bench: $(BENCH_INSTALLED)
 	$(PY) bench.command_vs_rev --cold $(COLD) --rev 7156814 --rounds 5   # the local path against before Ray
 
 ## bench-mmbert: MMBERT speed, and MMBERT vs text-only under cloaking on COLD with real Kokoro + Whisper
-## weights (WEIGHTS=folder made by shared/models/offline_weights.py); about 5 hours on 2 CPU cores, most
+## weights (WEIGHTS=folder `make weights` fills, weights/ by default); about 5 hours on 2 CPU cores, most
 ## of it Kokoro speaking ~4,300 texts (cached: a rerun takes about 30 minutes). Its last step attacks
 ## MMBERT beside bench-attacks' conventional victims: run bench-attacks first.
 WEIGHTS ?= weights
-bench-mmbert: $(BENCH_INSTALLED) $(OPEN_CLIP_INSTALLED)
+bench-mmbert: need-cold $(BENCH_INSTALLED) $(OPEN_CLIP_INSTALLED)
 	$(PY) bench.mmbert_speed --cold $(COLD)
 	$(OPEN_CLIP_VENV)/bin/python -m bench.vision_table   # ~20 min
 	$(PY) bench.speech --cold $(COLD) --weights $(WEIGHTS)
@@ -113,8 +132,8 @@ bench-mmbert: $(BENCH_INSTALLED) $(OPEN_CLIP_INSTALLED)
 ## small backbone pre-trained here, bert and chinesebert on it), the cloak attacks at scale, the
 ## robustness table, how true to real cloaking they are, HABERTOR and the attention regularisers; about
 ## 7 hours on 2 CPU cores, most of it the backbone, the RBF SVMs and HABERTOR's pre-training
-SWSR ?= ../shared/data/swsr
-bench-attacks: $(BENCH_INSTALLED)
+SWSR ?= $(MMCLOAK_SWSR)
+bench-attacks: need-cold need-swsr $(BENCH_INSTALLED)
 	$(PY) bench.backbone --cold $(COLD) --swsr $(SWSR) --epochs 3
 	$(PY) bench.victims --cold $(COLD) --swsr $(SWSR)   # also the emb-* victims' word vectors
 	$(PY) bench.victims --cold $(COLD) --swsr $(SWSR) --neural bert,chinesebert --no-curve   # after backbone
@@ -142,7 +161,7 @@ bench-attacks: $(BENCH_INSTALLED)
 E5_WORK ?= bench/work/mmbert-e5
 MMBERT_E5 = $(PY) bench.mmbert_cold --cold $(COLD) --weights $(WEIGHTS) --tts espeak-ng --backbone $(WEIGHTS)/e5 \
 	--backbone-layers 6 --max-length 64 --stage3-lr 2e-5 --train-posts 5000 --epochs 1,2,3 --test 1000
-bench-mmbert-e5: $(BENCH_INSTALLED)
+bench-mmbert-e5: need-cold $(BENCH_INSTALLED)
 	$(PY) bench.encoder_speed --cold $(COLD) --encoder $(WEIGHTS)/e5 --weights $(WEIGHTS)
 	for seed in 0 1 2; do $(MMBERT_E5) --seed $$seed --work $(E5_WORK) --out bench/results/mmbert_e5_seed$$seed.json \
 		--routing-out bench/results/mmbert_e5_routing_seed$$seed || exit 1; done
@@ -171,7 +190,7 @@ bench-mmbert-e5: $(BENCH_INSTALLED)
 ## OpenAI-compatible server on 127.0.0.1, under every cloak attack on 300 COLD test posts; about 50 minutes on
 ## 2 CPU cores. Needs llama-cpp-python[server] in the venv (the docs say how to build it); makes qwen's weights.
 .PHONY: bench-llm
-bench-llm: $(BENCH_INSTALLED)
+bench-llm: need-cold $(BENCH_INSTALLED)
 	$(BIN)/mmcloak-weights qwen $(WEIGHTS)
 	$(PY) bench.llm_victim --cold $(COLD) --gguf $(WEIGHTS)/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 

@@ -1,8 +1,8 @@
 """Does MMBERT lose less than text-only BERT when posts are cloaked? A real experiment on COLD.
 
-Run from the repository root with the real weights of ``mmcloak-weights`` (or ``make weights``)::
+Run from the repository root with the real weights ``make weights`` fetches (``mmcloak-weights``)::
 
-    .venv/bin/mmcloak-weights whisper-base,kokoro weights
+    make weights
     .venv/bin/python -m bench.mmbert_cold --weights weights
 
 Everything lands in ``--work`` (default ``bench/work/mmbert``; any folder, outside the repository too)
@@ -12,7 +12,7 @@ stopped after a checkpoint resumes from it); the figures go to ``--out`` (defaul
 On a pretrained encoder (multilingual-e5-small)::
 
     .venv/bin/python -m bench.mmbert_cold --weights W --tts espeak-ng --backbone W/e5 --backbone-layers 6 \
-        --max-length 64 --stage3-lr 2e-5 --train-posts 5000 --work /work/runs/mmbert-e5 --seed 0 \
+        --max-length 64 --stage3-lr 2e-5 --train-posts 5000 --work runs/mmbert-e5 --seed 0 \
         --out bench/results/mmbert_e5_seed0.json --routing-out bench/results/mmbert_e5_routing_seed0
 
 MMBERT: Xue et al., "MMBERT: Scaled Mixture-of-Experts Multimodal BERT for Robust Chinese Hate Speech
@@ -33,21 +33,22 @@ Detection under Cloaking Perturbations", 2025, arXiv:2508.00760.
    ``--pretrain-epochs`` epochs.
 4. MMBERT: ``small`` preset (``--max-length``, ``--stage1-loss``, ``--stage2-rates``, ``--stage3-lr``,
    ``--stage3-text-mask``, ``--stage3-term-mask``, ``--stage3-term-holdout``, ``--epochs`` over it;
-   stage 2 at the paper's rates on a pretrained ``--backbone``), stages 1, 2, 3 in
+   stage 2 at Xue et al.'s rates on a pretrained ``--backbone``), stages 1, 2, 3 in
    turn from that backbone. Text-only: the same backbone with one modality (a plain BERT), fine-tuned
    with the same stage-3 settings (epochs, learning rate, batch, early stopping on dev macro-F1).
-   ``--ablation``: also MMBERT with text + speech and with text + vision (the paper's Table 2), each
+   ``--ablation``: also MMBERT with text + speech and with text + vision (Xue et al.'s Table 2), each
    trained through the three stages alike.
 5. Every model evaluated on every test set: accuracy and macro-F1, overall and on the posts the op
    changed (a post without a target term stays as it is); the drop = clean - cloaked; a paired bootstrap
    of each drop and of text-only's drop minus each model's; the predictions kept for the verdict.
-6. MMBERT's routing over the test sets together, grouped by op (the paper's Fig. 3):
+6. MMBERT's routing over the test sets together, grouped by op (Xue et al.'s Fig. 3):
    ``--routing-out`` (default ``bench/results/mmbert_routing/``: routing.json, routing.png).
 """
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -67,7 +68,7 @@ ABLATION = {"text_speech": ("text_speech_stage3", ("text", "speech")),
 
 
 def stage2_rates(args) -> str:
-    """``--stage2-rates``, by default the paper's on a pretrained encoder and the ``small`` preset's on the
+    """``--stage2-rates``, by default Xue et al.'s on a pretrained encoder and the ``small`` preset's on the
     BERT pre-trained here: the small preset's experts and head at 1e-3 make a pretrained encoder's speech
     and vision experts answer one label for every post (dev macro-F1 0.333 on multilingual-e5-small)."""
     return args.stage2_rates or ("small" if args.backbone.resolve() == DEFAULT_BACKBONE.resolve() else "paper")
@@ -128,7 +129,7 @@ def trained(stage: int, run: dict, files: dict, out: Path, from_dir: Path, allow
 
 
 def routing_figure(model_dir: Path, files: dict, out_dir: Path, features: dict) -> dict:
-    """The paper's Fig. 3 for the trained MMBERT over the test sets together, grouped by op."""
+    """Xue et al.'s Fig. 3 for the trained MMBERT over the test sets together, grouped by op."""
     from mmbert.loading import load_model
     from mmbert.routing import routing_analysis
 
@@ -216,9 +217,9 @@ def arguments():
                     help="share of those terms never masked (the same at every seed), for bench.mmbert_heldout [0]")
     ap.add_argument("--stage1-loss", choices=("mse", "contrastive"), default="mse",
                     help="stage 1's alignment of the pooled speech and glyph encodings to the clean text's: the "
-                         "paper's error, or contrastive (each post nearest its own clean text; mmbert.train)")
+                         "Xue et al.'s error, or contrastive (each post nearest its own clean text; mmbert.train)")
     ap.add_argument("--stage2-rates", choices=("paper", "small"), default=None,
-                    help="stage 2's learning rates: the paper's (aligners 1e-3, text expert 5e-6, speech and vision "
+                    help="stage 2's learning rates: Xue et al.'s (aligners 1e-3, text expert 5e-6, speech and vision "
                          "experts and head 5e-5) or the small preset's (1e-3, 1e-4, 1e-3, 1e-3) [paper on a given "
                          "--backbone, small on the BERT pre-trained here]")
     ap.add_argument("--epochs", type=stage_epochs, default=None, metavar="N|E1,E2,E3",
@@ -280,7 +281,8 @@ def main() -> None:
     if args.speech_workers < 1:
         ap.error(f"--speech-workers {args.speech_workers}: give at least 1")
     if args.quick:
-        args.train, args.out, args.routing_out = 40, Path("/tmp/mmbert_cold_quick.json"), Path("/tmp/mmbert_routing")
+        args.train, args.out, args.routing_out = 40, Path(tempfile.gettempdir()) / "mmbert_cold_quick.json", \
+            Path(tempfile.gettempdir()) / "mmbert_routing"
     weight_files(ap, args.weights, "whisper-base.pt",
                  *(["kokoro/kokoro-v1.0.int8.onnx"] if args.tts == "kokoro-onnx" and not args.quick else []))
     import torch

@@ -1,8 +1,8 @@
 """Benchmark of ``speech``: Kokoro TTS intelligibility, homophone similarity in Whisper space, and speed.
 
-Run from the repository root, with real weights assembled by ``mmcloak-weights``::
+Run from the repository root, with real weights fetched by ``make weights`` (``mmcloak-weights``)::
 
-    .venv/bin/mmcloak-weights whisper-base,kokoro weights
+    make weights
     .venv/bin/python -m bench.speech --weights weights          # full run (~10 min on 2 cores)
     .venv/bin/python -m bench.speech --weights weights --quick  # smoke run
 
