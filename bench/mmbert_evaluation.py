@@ -1,6 +1,6 @@
 """How the MMBERT benchmarks score their trained models: each test set's figures, the drops under each
-cloak, a paired bootstrap of every model's drop against the text-only twin's, and the paper's goal of half
-the drop. Not a benchmark: ``bench.mmbert_cold`` and ``bench.mmbert_heldout`` score with it.
+cloak, a paired bootstrap of every model's drop against the text-only twin's, and Xue et al. (2025)'s goal
+of half the drop. Not a benchmark: ``bench.mmbert_cold`` and ``bench.mmbert_heldout`` score with it.
 """
 from __future__ import annotations
 

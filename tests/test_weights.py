@@ -5,6 +5,7 @@ import hashlib
 import io
 import json
 import re
+import shlex
 import struct
 import tarfile
 import urllib.error
@@ -230,6 +231,23 @@ def test_the_help_lists_every_model_with_its_size_and_licence():
     for recipe in RECIPES.values():
         assert f"{recipe.name}" in shown and recipe.licence in shown
     assert "(491 MB)" in shown and "--downloads FOLDER" in shown
+
+
+def test_every_mmcloak_weights_line_of_the_docs_and_the_makefile_names_models_and_options_that_exist():
+    from attacks.weights import recipes_named
+    from attacks.weights_cli import main
+    from tests.test_docs import PAGES, ROOT, blocks
+
+    lines = [line.split(" #")[0].strip() for page in PAGES for block in blocks(page, "bash")
+             for line in block.replace("\\\n", " ").splitlines() if line.strip().startswith("mmcloak-weights")]
+    lines += [span for page in PAGES for span in re.findall(r"`(mmcloak-weights [^`]+)`", page.read_text("utf-8"))
+              if span != "mmcloak-weights NAME DIR"]  # the inline ones, but the placeholder
+    assert len(lines) >= 5
+    for line in lines:
+        recipes_named(main.make_context("mmcloak-weights", shlex.split(line)[1:]).params["names"])
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert [r.name for r in recipes_named(re.search(r"^WEIGHT_MODELS \?= (\S+)", makefile, re.M)[1])] == \
+        ["whisper-base", "kokoro", "e5"]
 
 
 # ------------------------------------------------------------------------- the conversions, tiny inputs
