@@ -79,7 +79,8 @@ def test_the_examples_of_a_page_run_in_turn(page, folder, request):
         save_tiny_bert(folder / "victims" / "bert", request.getfixturevalue("backbone"))
     for i, block in runnable(page):
         # dont_inherit: the examples run without this module's `from __future__ import annotations`
-        exec(compile(block, f"{page_id(page)} python block {i + 1}", "exec", dont_inherit=True), {"__name__": "__docs__"})
+        code = compile(block, f"{page_id(page)} python block {i + 1}", "exec", dont_inherit=True)
+        exec(code, {"__name__": "__docs__"})
 
 
 def save_tiny_bert(out: Path, backbone) -> None:

@@ -24,8 +24,9 @@ def scale(r) -> list[Table]:
     for attack, a in sorted(d["by_op"].items(), key=lambda kv: -kv[1]["drop"]):
         op = attack.removeprefix("cloak:")
         c = cov[op]
-        rows.append([f"`{op}`", f"{c['changed']:,} ({pct(c['share'])})", f"{c['offensive_changed']:,} "
-                     f"({pct(c['offensive_share'])})", f"{a['macro_f1']:.4f}", f"{a['drop']:.4f}", pct(a["success_rate"])])
+        rows.append([f"`{op}`", f"{c['changed']:,} ({pct(c['share'])})",
+                     f"{c['offensive_changed']:,} ({pct(c['offensive_share'])})", f"{a['macro_f1']:.4f}",
+                     f"{a['drop']:.4f}", pct(a["success_rate"])])
     return [Table("Cloak attacks at scale", ["attacks_scale.json", "coverage.json"],
                   ["op", "posts changed", "offensive posts changed", "macro-F1", "drop", "success rate"], rows,
                   f"`{d['commands']['evaluate']}`: every op in keyword mode with the old defaults (the lexicon's "
@@ -49,8 +50,9 @@ def realism(r) -> list[Table]:
         aug = [s["victims"][augmented]]
         targets, strength = name.split("/")
         rows.append([targets, strength, pct(s["coverage_posts"]), pct(s["coverage_offensive"]),
-                     f3(drop(plain, "drop_accuracy")), f3(drop(plain, "drop_accuracy_changed")), f3(drop(plain, "drop_f1")),
-                     f3(drop(aug, "drop_accuracy")), f3(drop(aug, "drop_accuracy_changed"))])
+                     f3(drop(plain, "drop_accuracy")), f3(drop(plain, "drop_accuracy_changed")),
+                     f3(drop(plain, "drop_f1")), f3(drop(aug, "drop_accuracy")),
+                     f3(drop(aug, "drop_accuracy_changed"))])
     return [Table("Realism of the attacks", ["realism.json"],
                   ["targets", "strength", "posts changed", "offensive posts changed", "plain: accuracy drop",
                    "on the posts changed", "plain: macro-F1 drop", "augmented: accuracy drop", "on the posts changed"],
@@ -128,8 +130,11 @@ def search(r) -> list[Table]:
                      flipped, pct(ten["accuracy_under_attack"]), num(ten["queries_per_example"], 1),
                      pct(ten["perturbed_share"])])
     caps = sorted({cap for v in c["victims"].values() for cap in v["values"]}, key=int, reverse=True)
-    cap_rows = [[f"`{victim}`"] + [f"{pct(v['values'][cap]['success_rate'])} at {num(v['values'][cap]['queries_per_example'], 1)}"
-                                   if cap in v["values"] else "" for cap in caps]
+    def at(v: dict, cap: str) -> str:
+        e = v["values"].get(cap)
+        return f"{pct(e['success_rate'])} at {num(e['queries_per_example'], 1)}" if e else ""
+
+    cap_rows = [[f"`{victim}`"] + [at(v, cap) for cap in caps]
                 + [f"{pct(v['values'][caps[0]]['perturbed_share'])} -> {pct(v['values'][caps[-1]]['perturbed_share'])}"
                    if caps[0] in v["values"] and caps[-1] in v["values"] else ""]
                 for victim, v in c["victims"].items()]
