@@ -109,7 +109,13 @@ def robustness(r) -> list[Table]:
                   "its own share: `--targets lexicon --strength op`), 2 variants, the worst counts, all COLD test "
                   "posts. `habertor-adaptive` was fine-tuned on 10,000 posts for one epoch (the others: all, two "
                   "epochs): read its drops, not its clean figure. The conventional victims under today's defaults "
-                  "are in the realism table above."),
+                  "are in the realism table above.\n\nThe ranking of the ops is nearly the same for every detector: "
+                  "writing a term in pinyin or English, or as its initials, costs the most, then emoji, homophones "
+                  "and look-alikes. The word-level models (`bow-*`, `emb-gbt`) also suffer from the ops that leave a "
+                  "term's characters alone (`noise`, `shuffle`, `zerowidth` break jieba's words), and so does "
+                  "HABERTOR, whose SentencePiece vocabulary keeps every character as written. Adversarial training "
+                  "in embedding space does not carry over to cloaking: HABERTOR's drops are the largest of the torch "
+                  "victims'."),
             Table("FGM and PGD", ["robustness.json"], ["victim", "attack", "clean"] + [f"eps {e}" for e in eps],
                   embedding,
                   "Macro-F1 on the first 300 COLD test posts; an L2 radius eps on each post's input embeddings, PGD "
@@ -151,7 +157,9 @@ def search(r) -> list[Table]:
                    "accuracy under attack", "queries a post", "characters changed"], rows,
                   "Every op, 200 queries a post, 10 candidates a word (the default), deletion ranking, on the first "
                   "COLD test posts; counted as TextAttack counts. Offensive posts flipped get past the detector; "
-                  "clean posts flipped become false alarms."),
+                  "clean posts flipped become false alarms. Only the gradient-boosted trees hold better, because "
+                  "their splits rest on many words at once, and they hold on the clean posts; neither ChineseBERT's "
+                  "glyph and pinyin inputs nor HABERTOR's adversarial training keeps the search out."),
             Table("Candidates a word", ["search_candidates.json"],
                   ["victim"] + [f"`--max-candidates {cap}`: success at queries a post" for cap in caps]
                   + [f"characters changed, {caps[0]} -> {caps[-1]}"], cap_rows,

@@ -38,7 +38,10 @@ def victims(r) -> list[Table]:
                   f"`emb-*` read {wv['dimensions']}-dimensional skip-gram word2vec vectors trained here on jieba's "
                   f"words of COLD train + SWSR ({wv['words']:,} words). The torch victims' prediction rates were "
                   "measured before they batched posts by length (see "
-                  "[predict order](attacks.md#torch-victims-batch-by-length)).")]
+                  "[predict order](attacks.md#torch-victims-batch-by-length)). The best conventional victims are the "
+                  "linear models on character n-grams; an RBF SVM adds nothing at many times the training time, and "
+                  "word features trail character n-grams on COLD (a cloaked or new word is out of the vocabulary, a "
+                  "character n-gram of it often is not).")]
 
 
 def backbone(r) -> list[Table]:

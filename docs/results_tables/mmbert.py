@@ -105,7 +105,11 @@ def robustness(r) -> list[Table]:
                             "The eSpeak NG MMBERT and its text-only twin (both fine-tuned on 2,000 COLD posts and a "
                             "cloak of each by seven ops), attacked like every other victim on the 300 COLD test posts "
                             "they were measured on, with the conventional victims (no cloaks in training) for scale: "
-                            "every cloak op in keyword mode, 2 variants, the worst counts."))
+                            "every cloak op in keyword mode, 2 variants, the worst counts. Cloak training is what "
+                            "holds: on the ops the two torch models were trained with they lose far less than the "
+                            "conventional victims. Which of MMBERT and its twin loses less depends on the training "
+                            "run; the `noise` loss is not in MMBERT's speech (`speakable` drops the inserted symbols) "
+                            "but in the text and glyph inputs, which see them."))
     return tables
 
 
