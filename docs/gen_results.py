@@ -61,7 +61,7 @@ def index_page(all_pages: dict[str, Page]) -> str:
              "the benchmarks: [Benchmarks](../guide/benchmarks.md). The MMBERT work is told in order, with what",
              "was tried and what was found, in [the MMBERT study](../studies/mmbert.md).", ""]
     for name, (title, intro, _) in all_pages.items():
-        lines.append(f"- [{title}]({name}): {intro.strip().splitlines()[0]}")
+        lines.append(f"- [{title}]({name}): " + " ".join(intro.strip().split("\n\n")[0].split()))
     return "\n".join(lines) + "\n"
 
 
