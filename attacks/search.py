@@ -36,7 +36,7 @@ from cloak import Perturber, available_ops, parse_ops
 from cloak.edits import Edit
 from cloak.params import InstanceOf, Interval, Options, Satisfies, param, validate_fields
 
-from .attack import Outcome, register_attack
+from .attack import Outcome, ReportedAs, register_attack
 from .constraints import Constraint, Stopwords, make_constraint
 from .fgm import NotDifferentiable
 from .goals import DEFAULT_GOAL, Goal, make_goal
@@ -84,6 +84,8 @@ class SearchAttack:
     ``("max-edits:k=2",)``); ``stopwords`` is the ``stopwords`` constraint, kept as its own parameter."""
 
     kind: ClassVar[str] = "search"
+    # its flipped posts before the cloaks': one search, which a dozen cloak attacks would crowd out
+    reported_as: ClassVar[ReportedAs] = ReportedAs(figure="counts", examples=0, varies="ops")
 
     ops: str = ""
     query_budget: int = 200
