@@ -359,12 +359,21 @@ def curve(name, train_path, test_path, out_dir, sizes, repeats, backbone, vector
 
 class EvaluateCommand(click.Command):
     """``attacks evaluate``: its own options, with those of every attack's options dataclass after
-    ``--attacks`` (made when asked for, so that an attack registered after this module loaded has its own)."""
+    ``--attacks``, made when its parameters are read (so that an attack registered after this module loaded
+    has its options too)."""
 
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        params = super().get_params(ctx)
-        at = next(i for i, p in enumerate(params) if p.name == "attack_names") + 1
-        return [*params[:at], *_attack_options(tuple(options_classes())), *params[at:]]
+    @property
+    def params(self) -> list[click.Parameter]:
+        classes = tuple(options_classes())
+        if classes != self.made_for:  # one list while the attacks stay: click appends to it and pops
+            own, self.made_for = self.own_params, classes
+            at = next(i for i, p in enumerate(own) if p.name == "attack_names") + 1
+            self.made = [*own[:at], *_attack_options(classes), *own[at:]]
+        return self.made
+
+    @params.setter
+    def params(self, params: list[click.Parameter]) -> None:
+        self.own_params, self.made_for = params, None
 
 
 @functools.cache
