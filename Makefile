@@ -145,6 +145,8 @@ bench-attacks: need-cold need-swsr $(BENCH_INSTALLED)
 	$(PY) bench.predict_order   # after robustness and victims --neural
 	$(PY) bench.search_settings   # after robustness and victims --neural
 	$(PY) bench.search_settings --option stopwords
+	$(PY) bench.search_settings --option search-method
+	$(PY) bench.search_settings --option goal
 	$(PY) bench.search_importance   # after robustness and victims --neural
 	$(PY) bench.habertor_speed
 	$(PY) bench.regularizers --cold $(COLD)   # after backbone

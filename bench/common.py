@@ -430,7 +430,8 @@ def search_figures(out: Path) -> dict[str, tuple[float, dict]]:
     """Per victim of an ``attacks evaluate --attacks search`` folder: clean macro-F1 and the search's
     figures (macro-F1 under attack, characters changed and TextAttack's counts, also by gold label)."""
     summary = read_json(out / "summary.json")
-    return {victim: (entry["clean"]["f1"], {"macro_f1": (f := entry["attacks"]["search"])["all"]["f1"],
+    search = next(a for a, settings in summary["attacks"].items() if settings["kind"] == "search")  # one a folder
+    return {victim: (entry["clean"]["f1"], {"macro_f1": (f := entry["attacks"][search])["all"]["f1"],
                                             "perturbed_share": f["perturbed_share"], **f["textattack"],
                                             "by_label": f["textattack_by_label"]})
             for victim, entry in summary["victims"].items()}

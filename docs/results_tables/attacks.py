@@ -168,7 +168,34 @@ def search(r) -> list[Table]:
                   ["victim", "offensive, `none`", "offensive, `zh`", "clean, `none`", "clean, `zh`"], stop_rows,
                   "`--stopwords zh` leaves stopwords-iso's Chinese function words out of the ranking and the "
                   "substitutions, as TextAttack's Chinese recipe does; success rate at queries a post, by gold label. "
-                  "The default stays `none`, the stronger attack over both labels.")]
+                  "The default stays `none`, the stronger attack over both labels."),
+            *search_parts(r)]
+
+
+def search_parts(r) -> list[Table]:
+    """The search's method and goal, each value against the defaults on the same posts."""
+    rows = []
+    for file, option in (("search_methods.json", "--search-method"), ("search_goals.json", "--goal")):
+        for victim, v in r(file)["victims"].items():
+            for value, e in v["values"].items():
+                attacked = e["successes"] + e["failures"]
+                rows.append([f"`{victim}`", f"`{option} {value}`", f"{e['successes']:,} / {attacked:,}",
+                             f"{pct(e['success_rate'])} {interval(wilson(e['successes'], attacked))}",
+                             num(e["queries_per_example"], 1), f"{e['skipped']:,}"])
+    return [Table("Search methods and goals", ["search_methods.json", "search_goals.json"],
+                  ["victim", "option", "successes / posts attacked", "success rate [Wilson 95%]", "queries a post",
+                   "skipped"], rows,
+                  "Every op, 200 queries a post, deletion ranking, the first 1,000 COLD test posts. On this budget "
+                  "the greedy search (the default) is the stronger: a beam spends its width in queries at every "
+                  "word and reaches fewer words. `targeted:label=1` is the false-positive attack: benign posts "
+                  "the detector passes, edited until it flags them (the offensive ones are skipped).")]
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> list[float]:
+    """The Wilson score 95% interval of a success rate."""
+    p, d = successes / n, 1 + z * z / n
+    centre, half = (p + z * z / (2 * n)) / d, z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5 / d
+    return [centre - half, centre + half]
 
 
 def textattack(r) -> list[Table]:
