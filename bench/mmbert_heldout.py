@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from bench.common import RESULTS, WORK, machine_info, parser, read_json, require, write_result
-from bench.mmbert_cold import MODELS, bootstrap_drops, evaluate, half_the_drop, predictions_text, print_table
+from bench.mmbert_evaluation import MODELS, bootstrap_drops, evaluate, half_the_drop, predictions_text, print_table
 from bench.mmbert_data import heldout_cloaks
 from cloak.io import read_records
 from cloak.targets import Lexicon

@@ -279,7 +279,7 @@ def test_glyph_spread_tells_one_vector_for_every_glyph_from_distinct_glyphs():
 
 
 def test_diagnosis_measures_each_modality_path_of_a_trained_mmbert(stages, run, data, tmp_path):
-    from bench.mmbert_cold import TEST_SETS
+    from bench.mmbert_data import TEST_SETS
     from bench.mmbert_diagnose import macro_f1, model_figures, routing_shift, stage2_logs
 
     dev = read_jsonl(data / "dev.jsonl")
