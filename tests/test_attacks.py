@@ -345,8 +345,8 @@ def test_saliency_covers_exactly_the_characters_the_model_reads(tiny_bert, posts
     for text, token_spans, ids, mask, chars in zip(texts, spans, batch["input_ids"], batch["attention_mask"], saliency):
         assert len(token_spans) == int(mask.sum()) and token_spans[0] is None and token_spans[-1] is None
         for span, i in zip(token_spans[1:-1], ids[1:]):  # each token is the characters it says it covers
-            token = tiny_bert.tokenizer.convert_ids_to_tokens(int(i))
-            if token != tiny_bert.tokenizer.unk_token:
+            token = tiny_bert.tokenizer_.convert_ids_to_tokens(int(i))
+            if token != tiny_bert.tokenizer_.unk_token:
                 plain = unicodedata.normalize("NFD", text[span[0]:span[1]].lower())
                 assert token.removeprefix("##") == "".join(c for c in plain if not unicodedata.combining(c))
         read = np.zeros(len(text), bool)

@@ -149,8 +149,8 @@ def test_habertor_fine_tunes_saves_reloads_and_differentiates(habertor_backbone,
     train, test = rows[:240], rows[240:]
     victim = habertor(habertor_backbone)
     victim.fit(train, progress=False, out_dir=str(tmp_path))
-    assert victim.sources == sorted({r["topic"] for r in train})
-    eps, low, high = victim.model.noise.eps.detach(), victim.training.eps_low, victim.training.eps_high
+    assert victim.sources_ == sorted({r["topic"] for r in train})
+    eps, low, high = victim.model_.noise.eps.detach(), victim.training.eps_low, victim.training.eps_high
     assert ((eps >= low) & (eps <= high)).all() and (eps > low).any()  # learnt, and kept in [a, b]
     texts = [r["text"] for r in test]
     again = load_victim(str(tmp_path))
@@ -173,7 +173,7 @@ def test_the_adversarial_loss_is_eq_3(habertor_backbone, sample_path):
     rows = read_jsonl(sample_path)[:32]
     plain = habertor(habertor_backbone, "none", epochs=1)
     plain.fit(rows[:24], rows[24:], progress=False)
-    model, labels = plain.model.eval(), torch.tensor([r["label"] for r in rows])
+    model, labels = plain.model_.eval(), torch.tensor([r["label"] for r in rows])
     inputs = plain.training_batch(rows)
     clean = plain.training_loss(model, inputs, labels)
     plain.training = plain.Training(adv="fgm", eps=0.0)

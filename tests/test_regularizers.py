@@ -74,11 +74,11 @@ def test_bert_victims_train_with_an_attention_regularizer(name, kind, backbone, 
     victim = make_victim(name, {"backbone": backbone, "max_length": 48, **extra},
                          {"epochs": 1, "lr": 1e-3, "batch_size": 16, "regularizer": kind})
     victim.fit(train, dev, out_dir=str(tmp_path), progress=False)
-    assert np.isfinite(victim.log["log"][0]["train_loss"])
+    assert np.isfinite(victim.log_["log"][0]["train_loss"])
     inputs = victim.training_batch(train[:8])
     if kind == "klar":  # the default lexicon's terms are in the sample's posts
         assert inputs["relevant"].any()
-    logits, attentions = victim.model_attentions(victim.model, victim.embed_batch(victim.model, inputs))
+    logits, attentions = victim.model_attentions(victim.model_, victim.embed_batch(victim.model_, inputs))
     assert len(attentions) == 2 and attentions[0].shape[-1] == inputs["input_ids"].shape[1]
     again = load_victim(str(tmp_path))
     assert again.training.regularizer == kind  # saved with the victim
@@ -106,9 +106,9 @@ def test_habertor_trains_with_an_attention_regularizer(habertor_backbone, rows_o
     victim.fit(train, dev, out_dir=str(tmp_path), progress=False)
     inputs = victim.training_batch(train[:8])
     assert inputs["relevant"].any() and (inputs["source"] >= 0).all()
-    embedded = victim.embed_batch(victim.model.eval(), inputs)
-    logits, attentions = victim.model_attentions(victim.model, embedded)
-    torch.testing.assert_close(logits, victim.model_logits(victim.model, embedded))  # eager = fused kernel
+    embedded = victim.embed_batch(victim.model_.eval(), inputs)
+    logits, attentions = victim.model_attentions(victim.model_, embedded)
+    torch.testing.assert_close(logits, victim.model_logits(victim.model_, embedded))  # eager = fused kernel
     assert len(attentions) == 2 and torch.allclose(attentions[0].sum(-1), torch.ones(()))
 
 

@@ -295,7 +295,7 @@ class KeywordFilter(Victim):
         return f"filter:{len(self.config.terms.split(',')) if self.config.terms else 0}"
 
     def fit(self, train, dev=None, **_):
-        self.num_labels = 2
+        self.num_labels_ = 2
         return self
 
     def predict_proba(self, texts):

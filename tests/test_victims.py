@@ -64,17 +64,17 @@ def test_the_grid_and_oversampling_follow_paper_001(split, tmp_path):
     train, _, test = split
     victim = make_victim("tfidf-svm", training={"grid": True, "oversample": True, "folds": 3})
     victim.fit(train, progress=False)
-    results = victim.grid_results
+    results = victim.grid_results_
     assert [c["params"] for c in results["candidates"]] == [{"C": 0.1}, {"C": 1.0}, {"C": 10.0}]
     best = max(results["candidates"], key=lambda c: c["cv_macro_f1"])
-    assert victim.chosen_params == results["best_params"] == best["params"]
-    assert victim.config.params == {"C": 1.0}  # fit leaves the params it was given (linear SVM's default)
+    assert victim.params_ == results["best_params"] == best["params"]
+    assert victim.config.params == {}  # fit leaves the params it was given (none: the defaults)
     victim.save(str(tmp_path))
     again = load_victim(str(tmp_path))  # victim.json records the chosen params, and the model has them
-    assert again.chosen_params == again.config.params == again.facts["config"]["params"] == best["params"]
+    assert again.params_ == again.config.params == again.facts["config"]["params"] == best["params"]
     from attacks.victims.conventional import Oversampled
 
-    assert isinstance(victim.model, Oversampled)
+    assert isinstance(victim.model_, Oversampled)
     model = Oversampled(Recorder(), 0.25, 0).fit(["x"] * 44, np.array([0] * 40 + [1] * 4))
     assert np.bincount(model.estimator_.seen_).tolist() == [40, 10]  # the minority raised to a quarter
     balanced = Oversampled(Recorder(), 0.25, 0).fit(["x"] * 20, np.array([0] * 12 + [1] * 8))
@@ -157,7 +157,7 @@ def test_torch_victims_train_through_the_loop_save_reload_and_differentiate(name
     victim = torch_victim(name, backbone)
     victim.fit(train, dev, out_dir=str(tmp_path), progress=False)
     log = json.loads((tmp_path / "log.json").read_text())
-    assert len(log) == 2 and all("dev_f1" in e for e in log) and victim.log["best_epoch"] in (1, 2)
+    assert len(log) == 2 and all("dev_f1" in e for e in log) and victim.log_["best_epoch"] in (1, 2)
     probs = victim.predict_proba(texts(test))
     assert probs.shape == (len(test), 2) and np.allclose(probs.sum(1), 1)
     again = load_victim(str(tmp_path))
@@ -192,7 +192,7 @@ def test_a_trained_mmbert_folder_is_a_victim(stages, data, tmp_path):
     assert np.allclose(probs.sum(1), 1)
     from mmbert.inference import infer
 
-    np.testing.assert_allclose(probs, infer(victim.model, victim.featurizer, rows)["probs"], atol=1e-6)
+    np.testing.assert_allclose(probs, infer(victim.model_, victim.featurizer_, rows)["probs"], atol=1e-6)
     check_differentiable(victim, texts(rows)[:4])
     victim.save(str(tmp_path))
     np.testing.assert_array_equal(load_victim(str(tmp_path)).predict_proba(texts(rows)), probs)
@@ -319,7 +319,7 @@ def test_train_predict_and_curve_commands(sample_path, tmp_path):
 def test_mmbert_trains_as_a_victim_through_its_three_stages(run, data, tmp_path):
     victim = make_victim("mmbert", {"run": run})
     victim.fit(read_jsonl(data / "train.jsonl"), read_jsonl(data / "dev.jsonl"), out_dir=str(tmp_path), progress=False)
-    assert victim.model.config.stage == 3
+    assert victim.model_.config.stage == 3
     assert all((tmp_path / "stages" / f"s{s}" / "training.json").exists() for s in (1, 2, 3))
     victim.save(str(tmp_path / "victim"))
     rows = read_jsonl(data / "dev.jsonl")[:4]

@@ -146,11 +146,11 @@ class ChineseBertVictim(GAttentionGates, SavedEncoder, HeadTailTokens, FineTuned
         from mmbert.tokenization import backbone_tokenizer, piece_texts
         from mmbert.vision import glyph_images
 
-        self.tokenizer = backbone_tokenizer(self.config.backbone)
+        self.tokenizer_ = backbone_tokenizer(self.config.backbone)
         bert = load_backbone(self.config.backbone, self.config.backbone_layers, attention_kernel(self))
-        if len(self.tokenizer) > bert.config.vocab_size:
-            bert.resize_token_embeddings(len(self.tokenizer))
-        pieces = piece_texts(self.tokenizer, bert.config.vocab_size)
+        if len(self.tokenizer_) > bert.config.vocab_size:
+            bert.resize_token_embeddings(len(self.tokenizer_))
+        pieces = piece_texts(self.tokenizer_, bert.config.vocab_size)
         pinyin = pinyin_table(pieces)
         model = self._model(bert, num_labels, pinyin.shape[1] // PINYIN_LETTERS)
         model.glyphs.copy_(torch.from_numpy(glyph_images(pieces, self.config.glyph_size)))
@@ -160,9 +160,9 @@ class ChineseBertVictim(GAttentionGates, SavedEncoder, HeadTailTokens, FineTuned
     def architecture(self, directory: str) -> nn.Module:
         from mmbert.tokenization import load_tokenizer
 
-        self.tokenizer = load_tokenizer(directory)
+        self.tokenizer_ = load_tokenizer(directory)
         letters = saved_shapes(directory)["pinyin"][1]  # int64 in victims saved before pieces of several characters
-        return self._model(saved_encoder(directory, attention_kernel(self)), self.num_labels, letters // PINYIN_LETTERS)
+        return self._model(saved_encoder(directory, attention_kernel(self)), self.num_labels_, letters // PINYIN_LETTERS)
 
     def embed_batch(self, model: nn.Module, batch: dict) -> Embedded:
         return Embedded(model.fused_embeddings(batch["input_ids"]), batch["attention_mask"],
