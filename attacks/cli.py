@@ -13,7 +13,7 @@ import numpy as np
 
 from cloak.cli import ray_options
 from cloak.commands import check_out_folder, plural, reports_errors
-from cloak.io import RecordError, batched, check_files, check_records, dump_record, read_records, write_atomic
+from cloak.io import RecordError, batched, check_files, dump_record, known_labels, read_records, write_atomic
 from cloak.ops.base import STRENGTHS
 from cloak.params import ParameterError, validate
 
@@ -311,18 +311,26 @@ def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
     check_files([in_path], [out_path])
     from cloak.io import AtomicWriter
 
-    check_records(in_path, unique_ids=True)  # the whole file, before the victim loads
-    from . import load_victim
+    from . import inspect_victim
 
+    folder = inspect_victim(victim_dir)
+
+    def records():  # each label one the victim knows: another would be scored as if it were
+        numbered = read_records(in_path, unique_ids=True)
+        return known_labels(numbered, folder.num_labels, in_path, f"victim {folder.facts['name']}")
+
+    if in_path != "-":  # the whole file, before the victim loads (standard input is checked as it is read)
+        for _ in records():
+            pass
     _quiet_libraries()
-    victim = load_victim(victim_dir)
+    victim = folder.loaded()
     if gates and not victim.has_gates:
         raise ValueError(f"{victim_dir}: --gates needs a victim with a GAttention head (attacks train --head "
                          f"gattention); this is {victim.name}")
     click.echo(f"predict: {victim.name} ({victim.settings_text()})", err=True)
     n = 0
     with AtomicWriter(out_path) as out:
-        for block in batched((r for _, r in read_records(in_path, unique_ids=True)), batch_size):
+        for block in batched((r for _, r in records()), batch_size):
             texts = [r["text"] for r in block]
             probs = victim.predict_records(block)  # HABERTOR reads each post's source too
             token_gates = victim.gates(texts) if gates else [None] * len(block)

@@ -86,6 +86,23 @@ def parse_label(value: object) -> int:
     raise ValueError(f"must be a non-negative integer (0, 1, ...), got {value!r}")
 
 
+def known_labels(numbered: Iterable[tuple[int, dict]], num_labels: int, path: str,
+                 who: str) -> Iterator[tuple[int, dict]]:
+    """``(line, record)`` pairs, as :func:`read_records` yields them, passed on as they are read, but the first
+    whose label ``who`` (a model of labels 0 .. ``num_labels`` - 1) does not know is a RecordError naming its
+    line: no figure may count a class the model cannot answer. Records without a label pass."""
+    for line, record in numbered:
+        if "label" in record:
+            try:
+                label = parse_label(record["label"])
+            except ValueError as e:
+                raise RecordError(path, line, str(e), "label") from None
+            if label >= num_labels:
+                raise RecordError(path, line, f"{record['label']}, but {who} knows labels "
+                                  + ", ".join(map(str, range(num_labels))), "label")
+        yield line, record
+
+
 # Every figure takes label 0 as the clean class: what labels 0 and 1 are called where no name is given.
 DEFAULT_LABEL_NAMES = {0: "non-offensive", 1: "offensive"}
 
