@@ -164,6 +164,8 @@ def main() -> None:
               help="On a bad line: stop with an error naming it, or skip it and count it.")
 @click.option("--resume", is_flag=True,
               help="Continue an interrupted run from FILE.partial instead of starting over.")
+@click.option("--overwrite", is_flag=True,
+              help="Start over, throwing away what an interrupted run left in FILE.partial.")
 @click.option("--protect", default=None, metavar="REGEX",
               help="Extra spans never to touch (URLs, @mentions, #topics# and [emoticons] always are). "
                    "Records may also carry \"protected\": [[start, end], ...].")
@@ -173,7 +175,7 @@ def main() -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary line.")
 @_errors_reported
 def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate, variants, seed, workers, shard,
-            engine, address, on_error, resume, protect, text_field, plugins, quiet) -> None:
+            engine, address, on_error, resume, overwrite, protect, text_field, plugins, quiet) -> None:
     """Cloak each record's text and write the cloaked records.
 
     Every output record keeps all input fields, replaces `text`, and adds `source_text` and
@@ -200,7 +202,7 @@ def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate,
     else:
         perturber.prepare()  # here, once: the local workers inherit the tables
     stats = perturb_file(in_path, out_path, perturber, variants=variants, workers=workers,
-                         shard=shard, on_error=on_error, resume=resume, text_field=text_field,
+                         shard=shard, on_error=on_error, resume=resume, overwrite=overwrite, text_field=text_field,
                          progress=False if quiet else None, engine=runner)
     if not quiet:
         click.echo(f"cloak perturb: {stats.summary()}", err=True)

@@ -411,15 +411,19 @@ class AtomicWriter:
     writer interrupted (Ctrl-C, SIGTERM: KeyboardInterrupt) keeps ``path.partial`` and its checkpoint
     for ``resume=True`` to continue; any other failure, or any failure of a writer that is not
     resumable, removes them. ``checkpoint(state)`` records the progress (any JSON state, e.g. the last
-    input line done); only output written before the last checkpoint survives a resume.
+    input line done); only output written before the last checkpoint survives a resume. A resumable
+    writer opened over what an interrupted run left, neither to ``resume`` it nor to ``overwrite`` it,
+    refuses: that work would be lost unasked.
     """
 
     def __init__(self, path: str, *, resume: bool = False, fingerprint: str = "",
-                 resumable: bool = False) -> None:
+                 resumable: bool = False, overwrite: bool = False) -> None:
         self.path = path
         self.fingerprint = fingerprint
         self.resumable = resumable or resume
         self.resumed_state: dict | None = None
+        if resume and overwrite:
+            raise ValueError("--resume continues an interrupted run and --overwrite starts over: give one of them")
         if path == "-":
             if resume:
                 raise ValueError("--resume needs an output file, not standard output")
@@ -434,14 +438,28 @@ class AtomicWriter:
             with open(self.ckpt, encoding="utf-8") as f:
                 saved = json.load(f)
             if saved.get("fingerprint") != fingerprint:
-                raise ValueError(f"{self.partial} was written with other options or input; "
-                                 f"delete it or run without --resume")
+                raise ValueError(f"{self.partial} was written with other options or input: rerun with --overwrite "
+                                 "to start over")
             self._file = open(self.partial, "r+b")
             self._file.truncate(saved["bytes"])  # drop what was written after the checkpoint
             self._file.seek(saved["bytes"])
             self.resumed_state = saved["state"]
         else:
+            if self.resumable and not overwrite and os.path.exists(self.partial) and os.path.exists(self.ckpt):
+                raise ValueError(f"{self.partial} holds {self._interrupted()} of an interrupted run: rerun with "
+                                 "--resume to continue it, or --overwrite to start over")
             self._file = open(self.partial, "wb")
+
+    def _interrupted(self) -> str:
+        """What an interrupted run's partial file holds up to its checkpoint (what a resume keeps)."""
+        with open(self.ckpt, encoding="utf-8") as f:
+            done = json.load(f).get("bytes", 0)
+        lines, left = 0, done
+        with open(self.partial, "rb") as f:
+            while left > 0 and (block := f.read(min(left, 1 << 20))):
+                lines += block.count(b"\n")
+                left -= len(block)
+        return f"{lines:,} lines ({done / 1e6:.1f} MB)"
 
     def write(self, line: bytes) -> None:
         self._file.write(line)

@@ -208,7 +208,7 @@ def _interrupts_between_records():
 
 def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants: int = 1,
                  workers: int | None = 1, shard: str | tuple[int, int] | None = None,
-                 on_error: str = "fail", resume: bool = False, text_field: str = "text",
+                 on_error: str = "fail", resume: bool = False, overwrite: bool = False, text_field: str = "text",
                  progress: bool | None = None, engine: Engine | None = None) -> PerturbStats:
     """Cloak every record of ``in_path`` into ``out_path`` (``-`` for stdin / stdout).
 
@@ -245,7 +245,7 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
         fingerprint = json.dumps([os.path.abspath(in_path), st.st_size, st.st_mtime_ns, repr(perturber),
                                   variants, shard, text_field, on_error])
     started = time.perf_counter()
-    with AtomicWriter(out_path, resume=resume, fingerprint=fingerprint, resumable=True) as out:
+    with AtomicWriter(out_path, resume=resume, overwrite=overwrite, fingerprint=fingerprint, resumable=True) as out:
         if out.resumed_state:
             stats.restore(out.resumed_state)
             lo = max(lo, out.resumed_state["line"])

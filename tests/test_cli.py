@@ -118,6 +118,13 @@ def test_ctrl_c_leaves_no_output_and_resume_finishes_the_job(tmp_path, sample_pa
     assert proc.returncode == 130, err
     assert "rerun with --resume" in err
     assert not out.exists() and partial.exists()
+    # rerun without --resume: the work done is not thrown away unasked (a .partial of 68,353 lines was)
+    kept = partial.read_bytes()
+    refused = cloak(*args, "--out", out)
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert f"{partial} holds " in refused.stderr
+    assert "of an interrupted run: rerun with --resume to continue it, or --overwrite to start over" in refused.stderr
+    assert partial.read_bytes() == kept
     resumed = cloak(*args, "--out", out, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed after line" in resumed.stderr

@@ -108,6 +108,26 @@ def test_writer_is_atomic(tmp_path):
     assert not (tmp_path / "out.jsonl.partial").exists()
 
 
+def test_an_interrupted_run_is_not_thrown_away_unasked(tmp_path):
+    """Rerunning an interrupted `cloak perturb` without --resume restarted from line 0 (a .partial of 68,353
+    lines, 81 MB): now it says so and asks for --resume or --overwrite."""
+    out = str(tmp_path / "out.jsonl")
+    with pytest.raises(KeyboardInterrupt):
+        with AtomicWriter(out, fingerprint="f", resumable=True) as w:
+            w.write(b"1\n" * 3)
+            w.checkpoint({"line": 3})
+            w.write(b"2-half")  # after the checkpoint: not counted, as a resume drops it
+            raise KeyboardInterrupt
+    kept = (tmp_path / "out.jsonl.partial").read_bytes()
+    with pytest.raises(ValueError, match=r"out.jsonl.partial holds 3 lines \(0.0 MB\) of an interrupted run: rerun "
+                                         "with --resume to continue it, or --overwrite to start over"):
+        AtomicWriter(out, fingerprint="other", resumable=True)
+    assert (tmp_path / "out.jsonl.partial").read_bytes() == kept
+    with AtomicWriter(out, fingerprint="f", resumable=True, overwrite=True) as w:
+        w.write(b"9\n")
+    assert os.listdir(tmp_path) == ["out.jsonl"] and (tmp_path / "out.jsonl").read_bytes() == b"9\n"
+
+
 def test_writer_resumes_from_its_checkpoint(tmp_path):
     out = str(tmp_path / "out.jsonl")
     with pytest.raises(ValueError):  # a failure that is not an interruption leaves nothing to resume
