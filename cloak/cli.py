@@ -8,6 +8,7 @@ import importlib.util
 import inspect
 import os
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from types import ModuleType
@@ -185,6 +186,7 @@ def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate,
     modules = [import_plugin(module) for module in plugins]
     from .targets import DEFAULT_PROTECT
 
+    started = time.perf_counter()
     pattern = DEFAULT_PROTECT + (f"|{protect}" if protect else "")
     mine_from = mine_from or in_path
     if mines(targets) and mine_from == "-":
@@ -201,9 +203,11 @@ def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate,
         runner = RayEngine(address, workers, plugins=modules)
     else:
         perturber.prepare()  # here, once: the local workers inherit the tables
+    setup = time.perf_counter() - started
     stats = perturb_file(in_path, out_path, perturber, variants=variants, workers=workers,
                          shard=shard, on_error=on_error, resume=resume, overwrite=overwrite, text_field=text_field,
                          progress=False if quiet else None, engine=runner)
+    stats.setup_seconds = setup
     if not quiet:
         click.echo(f"cloak perturb: {stats.summary()}", err=True)
         for example in stats.skipped.examples:

@@ -201,7 +201,9 @@ def parse_record(raw: bytes, path: str, line: int, text_field: str = "text") -> 
     try:
         record = json.loads(decoded)
     except json.JSONDecodeError as e:
-        raise RecordError(path, line, f"invalid JSON: {e.msg} at column {e.colno}{_table_hint(path, decoded)}") from None
+        # json's messages may end in "at" (Unterminated string starting at): "at column", said once
+        raise RecordError(path, line, f"invalid JSON: {e.msg.removesuffix(' at')} at column {e.colno}"
+                                      f"{_table_hint(path, decoded)}") from None
     if not isinstance(record, dict):
         raise RecordError(path, line, f"expected a JSON object, got {json_type(record)}")
     if text_field not in record:
@@ -279,15 +281,20 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     path = os.fspath(path)
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".", suffix=".tmp")
+    try:  # a name the file system takes may be too long with the suffix: the temporary file's is cut short
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path)[:200] + ".", suffix=".tmp")
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, path) from None  # the file asked for, not its temporary name
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.remove(tmp)
+        if isinstance(e, OSError):
+            raise OSError(e.errno, e.strerror, path) from None
         raise
 
 

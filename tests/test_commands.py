@@ -9,6 +9,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -61,16 +62,22 @@ def test_speech_options_have_one_name_and_the_old_ones_still_work(tmp_path, samp
     assert (tmp_path / "a" / "index.jsonl").read_text() == (tmp_path / "b" / "index.jsonl").read_text()
 
 
-def test_progress_bars_stay_out_of_a_log(tmp_path, sample_path):
-    """stderr into a file (a log): no bar, so no carriage returns, unless asked for with progress=True."""
+def test_progress_in_a_log_is_plain_lines(tmp_path, sample_path, monkeypatch, capsys):
+    """stderr into a file (a log): no bar and no carriage returns; a short run says nothing, a long one a
+    plain line every FILE_INTERVAL seconds (`mmbert train --stage 1` said nothing for five minutes)."""
     result = command("cloak.cli", "perturb", "--in", sample_path, "--out", tmp_path / "o.jsonl")
     assert result.returncode == 0 and "\r" not in result.stderr and result.stderr.count("\n") == 1
-    from cloak.progress import FILE_INTERVAL, progress_bar
+    import cloak.progress as progress
 
-    assert progress_bar(range(3), progress=None).disable  # pytest's stderr is not a terminal
-    bar = progress_bar(range(3), progress=True)
-    assert not bar.disable and bar.mininterval == FILE_INTERVAL
-    bar.close()
+    monkeypatch.setattr(progress, "FILE_INTERVAL", 0.05)
+    for _ in progress.progress_bar(range(4), desc="stage 1", unit="batch"):  # pytest's stderr is no terminal
+        time.sleep(0.08)
+    lines = capsys.readouterr().err
+    assert "\r" not in lines and lines.count("\n") >= 2, lines
+    assert all(line.startswith("stage 1: ") and "batch" in line for line in lines.splitlines()), lines
+    for _ in progress.progress_bar(range(4), progress=False):
+        time.sleep(0.08)
+    assert capsys.readouterr().err == ""
 
 
 def test_a_saved_model_can_be_read_by_others(tmp_path, sample_path):

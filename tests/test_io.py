@@ -16,6 +16,7 @@ def write_lines(path, lines: list[bytes]):
 
 @pytest.mark.parametrize("line, message", [
     (b'{"text": "ok"', "line 2: invalid JSON"),
+    (b'{"text": "unterminated}', "line 2: invalid JSON: Unterminated string starting at column 10"),  # not "at at"
     (b'["text"]', "line 2: expected a JSON object, got a list"),
     (b'{"id": 1}', "line 2: field 'text': missing"),
     (b'{"text": 5}', "line 2: field 'text': must be a string, got a number"),
@@ -94,6 +95,19 @@ def test_duplicate_ids_are_refused_where_outputs_are_keyed_by_id(tmp_path):
 def test_missing_input_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="input file not found"):
         list(read_records(str(tmp_path / "nope.jsonl")))
+
+
+def test_a_write_that_fails_names_the_file_asked_for_not_its_temporary_file(tmp_path):
+    """An error showed '…/terms.tsv.d7w4pbvw.tmp', a name the user never gave."""
+    (tmp_path / "terms.tsv").mkdir()
+    long_name = "t" * 250 + ".tsv"  # a name the file system takes, but not with a temporary suffix
+    for target in (tmp_path / "terms.tsv", tmp_path / long_name):
+        try:
+            write_atomic(target, b"x\n")
+        except OSError as e:
+            assert ".tmp" not in str(e) and str(target) in str(e), e
+    assert (tmp_path / long_name).read_bytes() == b"x\n"
+    assert sorted(os.listdir(tmp_path)) == sorted(["terms.tsv", long_name])
 
 
 def test_writer_is_atomic(tmp_path):
