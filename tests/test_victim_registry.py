@@ -136,3 +136,27 @@ def test_a_folder_saved_before_the_registry_still_loads(tmp_path):
                                [0.86908513, 0.9911651, 0.94664705], atol=1e-7)
     facts = inspect_victim(str(folder)).facts
     assert facts["fingerprint"] == victim.fingerprint and facts["settings"].endswith("min df 3; oversample True, seed 2")
+
+
+def test_a_victim_of_an_installed_package_is_found_by_its_entry_point(tmp_path, monkeypatch):
+    """A package declares `[project.entry-points."mmcloak.victims"] KIND = "module"`: the attacks commands
+    know the kind, its module imported only when it is first needed."""
+    import sys
+    from importlib import metadata
+
+    from attacks.victims import base
+
+    (tmp_path / "installed_detector.py").write_text(
+        "from tests.test_victim_registry import CharacterVotes\n"
+        "from attacks import register_victim\n\n\n"
+        "@register_victim\n"
+        "class Installed(CharacterVotes):\n"
+        "    kind = 'test-installed'\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    entry = metadata.EntryPoint("test-installed", "installed_detector", "mmcloak.victims")
+    monkeypatch.setattr(metadata, "entry_points", lambda group: [entry] if group == "mmcloak.victims" else [])
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # the registry as it was, after the test
+    base.register_installed()
+    assert "installed_detector" not in sys.modules  # registered by its path, not imported
+    assert make_victim("test-installed").kind == "test-installed" and "installed_detector" in sys.modules
+    del sys.modules["installed_detector"]

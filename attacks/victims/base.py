@@ -295,6 +295,17 @@ register_victim(kind="mmbert", module="attacks.victims.multimodal")
 register_victim(kind="llm", module="attacks.victims.llm")
 
 
+def register_installed() -> None:
+    """The kinds other installed packages declare under the entry-point group ``mmcloak.victims``
+    (``KIND = "package.module"``, the module registering its class), registered as ours are: so that the
+    ``attacks`` commands know them too (``attacks train --model KIND``, a saved one in ``attacks evaluate``)."""
+    for entry in metadata.entry_points(group="mmcloak.victims"):
+        register_victim(kind=entry.name, module=entry.value)
+
+
+register_installed()
+
+
 def victim_kind(kind: str) -> type[Victim]:
     """The class registered for ``kind`` (importing its module first where it was registered by one)."""
     if kind not in _REGISTRY:
