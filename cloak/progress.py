@@ -1,9 +1,10 @@
 """Progress bars as every mmcloak command shows them.
 
 ``progress=False`` (``-q``) shows none. Otherwise a terminal gets a bar, and a file (a command's output
-sent to a log) a plain line now and then: after the first FILE_INTERVAL seconds and every FILE_INTERVAL
-seconds from then on, without the carriage returns a bar redraws itself with, so that a long run into a
-log (``mmbert train --stage 1`` speaking and encoding its posts) does not say nothing for minutes.
+sent to a log) a plain line now and then: after the first FILE_INTERVAL seconds (at once with
+``progress=True``) and every FILE_INTERVAL seconds from then on, without the carriage returns a bar
+redraws itself with, so that a long run into a log (``mmbert train --stage 1`` speaking and encoding its
+posts) does not say nothing for minutes, and a short one says nothing.
 """
 from __future__ import annotations
 
@@ -30,5 +31,5 @@ def progress_bar(iterable: Iterable | None = None, *, progress: bool | None = No
     """A tqdm bar (``options`` as tqdm takes them: total, desc, unit, initial ...), gone when it ends."""
     if sys.stderr.isatty():
         return tqdm(iterable, disable=progress is False, mininterval=0.1, leave=False, **options)
-    return LogLines(iterable, disable=progress is False, mininterval=FILE_INTERVAL, delay=FILE_INTERVAL,
-                    leave=False, **options)
+    return LogLines(iterable, disable=progress is False, mininterval=FILE_INTERVAL,
+                    delay=0 if progress else FILE_INTERVAL, leave=False, **options)

@@ -169,7 +169,9 @@ def arguments(command: str, path, out, request) -> list:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("command", COMMANDS)
+# mmbert's commands need a trained tiny MMBERT (the `stages` fixture, or a stage trained in the test)
+@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if c.startswith("mmbert") else c
+                                     for c in COMMANDS])
 def test_bad_input(command, case, tmp_path, request):
     folder = tmp_path / "work"
     folder.mkdir()

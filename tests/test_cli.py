@@ -97,6 +97,7 @@ def test_bad_options_are_clear(tmp_path, sample_path):
                                                "--shard", "half").stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, workers", [(signal.SIGINT, 1), (signal.SIGTERM, 2)])
 def test_ctrl_c_leaves_no_output_and_resume_finishes_the_job(tmp_path, sample_path, sig, workers):
     big = tmp_path / "big.jsonl"

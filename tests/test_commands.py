@@ -108,6 +108,7 @@ def test_permissions_of_a_saved_torch_model(tmp_path):
 
 # ---- mmbert ----
 
+@pytest.mark.slow
 def test_the_tiny_preset_trains_offline_with_no_whisper_given(data, tmp_path):
     """`--config tiny` needs no download: its Whisper is random-tiny (random weights, made here)."""
     result = command("mmbert.cli", "train", "--stage", "1", "--config", "tiny", "--train", data / "train.jsonl",
@@ -118,6 +119,7 @@ def test_the_tiny_preset_trains_offline_with_no_whisper_given(data, tmp_path):
     assert config["features"]["whisper"] == "random-tiny"
 
 
+@pytest.mark.slow
 def test_a_stage_1_model_is_said_to_be_no_detector(stages, data, tmp_path):
     result = command("mmbert.cli", "evaluate", "--model", stages[1], "--data", data / "dev.jsonl", "-q")
     assert result.returncode == 0, result.stderr
@@ -137,6 +139,7 @@ def test_a_useless_stage_is_warned_of(stages, data):
     assert useless_warning(lopsided, entry["epoch"], 16) == "it calls every one of the 16 dev posts non-offensive"
 
 
+@pytest.mark.slow
 def test_a_moved_model_folder_predicts_the_same_from_anywhere(stages, data, tmp_path, run):
     """A saved model keeps no cwd-relative path and no speech cache of the machine that trained it."""
     config = json.loads(open(os.path.join(stages[3], "config.json")).read())
@@ -164,6 +167,7 @@ def test_mmbert_errors_name_the_path_and_hint_only_where_it_applies(data, tmp_pa
     assert "--multi_gpu" in command("mmbert.cli", "--help").stdout
 
 
+@pytest.mark.slow
 def test_the_python_api_prints_no_library_noise(backbone, sample_path, capfd):
     """Fitting a torch victim through the API once printed transformers' load report (the new head's
     weights MISSING, the MLM head's UNEXPECTED) and its loading bar."""
@@ -180,6 +184,7 @@ def test_the_python_api_prints_no_library_noise(backbone, sample_path, capfd):
 # ---- what main's first round left: outputs written through a partial file or into a folder, folder
 # outputs that are files, model errors said where the model is loaded, plurals, API noise, -q ----
 
+@pytest.mark.slow
 def test_an_output_is_never_written_through_its_input(tmp_path, sample_path):
     """`--in x.jsonl.partial --out x.jsonl` emptied the input (the output is written through OUT.partial)
     and, the run failing, removed it; a folder command wrote its index.jsonl over an input of that name."""
@@ -199,6 +204,7 @@ def test_an_output_is_never_written_through_its_input(tmp_path, sample_path):
         assert index.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_folder_output_that_is_a_file_is_named(tmp_path, sample_path):
     afile = tmp_path / "afile"
     afile.write_text("keep\n")
@@ -230,6 +236,7 @@ def test_a_model_that_cannot_be_loaded_is_named_with_a_hint_only_for_a_name(tmp_
             raise OSError("no config.json")
 
 
+@pytest.mark.slow
 def test_the_commands_say_which_model_failed(data, tmp_path):
     pytest.importorskip("whisper")
     result = command("cloak.cli", "synth", "--in", data / "dev.jsonl", "--speech-cache", tmp_path / "s",
@@ -240,6 +247,7 @@ def test_the_commands_say_which_model_failed(data, tmp_path):
     assert result.stderr == "mmbert: error: backbone ./no-such-backbone/: no such file or folder\n"
 
 
+@pytest.mark.slow
 def test_a_model_moved_to_a_machine_without_its_whisper_says_how_to_give_it(stages, data, tmp_path):
     moved = tmp_path / "s3"
     shutil.copytree(stages[3], moved)
@@ -252,6 +260,7 @@ def test_a_model_moved_to_a_machine_without_its_whisper_says_how_to_give_it(stag
                              "give where the same weights are with --whisper PATH\n")
 
 
+@pytest.mark.slow
 def test_counts_are_said_in_the_singular_for_one(tmp_path, sample_path, stages):
     one = tmp_path / "one.jsonl"
     one.write_text(sample_path.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")

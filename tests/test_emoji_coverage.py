@@ -98,6 +98,7 @@ def test_an_emoji_of_two_sounds_stands_in_for_neither():
     assert Emoji().candidates("大", 0, 1) == []  # not 🪯 (坎达) by a looser tie
 
 
+@pytest.mark.slow
 def test_sound_path_gives_emoji_of_a_character_read_the_same_in_context():
     _, by_char, _ = emoji_tables()
     op = Emoji(share=1)

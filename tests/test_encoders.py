@@ -74,6 +74,7 @@ def test_a_piece_of_several_characters_is_drawn_whole_and_read_as_its_characters
     assert (images[0] != images[1]).any()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,encoder", [("bert", "e5"), ("bert", "xlm-roberta"), ("chinesebert", "e5")])
 def test_victims_on_an_xlmr_tokenizer_train_save_reload_and_differentiate(name, encoder, xlmr_backbones, posts,
                                                                          tmp_path):
@@ -107,6 +108,7 @@ def _render(token: str, size: int) -> np.ndarray:
     return GlyphRenderer(size=size).render(token)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("regularizer", ["ear", "klar"])
 def test_a_gattention_chinesebert_trains_with_a_regularizer_on_an_xlmr_tokenizer(regularizer, xlmr_backbones, posts,
                                                                                 tmp_path):
@@ -133,6 +135,7 @@ def test_too_many_backbone_layers_is_refused(xlmr_backbones, posts):
         make_victim("bert", {"backbone": xlmr_backbones["e5"], "backbone_layers": 5}).fit(*posts[:2])
 
 
+@pytest.mark.slow
 def test_mmbert_trains_its_three_stages_on_an_xlmr_tokenizer(xlmr_backbones, run, data, tmp_path):
     from mmbert.inference import infer
     from mmbert.loading import load_model

@@ -67,7 +67,8 @@ def rows_of_sample(sample_path):
     return records[:64], records[64:96]
 
 
-@pytest.mark.parametrize("name,kind", [("bert", "ear"), ("bert", "klar"), ("chinesebert", "klar")])
+@pytest.mark.parametrize("name,kind", [("bert", "ear"), ("bert", "klar"),
+                                       pytest.param("chinesebert", "klar", marks=pytest.mark.slow)])
 def test_bert_victims_train_with_an_attention_regularizer(name, kind, backbone, rows_of_sample, tmp_path):
     train, dev = rows_of_sample
     extra = {"glyph_size": 16, "glyph_dim": 16, "pinyin_dim": 8} if name == "chinesebert" else {}
@@ -99,6 +100,7 @@ def test_a_victim_without_attention_weights_refuses_a_regularizer(rows_of_sample
         NoAttention(training={"regularizer": "ear"}).fit(*rows_of_sample)
 
 
+@pytest.mark.slow
 def test_habertor_trains_with_an_attention_regularizer(habertor_backbone, rows_of_sample, tmp_path):
     train, dev = rows_of_sample
     victim = make_victim("habertor", {"backbone": str(habertor_backbone), "max_length": 48, "source_field": "topic"},
@@ -144,6 +146,7 @@ def test_padding_does_not_change_a_gattention_prediction():
     torch.testing.assert_close(head(padded, torch.tensor([[1, 1, 1, 1, 0, 0, 0]]))[0], alone)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["bert", "chinesebert"])
 def test_a_gattention_head_trains_saves_exports_gates_and_differentiates(name, backbone, rows_of_sample, tmp_path):
     from .test_victims import check_differentiable
@@ -167,6 +170,7 @@ def test_a_gattention_head_trains_saves_exports_gates_and_differentiates(name, b
         assert ends == sorted(ends) and ends[-1] == len(text)  # the post's own characters, in order (its tail)
 
 
+@pytest.mark.slow
 def test_the_commands_train_a_regularised_gattention_bert_and_export_its_gates(backbone, rows_of_sample, tmp_path):
     import json
 
