@@ -15,7 +15,7 @@ import numpy as np
 
 from cloak.cli import ray_options
 from cloak.commands import check_out_folder, dataclass_options, plural, reports_errors
-from cloak.io import RecordError, batched, check_files, check_records, dump_record, read_records, write_atomic
+from cloak.io import RecordError, batched, check_files, dump_record, known_labels, read_records, write_atomic
 from cloak.params import ParameterError, validate
 
 from .attack import attack_kind, make_attacks, options_classes
@@ -118,6 +118,50 @@ def list_models() -> None:
         click.echo(f"{name:12} {cls.summary_of(name)}{'  [differentiable: FGM / PGD]' if cls.differentiable else ''}")
 
 
+# What `attacks train` passes on as a victim's settings: a flag naming a field of the victim's Training says how
+# it is trained, any other what it is (see _settings).
+SETTINGS_OPTIONS = (
+    click.option("--backbone", default=None, metavar="NAME|DIR",
+                 help="bert / chinesebert / mmbert: the encoder to start from (any transformers encoder; a folder)."),
+    click.option("--backbone-layers", type=click.IntRange(1), default=None, metavar="N",
+                 help="bert / chinesebert / mmbert: keep the backbone's first N layers [all]."),
+    click.option("--vectors", default=None, metavar="FILE", help="emb-*: word vectors, word2vec text format."),
+    click.option("--grid", is_flag=True, default=None,
+                 help="Conventional: Wankmüller (2021)'s 5-fold CV grid on macro-F1."),
+    click.option("--oversample", is_flag=True, default=None,
+                 help="Conventional: minority classes to 1/4 of the majority."),
+    click.option("--seed", type=click.IntRange(0), default=None, help="Seed of the training [default: 0]."),
+    click.option("--preset", type=click.Choice(["habertor", "vqf", "vaqf", "vafqf", "vafoqf"]), default=None,
+                 help="habertor without --backbone: which factorisations [default: vafoqf]."),
+    click.option("--adv", type=click.Choice(list(ADVERSARIES)), default=None,
+                 help=f"habertor: adversarial training [default: {DEFAULT_ADVERSARY}]."),
+    click.option("--source-field", default=None, metavar="FIELD",
+                 help="habertor: the record field naming a post's source (one net of heads per source)."),
+    click.option("--head", type=click.Choice(list(HEADS)), default=None,
+                 help="bert, chinesebert: a linear head on [CLS], or GAttention over the last layer "
+                      f"[default: {DEFAULT_HEAD}]."),
+    click.option("--gattention-heads", type=click.IntRange(1), default=None,
+                 help="--head gattention: heads [default: 1]."),
+    click.option("--regularizer", type=click.Choice(list(REGULARIZERS)), default=None,
+                 help="bert, chinesebert, habertor: attention regularisation (EAR entropy, KLAR toward lexicon "
+                      "terms)."),
+    click.option("--alpha", "regularizer_alpha", type=click.FloatRange(0), default=None,
+                 help="The regulariser's weight [default: " + ", ".join(
+                     f"{name.upper()} {r.alpha}" for name, r in REGULARIZERS.items() if r.reads_attentions) + "]."),
+    click.option("--klar-share", type=click.FloatRange(0, 1), default=None,
+                 help="KLAR: the attention share of the relevant tokens [default: 0.4]."),
+    click.option("--relevant", default=None, metavar="FILE",
+                 help="KLAR: the lexicon whose terms are the relevant tokens (term per line) "
+                      "[default: the default lexicon]."),
+)
+
+
+def _settings_options(func):
+    for option in reversed(SETTINGS_OPTIONS):
+        func = option(func)
+    return func
+
+
 @main.command()
 @click.option("--model", "name", required=True, metavar="NAME", help="A detector: `attacks models` lists them.")
 @click.option("--train", "train_path", required=True, metavar="FILE", help="Labelled training records (JSONL).")
@@ -126,60 +170,21 @@ def list_models() -> None:
                    "scored for every victim.")
 @click.option("--out", "out_dir", required=True, metavar="DIR",
               help="Where the victim is saved (victim.json + weights).")
-@click.option("--backbone", default=None, metavar="NAME|DIR",
-              help="bert / chinesebert / mmbert: the encoder to start from (any transformers encoder; a folder).")
-@click.option("--backbone-layers", type=click.IntRange(1), default=None, metavar="N",
-              help="bert / chinesebert / mmbert: keep the backbone's first N layers [all].")
-@click.option("--vectors", default=None, metavar="FILE", help="emb-*: word vectors, word2vec text format.")
 @click.option("--config", "config_path", default=None, metavar="YAML",
               help="Settings: {config: {...}, training: {...}} (`attacks models` names the kinds).")
-@click.option("--grid", is_flag=True, default=None,
-              help="Conventional: Wankmüller (2021)'s 5-fold CV grid on macro-F1.")
-@click.option("--oversample", is_flag=True, default=None, help="Conventional: minority classes to 1/4 of the majority.")
-@click.option("--seed", type=click.IntRange(0), default=None, help="Seed of the training [default: 0].")
-@click.option("--preset", type=click.Choice(["habertor", "vqf", "vaqf", "vafqf", "vafoqf"]), default=None,
-              help="habertor without --backbone: which factorisations [default: vafoqf].")
-@click.option("--adv", type=click.Choice(list(ADVERSARIES)), default=None,
-              help=f"habertor: adversarial training [default: {DEFAULT_ADVERSARY}].")
-@click.option("--source-field", default=None, metavar="FIELD",
-              help="habertor: the record field naming a post's source (one net of heads per source).")
-@click.option("--head", type=click.Choice(list(HEADS)), default=None,
-              help="bert, chinesebert: a linear head on [CLS], or GAttention over the last layer "
-              f"[default: {DEFAULT_HEAD}].")
-@click.option("--gattention-heads", type=click.IntRange(1), default=None, help="--head gattention: heads [default: 1].")
-@click.option("--regularizer", type=click.Choice(list(REGULARIZERS)), default=None,
-              help="bert, chinesebert, habertor: attention regularisation (EAR entropy, KLAR toward lexicon terms).")
-@click.option("--alpha", "regularizer_alpha", type=click.FloatRange(0), default=None,
-              help="The regulariser's weight [default: " + ", ".join(
-                  f"{name.upper()} {r.alpha}" for name, r in REGULARIZERS.items() if r.reads_attentions) + "].")
-@click.option("--klar-share", type=click.FloatRange(0, 1), default=None,
-              help="KLAR: the attention share of the relevant tokens [default: 0.4].")
-@click.option("--relevant", default=None, metavar="FILE",
-              help="KLAR: the lexicon whose terms are the relevant tokens (term per line) "
-                   "[default: the default lexicon].")
+@_settings_options
 @click.option("--resume", is_flag=True, help="Torch victims: continue from OUT/checkpoint.")
 @click.option("--overwrite", is_flag=True, help="Replace a victim already saved in OUT.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
-def train(name, train_path, dev_path, out_dir, backbone, backbone_layers, vectors, config_path, grid, oversample, seed,
-          preset, adv, source_field, head, gattention_heads, regularizer, regularizer_alpha, klar_share, relevant,
-          resume, overwrite, quiet) -> None:
+def train(name, train_path, dev_path, out_dir, config_path, resume, overwrite, quiet, **flags) -> None:
     """Train a detector and save it as a victim."""
-    check_files([train_path, *([dev_path] if dev_path else []), *([config_path] if config_path else []),
-                 *([relevant] if relevant else [])])
+    check_files([path for path in (train_path, dev_path, config_path, flags["relevant"]) if path])
     check_victim_out(out_dir, overwrite, resume)
     train_records = _labelled(train_path)
     dev_records = _labelled(dev_path) if dev_path else None
-    config, training = _settings(config_path, name, backbone=backbone, backbone_layers=backbone_layers, vectors=vectors,
-                                 grid=grid, oversample=oversample,
-                                 seed=seed, preset=preset, adv=adv, source_field=source_field, head=head,
-                                 gattention_heads=gattention_heads, regularizer=regularizer,
-                                 regularizer_alpha=regularizer_alpha, klar_share=klar_share, relevant=relevant)
-    from mmbert.metrics import useless_reason
-
+    config, training = _settings(config_path, name, **flags)
     from . import make_victim
-    from .evaluate import resolve_label_names
-    from .metrics import detection_metrics, prediction_counts
     from .victims.base import training_data
 
     victim = make_victim(name, config, training)
@@ -192,25 +197,38 @@ def train(name, train_path, dev_path, out_dir, backbone, backbone_layers, vector
                          **({"dev": training_data(dev_records, dev_path)} if dev_records else {})}
     victim.save(out_dir)
     report = {"victim": victim.name, "train": train_path, "train_records": len(train_records),
-              "seconds": round(seconds, 1), "grid": victim.grid_results}
+              "seconds": round(seconds, 1), **victim.fit_results()}
     line = f"{victim.name}: trained on {plural(len(train_records), 'post')} in {seconds:.1f} s"
-    # a detector that says one label for everything "loses nothing" to every attack: say so now
+    line += _check_trained(victim, report, train_records, dev_records, dev_path)
+    write_atomic(os.path.join(out_dir, "training.json"),
+                 (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode())
+    click.echo(f"{line} (victim in {out_dir})", err=True)
+    if "warning" in report:
+        click.echo(f"attacks: warning: {victim.name} is useless as trained: {report['warning']}; its figures under "
+                   "attack will mean nothing (check the labels, the data's balance, or train longer)", err=True)
+
+
+def _check_trained(victim, report: dict, train_records: list[dict], dev_records: list[dict] | None,
+                   dev_path: str | None) -> str:
+    """Score a victim just trained on its dev posts (else on training posts), into ``report``: its figures on
+    dev, and a warning where it is useless (a detector that says one label for everything "loses nothing" to
+    every attack: say so now). Returns what the command's line adds (the dev figures)."""
+    from mmbert.metrics import useless_reason
+
+    from .evaluate import resolve_label_names
+    from .metrics import detection_metrics, prediction_counts
+
     checked, where = (dev_records, "dev posts") if dev_records else (train_records[:CHECKED], "training posts")
     probs = victim.predict_proba([r["text"] for r in checked])
     figures = detection_metrics([r["label"] for r in checked], probs)
     warning = useless_reason(figures["f1"], len(checked), prediction_counts(probs), where,
                              resolve_label_names(checked))
-    if dev_records:
-        report.update(dev=dev_path, dev_figures=figures)
-        line += f"; dev macro-F1 {figures['f1']:.4f}, accuracy {figures['accuracy']:.4f}, AUC {figures['auc']:.4f}"
     if warning:
         report["warning"] = warning
-    write_atomic(os.path.join(out_dir, "training.json"),
-                 (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode())
-    click.echo(f"{line} (victim in {out_dir})", err=True)
-    if warning:
-        click.echo(f"attacks: warning: {victim.name} is useless as trained: {warning}; its figures under attack "
-                   "will mean nothing (check the labels, the data's balance, or train longer)", err=True)
+    if not dev_records:
+        return ""
+    report.update(dev=dev_path, dev_figures=figures)
+    return f"; dev macro-F1 {figures['f1']:.4f}, accuracy {figures['accuracy']:.4f}, AUC {figures['auc']:.4f}"
 
 
 CHECKED = 1000  # training posts a victim without dev posts is checked on for a useless model
@@ -289,20 +307,28 @@ def pretrain_habertor_command(corpus_paths, out_dir, preset, config_path, tau, e
 def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
     """Score records with a saved victim."""
     check_files([in_path], [out_path])
-    check_records(in_path, unique_ids=True)  # the whole file, before the victim loads
     from cloak.io import AtomicWriter
 
-    from . import load_victim
+    from . import inspect_victim
 
+    folder = inspect_victim(victim_dir)
+
+    def records():  # each label one the victim knows: another would be scored as if it were
+        numbered = read_records(in_path, unique_ids=True)
+        return known_labels(numbered, folder.num_labels, in_path, f"victim {folder.facts['name']}")
+
+    if in_path != "-":  # the whole file, before the victim loads (standard input is checked as it is read)
+        for _ in records():
+            pass
     _quiet_libraries()
-    victim = load_victim(victim_dir)
+    victim = folder.loaded()
     if gates and not victim.has_gates:
         raise ValueError(f"{victim_dir}: --gates needs a victim with a GAttention head (attacks train --head "
                          f"gattention); this is {victim.name}")
     click.echo(f"predict: {victim.name} ({victim.settings_text()})", err=True)
     n = 0
     with AtomicWriter(out_path) as out:
-        for block in batched((r for _, r in read_records(in_path, unique_ids=True)), batch_size):
+        for block in batched((r for _, r in records()), batch_size):
             texts = [r["text"] for r in block]
             probs = victim.predict_records(block)  # HABERTOR reads each post's source too
             token_gates = victim.gates(texts) if gates else [None] * len(block)

@@ -88,7 +88,7 @@ class EmbeddingAttack:
         texts, labels = check_texts(texts), np.asarray(labels, dtype=int)
         if len(texts) != len(labels):
             raise ValueError(f"{len(texts)} texts but {len(labels)} labels")
-        victim.model.eval()  # dropout off: at eps = 0 the prediction is the clean one
+        victim.model_.eval()  # dropout off: at eps = 0 the prediction is the clean one
         out = [self._attack_batch(victim, texts[i:i + self.batch_size], labels[i:i + self.batch_size])
                for i in range(0, len(texts), self.batch_size)]
         return np.concatenate(out).astype(np.float64) if out else np.zeros((0, victim.num_labels))

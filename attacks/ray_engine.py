@@ -12,7 +12,6 @@ extra (``pip install 'mmcloak[ray]'``); nothing else imports this module.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from cloak.progress import progress_bar
 from cloak.ray import cluster_cpus, connect, ray  # cloak.ray says how to install Ray where it is missing
 
 from .evaluate import Attack, evaluate, merge
-from .victims.base import VICTIM_FILE, Victim, VictimFolder, inspect_victim, victim_kind
+from .victims.base import Victim, VictimFolder, inspect_victim, read_meta, victim_kind
 
 SHARDS_DIR = "ray-shards"
 SHARDS_PER_WORKER = 4  # more shards than actors: a slow shard holds one actor up, not the run
@@ -55,17 +54,13 @@ class LoadedOnce:
         if self.victim is None:
             self.victim = self.folder.loaded()
             if self.device and self.victim.differentiable:  # every torch victim: its model on this actor's GPU
-                self.victim.model.to(self.device)
+                self.victim.model_.to(self.device)
         return self.victim
 
 
 def uses_torch(directory: str) -> bool:
-    """Whether a saved victim is a torch model (every differentiable victim is; an MMBERT folder too)."""
-    path = os.path.join(directory, VICTIM_FILE)
-    if not os.path.isfile(path):
-        return True  # an `mmbert train` folder (load_victim has checked it)
-    with open(path, encoding="utf-8") as f:
-        return victim_kind(json.load(f)["kind"]).differentiable
+    """Whether a saved victim is a torch model (every differentiable victim is)."""
+    return victim_kind(read_meta(directory)["kind"]).differentiable
 
 
 def shard_count(out_dir: str, records: int, workers: int) -> int:

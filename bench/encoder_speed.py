@@ -119,7 +119,7 @@ def measure(kind: str, layers: int, encoder: str, weights: Path, paths: dict[str
         victim = make_victim(kind, {"backbone": encoder, "backbone_layers": layers, "max_length": MAX_LENGTH},
                              {"epochs": 1, "batch_size": 16})
         victim.fit(train, dev, out_dir=out_dir, progress=False)
-        entry = victim.log["log"][0]
+        entry = victim.log_["log"][0]
         timed = time.perf_counter()
         victim.predict_proba([r["text"] for r in dev])
         dev_seconds = time.perf_counter() - timed

@@ -97,7 +97,7 @@ def conventional(args, names: list[str], splits: dict[str, list[dict]], results:
         t0 = time.perf_counter()
         victim.fit(splits["train"], progress=False)
         entry = {"train_seconds": round(time.perf_counter() - t0, 1), **score(victim, splits["test"]),
-                 "params": victim.chosen_params, "grid": victim.grid_results}
+                 "params": victim.params_, "grid": victim.grid_results_}
         assert isinstance(victim, ConventionalVictim)
         results.record(name, entry)
 
@@ -119,10 +119,10 @@ def neural(args, splits: dict[str, list[dict]], results: Results) -> None:
         resumed = resumable(out)
         t0 = time.perf_counter()
         victim.fit(splits["train"], splits["dev"], out_dir=str(out), resume=resumed, progress=False)
-        log = victim.log["log"]
+        log = victim.log_["log"]
         results.record(name, {"train_seconds": round(time.perf_counter() - t0, 1), "resumed": resumed,
                               **score(victim, splits["test"]), "training": training, "config": config,
-                              "best_epoch": victim.log["best_epoch"], "epoch_seconds": epoch_seconds(log),
+                              "best_epoch": victim.log_["best_epoch"], "epoch_seconds": epoch_seconds(log),
                               "dev": [{k: e[k] for k in ("epoch", "dev_f1", "seconds")} for e in log],
                               "backbone": backbone})
 

@@ -8,6 +8,7 @@ import importlib.util
 import inspect
 import os
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from types import ModuleType
@@ -164,6 +165,8 @@ def main() -> None:
               help="On a bad line: stop with an error naming it, or skip it and count it.")
 @click.option("--resume", is_flag=True,
               help="Continue an interrupted run from FILE.partial instead of starting over.")
+@click.option("--overwrite", is_flag=True,
+              help="Start over, throwing away what an interrupted run left in FILE.partial.")
 @click.option("--protect", default=None, metavar="REGEX",
               help="Extra spans never to touch (URLs, @mentions, #topics# and [emoticons] always are). "
                    "Records may also carry \"protected\": [[start, end], ...].")
@@ -173,7 +176,7 @@ def main() -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary line.")
 @_errors_reported
 def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate, variants, seed, workers, shard,
-            engine, address, on_error, resume, protect, text_field, plugins, quiet) -> None:
+            engine, address, on_error, resume, overwrite, protect, text_field, plugins, quiet) -> None:
     """Cloak each record's text and write the cloaked records.
 
     Every output record keeps all input fields, replaces `text`, and adds `source_text` and
@@ -183,6 +186,7 @@ def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate,
     modules = [import_plugin(module) for module in plugins]
     from .targets import DEFAULT_PROTECT
 
+    started = time.perf_counter()
     pattern = DEFAULT_PROTECT + (f"|{protect}" if protect else "")
     mine_from = mine_from or in_path
     if mines(targets) and mine_from == "-":
@@ -199,9 +203,11 @@ def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate,
         runner = RayEngine(address, workers, plugins=modules)
     else:
         perturber.prepare()  # here, once: the local workers inherit the tables
+    setup = time.perf_counter() - started
     stats = perturb_file(in_path, out_path, perturber, variants=variants, workers=workers,
-                         shard=shard, on_error=on_error, resume=resume, text_field=text_field,
+                         shard=shard, on_error=on_error, resume=resume, overwrite=overwrite, text_field=text_field,
                          progress=False if quiet else None, engine=runner)
+    stats.setup_seconds = setup
     if not quiet:
         click.echo(f"cloak perturb: {stats.summary()}", err=True)
         for example in stats.skipped.examples:

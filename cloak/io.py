@@ -86,6 +86,23 @@ def parse_label(value: object) -> int:
     raise ValueError(f"must be a non-negative integer (0, 1, ...), got {value!r}")
 
 
+def known_labels(numbered: Iterable[tuple[int, dict]], num_labels: int, path: str,
+                 who: str) -> Iterator[tuple[int, dict]]:
+    """``(line, record)`` pairs, as :func:`read_records` yields them, passed on as they are read, but the first
+    whose label ``who`` (a model of labels 0 .. ``num_labels`` - 1) does not know is a RecordError naming its
+    line: no figure may count a class the model cannot answer. Records without a label pass."""
+    for line, record in numbered:
+        if "label" in record:
+            try:
+                label = parse_label(record["label"])
+            except ValueError as e:
+                raise RecordError(path, line, str(e), "label") from None
+            if label >= num_labels:
+                raise RecordError(path, line, f"{record['label']}, but {who} knows labels "
+                                  + ", ".join(map(str, range(num_labels))), "label")
+        yield line, record
+
+
 # Every figure takes label 0 as the clean class: what labels 0 and 1 are called where no name is given.
 DEFAULT_LABEL_NAMES = {0: "non-offensive", 1: "offensive"}
 
@@ -184,7 +201,9 @@ def parse_record(raw: bytes, path: str, line: int, text_field: str = "text") -> 
     try:
         record = json.loads(decoded)
     except json.JSONDecodeError as e:
-        raise RecordError(path, line, f"invalid JSON: {e.msg} at column {e.colno}{_table_hint(path, decoded)}") from None
+        # json's messages may end in "at" (Unterminated string starting at): "at column", said once
+        raise RecordError(path, line, f"invalid JSON: {e.msg.removesuffix(' at')} at column {e.colno}"
+                                      f"{_table_hint(path, decoded)}") from None
     if not isinstance(record, dict):
         raise RecordError(path, line, f"expected a JSON object, got {json_type(record)}")
     if text_field not in record:
@@ -262,15 +281,20 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     path = os.fspath(path)
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".", suffix=".tmp")
+    try:  # a name the file system takes may be too long with the suffix: the temporary file's is cut short
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path)[:200] + ".", suffix=".tmp")
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, path) from None  # the file asked for, not its temporary name
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.remove(tmp)
+        if isinstance(e, OSError):
+            raise OSError(e.errno, e.strerror, path) from None
         raise
 
 
@@ -394,15 +418,19 @@ class AtomicWriter:
     writer interrupted (Ctrl-C, SIGTERM: KeyboardInterrupt) keeps ``path.partial`` and its checkpoint
     for ``resume=True`` to continue; any other failure, or any failure of a writer that is not
     resumable, removes them. ``checkpoint(state)`` records the progress (any JSON state, e.g. the last
-    input line done); only output written before the last checkpoint survives a resume.
+    input line done); only output written before the last checkpoint survives a resume. A resumable
+    writer opened over what an interrupted run left, neither to ``resume`` it nor to ``overwrite`` it,
+    refuses: that work would be lost unasked.
     """
 
     def __init__(self, path: str, *, resume: bool = False, fingerprint: str = "",
-                 resumable: bool = False) -> None:
+                 resumable: bool = False, overwrite: bool = False) -> None:
         self.path = path
         self.fingerprint = fingerprint
         self.resumable = resumable or resume
         self.resumed_state: dict | None = None
+        if resume and overwrite:
+            raise ValueError("--resume continues an interrupted run and --overwrite starts over: give one of them")
         if path == "-":
             if resume:
                 raise ValueError("--resume needs an output file, not standard output")
@@ -417,14 +445,28 @@ class AtomicWriter:
             with open(self.ckpt, encoding="utf-8") as f:
                 saved = json.load(f)
             if saved.get("fingerprint") != fingerprint:
-                raise ValueError(f"{self.partial} was written with other options or input; "
-                                 f"delete it or run without --resume")
+                raise ValueError(f"{self.partial} was written with other options or input: rerun with --overwrite "
+                                 "to start over")
             self._file = open(self.partial, "r+b")
             self._file.truncate(saved["bytes"])  # drop what was written after the checkpoint
             self._file.seek(saved["bytes"])
             self.resumed_state = saved["state"]
         else:
+            if self.resumable and not overwrite and os.path.exists(self.partial) and os.path.exists(self.ckpt):
+                raise ValueError(f"{self.partial} holds {self._interrupted()} of an interrupted run: rerun with "
+                                 "--resume to continue it, or --overwrite to start over")
             self._file = open(self.partial, "wb")
+
+    def _interrupted(self) -> str:
+        """What an interrupted run's partial file holds up to its checkpoint (what a resume keeps)."""
+        with open(self.ckpt, encoding="utf-8") as f:
+            done = json.load(f).get("bytes", 0)
+        lines, left = 0, done
+        with open(self.partial, "rb") as f:
+            while left > 0 and (block := f.read(min(left, 1 << 20))):
+                lines += block.count(b"\n")
+                left -= len(block)
+        return f"{lines:,} lines ({done / 1e6:.1f} MB)"
 
     def write(self, line: bytes) -> None:
         self._file.write(line)

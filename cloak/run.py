@@ -43,7 +43,8 @@ class PerturbStats:
     changed: int = 0  # written records with at least one edit
     edits: Counter = field(default_factory=Counter)
     skipped: SkipLog = field(default_factory=SkipLog)
-    seconds: float = 0.0
+    seconds: float = 0.0  # cloaking the records (the rate's time)
+    setup_seconds: float = 0.0  # building the op tables and targets, before (the command sets it)
     resumed_from_line: int = 0
     resumed_records: int = 0
     workers: int = 1
@@ -54,9 +55,10 @@ class PerturbStats:
         done_now = self.read - self.resumed_records
         rate = done_now / self.seconds if self.seconds > 0 else 0.0
         resumed = f"; resumed after line {self.resumed_from_line}" if self.resumed_from_line else ""
+        setup = f" ({self.setup_seconds:.1f} s of it building the op tables and targets)" if self.setup_seconds else ""
         return (f"read {plural(self.read, 'record')}, skipped {self.skipped.count}, wrote {self.written}, "
                 f"{self.changed} of them changed{share}; edits: {ops}; "
-                f"{self.seconds:.1f} s, {rate:.0f} records/s"
+                f"{self.setup_seconds + self.seconds:.1f} s{setup}, {rate:.0f} records/s"
                 f"{f' in {self.workers} workers' if self.workers > 1 else ''}{resumed}")
 
     def state(self, line: int) -> dict:
@@ -208,7 +210,7 @@ def _interrupts_between_records():
 
 def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants: int = 1,
                  workers: int | None = 1, shard: str | tuple[int, int] | None = None,
-                 on_error: str = "fail", resume: bool = False, text_field: str = "text",
+                 on_error: str = "fail", resume: bool = False, overwrite: bool = False, text_field: str = "text",
                  progress: bool | None = None, engine: Engine | None = None) -> PerturbStats:
     """Cloak every record of ``in_path`` into ``out_path`` (``-`` for stdin / stdout).
 
@@ -245,7 +247,7 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
         fingerprint = json.dumps([os.path.abspath(in_path), st.st_size, st.st_mtime_ns, repr(perturber),
                                   variants, shard, text_field, on_error])
     started = time.perf_counter()
-    with AtomicWriter(out_path, resume=resume, fingerprint=fingerprint, resumable=True) as out:
+    with AtomicWriter(out_path, resume=resume, overwrite=overwrite, fingerprint=fingerprint, resumable=True) as out:
         if out.resumed_state:
             stats.restore(out.resumed_state)
             lo = max(lo, out.resumed_state["line"])

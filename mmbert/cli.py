@@ -209,8 +209,9 @@ def evaluate(model_dir, data_path, out_path, batch_size, tts, tts_model, voice, 
     from .metrics import useless_reason
     from .train import read_labelled
 
-    # The whole file checked before the model loads; a repeated id would count a post twice.
-    records = read_labelled(data_path, unique_ids=True)
+    # The whole file checked before the model loads: a repeated id would count a post twice, a label the
+    # model does not know would be scored as a class of its own.
+    records = read_labelled(data_path, unique_ids=True, model_dir=model_dir)
     from .inference import evaluate_records
 
     model, featurizer = _load(model_dir, tts, tts_model, voice, whisper, speech_cache)

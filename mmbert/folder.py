@@ -18,6 +18,14 @@ def mmbert_config(path: str | None) -> dict | None:
     return fields if isinstance(fields, dict) and fields.get("model_type") == "mmbert" else None
 
 
+def label_count(path: str) -> int | None:
+    """How many labels the model of an MMBERT folder knows (its config.json), or None for anything else."""
+    fields = mmbert_config(path)
+    if fields is None:
+        return None
+    return len(fields["id2label"]) if fields.get("id2label") else int(fields.get("num_labels", 2))
+
+
 def is_mmbert(path: str | None) -> bool:
     return mmbert_config(path) is not None
 

@@ -51,6 +51,32 @@ def build_tokenizer(vocab: str | dict[str, int] | None = None, add_emoji: bool =
         raise RuntimeError(f"tokenizer has {len(tokenizer)} entries, the vocabulary {len(vocab)}")
     if add_emoji:
         tokenizer.add_tokens(emoji_tokens())
+    return one_id_per_text(tokenizer)
+
+
+def one_id_per_text(tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase:
+    """The tokenizer, each text read as one id. BERT's normaliser drops the tag characters of the flags of
+    England, Scotland and Wales, so added (normalised) tokens 🏴 and those three flags all read "🏴", and the
+    Rust tokenizer took one of the four ids at random at each load (its hash map's order): the same post
+    was another input from one run to the next. The first token of such a group (the lowest id) stays
+    normalised; the others are matched as written, so each flag keeps its id and 🏴 reads as the first.
+    No id moves: a model saved before reads as it was trained, but for that choice."""
+    from tokenizers import AddedToken
+
+    normalizer = tokenizer.backend_tokenizer.normalizer if getattr(tokenizer, "is_fast", False) else None
+    if normalizer is None:
+        return tokenizer
+    seen, as_written = set(), []
+    for _, token in sorted(tokenizer.added_tokens_decoder.items()):
+        if token.special or not token.normalized:
+            continue
+        text = normalizer.normalize_str(token.content)
+        if text in seen:
+            as_written.append(AddedToken(token.content, single_word=token.single_word, lstrip=token.lstrip,
+                                         rstrip=token.rstrip, normalized=False))
+        seen.add(text)
+    if as_written:
+        tokenizer.add_tokens(as_written)  # the same contents: their flag changes, their ids stay
     return tokenizer
 
 
@@ -64,7 +90,7 @@ def load_tokenizer(source: str | None) -> PreTrainedTokenizerBase:
     if not source or (os.path.isdir(source) and not os.path.isfile(os.path.join(source, "tokenizer_config.json"))):
         return build_tokenizer()
     with loading_model("backbone", source, hint="pass a BERT folder: --from DIR or --backbone DIR"):
-        return AutoTokenizer.from_pretrained(source)
+        return one_id_per_text(AutoTokenizer.from_pretrained(source))
 
 
 def backbone_tokenizer(source: str | None) -> PreTrainedTokenizerBase:

@@ -45,11 +45,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from cloak.io import read_records, write_atomic
+from cloak.io import known_labels, read_records, write_atomic
 from cloak.mining import build_targets
 from cloak.targets import Lexicon
 
 from .checkpoint import save_model
+from .folder import is_mmbert, label_count
 from .inference import predict
 from .loading import make_featurizer, model_for_stage, saved_features
 from .loop import LoopSettings, train_epochs
@@ -258,10 +259,14 @@ def useless_warning(log: list[dict], best_epoch: int | None, posts: int) -> str 
     return useless_reason(entry["dev_f1"], posts, entry["dev_predicted"], "dev posts")
 
 
-def read_labelled(path: str, unique_ids: bool = False) -> list[dict]:
+def read_labelled(path: str, unique_ids: bool = False, model_dir: str | None = None) -> list[dict]:
     """Every record of a JSONL file, each with a label (an int); a bad line or an empty file is a
-    RecordError, and so is a repeated id with ``unique_ids``."""
-    return [record for _, record in read_records(path, labels=True, unique_ids=unique_ids)]
+    RecordError, and so is a repeated id with ``unique_ids``, and a label the model of the MMBERT folder
+    ``model_dir`` (if given) does not know."""
+    numbered = read_records(path, labels=True, unique_ids=unique_ids)
+    if model_dir is not None:
+        numbered = known_labels(numbered, label_count(model_dir), path, f"the model in {model_dir}")
+    return [record for _, record in numbered]
 
 
 def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: str, from_dir: str | None = None,
@@ -275,15 +280,16 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
     run = check_run_config(run)
     settings = run["train"]
     seed = settings["seed"]
-    # The data first: a bad file fails in a second, before any model is loaded or folder made.
-    train_records, dev_records = read_labelled(train_path), read_labelled(dev_path)
-    num_labels = max(r["label"] for r in train_records + dev_records) + 1
+    # The data first: a bad file fails in a second, before any model is loaded or folder made. A stage that
+    # continues a model (stages 2 and 3) keeps its labels.
+    continued = from_dir if is_mmbert(from_dir) else None
+    train_records = read_labelled(train_path, model_dir=continued)
+    dev_records = read_labelled(dev_path, model_dir=continued)
+    num_labels = label_count(continued) if continued else max(r["label"] for r in train_records + dev_records) + 1
     if num_labels < 2:
         raise ValueError(f"{train_path} and {dev_path} have one label (0) only: a classifier needs two")
 
     model, tokenizer = model_for_stage(stage, run, from_dir, allow_skip, num_labels, progress, seed)
-    if model.config.num_labels != num_labels and stage > 1:
-        raise ValueError(f"the model has {model.config.num_labels} labels, the data {num_labels}")
     max_length = settings["max_length"]
     if max_length > model.config.positions:
         raise ValueError(f"train.max_length ({max_length}) is longer than the model's position table "

@@ -5,6 +5,15 @@ from pathlib import Path
 
 import pytest
 
+# Session fixtures that train models for minutes on 2 CPU cores: a test that needs one is slow (make test-all's).
+SLOW_FIXTURES = {"stages"}
+
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "cold" / "cold_test_300.jsonl"
 DATA = Path(__file__).resolve().parent / "data"

@@ -72,6 +72,7 @@ def test_fgm_at_eps_zero_is_the_clean_prediction(tiny_bert, posts):
     np.testing.assert_allclose(pgd(tiny_bert, texts, labels, eps=0), clean, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_accuracy_falls_with_eps_and_pgd_is_at_least_as_strong(tiny_bert, posts):
     from attacks.fgm import fgm, pgd
 
@@ -160,6 +161,7 @@ def attack_list():
             CloakAttack(ops="homophone"), CloakAttack(ops="emoji", mode="full", rate=0.5, variants=2)]
 
 
+@pytest.mark.slow
 def test_evaluate_scores_every_pair_and_skips_what_cannot_run(tfidf, tiny_bert, posts, tmp_path):
     from attacks.evaluate import evaluate
 
@@ -183,6 +185,7 @@ def test_evaluate_scores_every_pair_and_skips_what_cannot_run(tfidf, tiny_bert, 
     assert len(lines) == len(rows) and json.loads(lines[0])["id"] == rows[0]["id"]
 
 
+@pytest.mark.slow
 def test_a_killed_evaluate_resumes_to_the_same_summary(tfidf, tiny_bert, posts, tmp_path, monkeypatch):
     import attacks.evaluate as evaluator
 
@@ -250,7 +253,8 @@ def test_help_and_a_missing_input_answer_before_any_model_library_loads(tmp_path
 
 
 @pytest.mark.parametrize("budget", [3, 40, 400])
-@pytest.mark.parametrize("victim_name,ranked", [("tfidf", "deletion"), ("tiny_bert", "gradient")])
+@pytest.mark.parametrize("victim_name,ranked", [("tfidf", "deletion"),
+                                                pytest.param("tiny_bert", "gradient", marks=pytest.mark.slow)])
 def test_the_search_stays_in_budget_and_its_text_is_its_edits(victim_name, ranked, posts, budget, request):
     from attacks.search import SearchAttack
     from cloak import Edit, apply_edits
@@ -361,8 +365,8 @@ def test_saliency_covers_exactly_the_characters_the_model_reads(tiny_bert, posts
     for text, token_spans, ids, mask, chars in zip(texts, spans, batch["input_ids"], batch["attention_mask"], saliency):
         assert len(token_spans) == int(mask.sum()) and token_spans[0] is None and token_spans[-1] is None
         for span, i in zip(token_spans[1:-1], ids[1:]):  # each token is the characters it says it covers
-            token = tiny_bert.tokenizer.convert_ids_to_tokens(int(i))
-            if token != tiny_bert.tokenizer.unk_token:
+            token = tiny_bert.tokenizer_.convert_ids_to_tokens(int(i))
+            if token != tiny_bert.tokenizer_.unk_token:
                 plain = unicodedata.normalize("NFD", text[span[0]:span[1]].lower())
                 assert token.removeprefix("##") == "".join(c for c in plain if not unicodedata.combining(c))
         read = np.zeros(len(text), bool)
@@ -407,6 +411,7 @@ def test_the_search_command(sample_path, tmp_path, tfidf):
     assert 0 < counts["queries_per_example"] <= 50
 
 
+@pytest.mark.slow
 def test_shards_merge_into_the_unsharded_run(tfidf, tiny_bert, posts, tmp_path):
     from attacks.evaluate import evaluate, merge
 

@@ -36,6 +36,7 @@ def test_backbone_info_takes_an_encoder_without_a_pretraining_log(xlmr_backbones
         backbone_info(tmp_path)
 
 
+@pytest.mark.slow
 def test_victims_trains_bert_on_any_encoder_folder(cold, xlmr_backbones, tmp_path):
     out = tmp_path / "victims.json"
     command = [sys.executable, "-m", "bench.victims", "--neural", "bert", "--backbone", xlmr_backbones["e5"],
@@ -85,6 +86,7 @@ def test_held_out_terms_are_never_masked_in_any_form():
     assert split_terms(terms, 0.0, 0.3)[1].terms == [t for t in terms.terms if not held_out(t, 0.3)]
 
 
+@pytest.mark.slow
 def test_heldout_test_cloaks_held_out_and_masked_terms_apart(stages, run, data, tmp_path):
     from bench.mmbert_heldout import split_terms
     from mmbert.train import read_labelled, term_mask_targets, train_stage
@@ -123,6 +125,7 @@ def test_heldout_test_cloaks_held_out_and_masked_terms_apart(stages, run, data, 
     assert json.loads(verdict.read_text())["test_posts"] == len(test)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("modalities", [("text", "speech"), ("text", "vision")])
 def test_ablation_trains_mmbert_on_two_modalities(run, data, tmp_path, modalities):
     from mmbert.loading import load_model
@@ -260,6 +263,7 @@ def test_nearness_scores_each_post_against_its_own_clean_text():
     assert shuffled["retrieval_at_1"] == 0.0 and shuffled["centred_cosine"] < 0.5
 
 
+@pytest.mark.slow
 def test_diagnosis_of_a_run_not_yet_trained_says_so(tmp_path):
     done = subprocess.run([sys.executable, "-m", "bench.mmbert_diagnose", "--work", str(tmp_path), "--runs",
                            "runs_100", "--out", str(tmp_path / "d.json")], cwd=ROOT, capture_output=True, text=True)

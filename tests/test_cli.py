@@ -1,5 +1,6 @@
 """The `cloak` command as a new user meets it."""
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -96,6 +97,7 @@ def test_bad_options_are_clear(tmp_path, sample_path):
                                                "--shard", "half").stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, workers", [(signal.SIGINT, 1), (signal.SIGTERM, 2)])
 def test_ctrl_c_leaves_no_output_and_resume_finishes_the_job(tmp_path, sample_path, sig, workers):
     big = tmp_path / "big.jsonl"
@@ -118,6 +120,13 @@ def test_ctrl_c_leaves_no_output_and_resume_finishes_the_job(tmp_path, sample_pa
     assert proc.returncode == 130, err
     assert "rerun with --resume" in err
     assert not out.exists() and partial.exists()
+    # rerun without --resume: the work done is not thrown away unasked (a .partial of 68,353 lines was)
+    kept = partial.read_bytes()
+    refused = cloak(*args, "--out", out)
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert f"{partial} holds " in refused.stderr
+    assert "of an interrupted run: rerun with --resume to continue it, or --overwrite to start over" in refused.stderr
+    assert partial.read_bytes() == kept
     resumed = cloak(*args, "--out", out, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed after line" in resumed.stderr
@@ -159,3 +168,25 @@ def test_a_plugin_in_the_current_folder_or_a_file_registers_its_op(tmp_path):
     missing = subprocess.run([command, "perturb", "--in", "-", "--out", "-", "--plugin", "nope"], input="",
                              capture_output=True, text=True, cwd=tmp_path)
     assert missing.returncode == 1 and "cannot import plugin 'nope'" in missing.stderr
+
+
+def test_the_summary_counts_building_the_tables(tmp_path, sample_path, monkeypatch):
+    """The summary said 0.1 s on a 12 s run: building the op tables (and mining the targets) was left out."""
+    from click.testing import CliRunner
+
+    from cloak.cli import main
+    from cloak.perturber import Perturber
+
+    prepare = Perturber.prepare
+
+    def slow_prepare(self):
+        time.sleep(1.0)
+        return prepare(self)
+
+    monkeypatch.setattr(Perturber, "prepare", slow_prepare)
+    result = CliRunner().invoke(main, ["perturb", "--in", str(sample_path), "--out", str(tmp_path / "out.jsonl"),
+                                       "--ops", "homophone", "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    total, setup = map(float, re.search(r"; ([\d.]+) s \(([\d.]+) s of it building the op tables and targets\)",
+                                        result.stderr).groups())
+    assert setup >= 1.0 and total >= setup

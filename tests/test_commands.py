@@ -9,6 +9,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -61,16 +62,22 @@ def test_speech_options_have_one_name_and_the_old_ones_still_work(tmp_path, samp
     assert (tmp_path / "a" / "index.jsonl").read_text() == (tmp_path / "b" / "index.jsonl").read_text()
 
 
-def test_progress_bars_stay_out_of_a_log(tmp_path, sample_path):
-    """stderr into a file (a log): no bar, so no carriage returns, unless asked for with progress=True."""
+def test_progress_in_a_log_is_plain_lines(tmp_path, sample_path, monkeypatch, capsys):
+    """stderr into a file (a log): no bar and no carriage returns; a short run says nothing, a long one a
+    plain line every FILE_INTERVAL seconds (`mmbert train --stage 1` said nothing for five minutes)."""
     result = command("cloak.cli", "perturb", "--in", sample_path, "--out", tmp_path / "o.jsonl")
     assert result.returncode == 0 and "\r" not in result.stderr and result.stderr.count("\n") == 1
-    from cloak.progress import FILE_INTERVAL, progress_bar
+    import cloak.progress as progress
 
-    assert progress_bar(range(3), progress=None).disable  # pytest's stderr is not a terminal
-    bar = progress_bar(range(3), progress=True)
-    assert not bar.disable and bar.mininterval == FILE_INTERVAL
-    bar.close()
+    monkeypatch.setattr(progress, "FILE_INTERVAL", 0.05)
+    for _ in progress.progress_bar(range(4), desc="stage 1", unit="batch"):  # pytest's stderr is no terminal
+        time.sleep(0.08)
+    lines = capsys.readouterr().err
+    assert "\r" not in lines and lines.count("\n") >= 2, lines
+    assert all(line.startswith("stage 1: ") and "batch" in line for line in lines.splitlines()), lines
+    for _ in progress.progress_bar(range(4), progress=False):
+        time.sleep(0.08)
+    assert capsys.readouterr().err == ""
 
 
 def test_a_saved_model_can_be_read_by_others(tmp_path, sample_path):
@@ -101,6 +108,7 @@ def test_permissions_of_a_saved_torch_model(tmp_path):
 
 # ---- mmbert ----
 
+@pytest.mark.slow
 def test_the_tiny_preset_trains_offline_with_no_whisper_given(data, tmp_path):
     """`--config tiny` needs no download: its Whisper is random-tiny (random weights, made here)."""
     result = command("mmbert.cli", "train", "--stage", "1", "--config", "tiny", "--train", data / "train.jsonl",
@@ -111,6 +119,7 @@ def test_the_tiny_preset_trains_offline_with_no_whisper_given(data, tmp_path):
     assert config["features"]["whisper"] == "random-tiny"
 
 
+@pytest.mark.slow
 def test_a_stage_1_model_is_said_to_be_no_detector(stages, data, tmp_path):
     result = command("mmbert.cli", "evaluate", "--model", stages[1], "--data", data / "dev.jsonl", "-q")
     assert result.returncode == 0, result.stderr
@@ -130,6 +139,7 @@ def test_a_useless_stage_is_warned_of(stages, data):
     assert useless_warning(lopsided, entry["epoch"], 16) == "it calls every one of the 16 dev posts non-offensive"
 
 
+@pytest.mark.slow
 def test_a_moved_model_folder_predicts_the_same_from_anywhere(stages, data, tmp_path, run):
     """A saved model keeps no cwd-relative path and no speech cache of the machine that trained it."""
     config = json.loads(open(os.path.join(stages[3], "config.json")).read())
@@ -157,6 +167,7 @@ def test_mmbert_errors_name_the_path_and_hint_only_where_it_applies(data, tmp_pa
     assert "--multi_gpu" in command("mmbert.cli", "--help").stdout
 
 
+@pytest.mark.slow
 def test_the_python_api_prints_no_library_noise(backbone, sample_path, capfd):
     """Fitting a torch victim through the API once printed transformers' load report (the new head's
     weights MISSING, the MLM head's UNEXPECTED) and its loading bar."""
@@ -173,6 +184,7 @@ def test_the_python_api_prints_no_library_noise(backbone, sample_path, capfd):
 # ---- what main's first round left: outputs written through a partial file or into a folder, folder
 # outputs that are files, model errors said where the model is loaded, plurals, API noise, -q ----
 
+@pytest.mark.slow
 def test_an_output_is_never_written_through_its_input(tmp_path, sample_path):
     """`--in x.jsonl.partial --out x.jsonl` emptied the input (the output is written through OUT.partial)
     and, the run failing, removed it; a folder command wrote its index.jsonl over an input of that name."""
@@ -192,6 +204,7 @@ def test_an_output_is_never_written_through_its_input(tmp_path, sample_path):
         assert index.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_folder_output_that_is_a_file_is_named(tmp_path, sample_path):
     afile = tmp_path / "afile"
     afile.write_text("keep\n")
@@ -223,6 +236,7 @@ def test_a_model_that_cannot_be_loaded_is_named_with_a_hint_only_for_a_name(tmp_
             raise OSError("no config.json")
 
 
+@pytest.mark.slow
 def test_the_commands_say_which_model_failed(data, tmp_path):
     pytest.importorskip("whisper")
     result = command("cloak.cli", "synth", "--in", data / "dev.jsonl", "--speech-cache", tmp_path / "s",
@@ -233,6 +247,7 @@ def test_the_commands_say_which_model_failed(data, tmp_path):
     assert result.stderr == "mmbert: error: backbone ./no-such-backbone/: no such file or folder\n"
 
 
+@pytest.mark.slow
 def test_a_model_moved_to_a_machine_without_its_whisper_says_how_to_give_it(stages, data, tmp_path):
     moved = tmp_path / "s3"
     shutil.copytree(stages[3], moved)
@@ -245,6 +260,7 @@ def test_a_model_moved_to_a_machine_without_its_whisper_says_how_to_give_it(stag
                              "give where the same weights are with --whisper PATH\n")
 
 
+@pytest.mark.slow
 def test_counts_are_said_in_the_singular_for_one(tmp_path, sample_path, stages):
     one = tmp_path / "one.jsonl"
     one.write_text(sample_path.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")

@@ -73,7 +73,10 @@ def runnable(page: Path) -> list[tuple[int, str]]:
     return [(i, b) for i, b in enumerate(blocks(page, "python")) if not any(need in b for need in NEEDS)]
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if runnable(p)], ids=page_id)
+# a page whose examples load a trained BERT (one is trained for them) is test-all's
+@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow)
+                                  if any("victims/bert" in block for _, block in runnable(p)) else p
+                                  for p in PAGES if runnable(p)], ids=page_id)
 def test_the_examples_of_a_page_run_in_turn(page, folder, request):
     if any("victims/bert" in block for _, block in runnable(page)):
         save_tiny_bert(folder / "victims" / "bert", request.getfixturevalue("backbone"))

@@ -98,6 +98,7 @@ def test_an_emoji_of_two_sounds_stands_in_for_neither():
     assert Emoji().candidates("大", 0, 1) == []  # not 🪯 (坎达) by a looser tie
 
 
+@pytest.mark.slow
 def test_sound_path_gives_emoji_of_a_character_read_the_same_in_context():
     _, by_char, _ = emoji_tables()
     op = Emoji(share=1)
@@ -136,12 +137,14 @@ def test_edits_are_among_the_candidates_on_real_posts(spec):
                 assert bool(made) == bool(candidates)
 
 
-def test_lexicon_coverage_grows():
-    """With the meanings table and the wider sound path nearly every lexicon term has an emoji cloak."""
+def test_lexicon_coverage():
+    """With the meanings table and the sound path most lexicon terms have an emoji cloak: 478 of 553, 245 by
+    meaning alone. (Before the names that merely end or start with a character were dropped as its meaning,
+    烛台 🕎 for 台 and 人鱼 🧜 for 人, it was 95% and 440: cloaks by neither meaning nor sound.)"""
     op, by_meaning = Emoji(), Emoji(sound=False)
     covered = sum(bool(op.candidates(t, 0, len(t))) for t in LEXICON)
-    assert covered >= 0.95 * len(LEXICON)  # 488 of 553 before data/emoji_meanings.tsv
-    assert sum(bool(by_meaning.candidates(t, 0, len(t))) for t in LEXICON) >= 440  # 412 before
+    assert covered >= 0.85 * len(LEXICON)
+    assert sum(bool(by_meaning.candidates(t, 0, len(t))) for t in LEXICON) >= 240
 
 
 def test_examples_are_set():

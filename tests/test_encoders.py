@@ -74,6 +74,7 @@ def test_a_piece_of_several_characters_is_drawn_whole_and_read_as_its_characters
     assert (images[0] != images[1]).any()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,encoder", [("bert", "e5"), ("bert", "xlm-roberta"), ("chinesebert", "e5")])
 def test_victims_on_an_xlmr_tokenizer_train_save_reload_and_differentiate(name, encoder, xlmr_backbones, posts,
                                                                          tmp_path):
@@ -92,13 +93,13 @@ def test_victims_on_an_xlmr_tokenizer_train_save_reload_and_differentiate(name, 
                                np.concatenate([again.predict_proba([t]) for t in mixed]), atol=1e-6)
     assert again.predict_proba(["黑人都是垃圾，" * 50_000, "短"]).shape == (2, 2)  # head and tail kept
     tokens = again.encode(["黑人都是垃圾，" * 50])[0]
-    assert len(tokens) == 48 and tokens[0][0] == again.tokenizer.cls_token_id  # <s> ... </s>
-    pooler = [k for k in again.model.state_dict() if k.startswith("bert.pooler.")]
+    assert len(tokens) == 48 and tokens[0][0] == again.tokenizer_.cls_token_id  # <s> ... </s>
+    pooler = [k for k in again.model_.state_dict() if k.startswith("bert.pooler.")]
     assert bool(pooler) == (encoder == "xlm-roberta")  # e5 has no pooler: the head reads <s> itself
     if name == "chinesebert":
-        i, piece = several_characters(again.tokenizer)
-        np.testing.assert_array_equal(again.model.glyphs[i].numpy(), 255 - _render(piece, 16))
-        assert again.model.pinyin[i, 8:].any()  # the second character's reading
+        i, piece = several_characters(again.tokenizer_)
+        np.testing.assert_array_equal(again.model_.glyphs[i].numpy(), 255 - _render(piece, 16))
+        assert again.model_.pinyin[i, 8:].any()  # the second character's reading
 
 
 def _render(token: str, size: int) -> np.ndarray:
@@ -107,6 +108,7 @@ def _render(token: str, size: int) -> np.ndarray:
     return GlyphRenderer(size=size).render(token)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("regularizer", ["ear", "klar"])
 def test_a_gattention_chinesebert_trains_with_a_regularizer_on_an_xlmr_tokenizer(regularizer, xlmr_backbones, posts,
                                                                                 tmp_path):
@@ -115,14 +117,14 @@ def test_a_gattention_chinesebert_trains_with_a_regularizer_on_an_xlmr_tokenizer
                                          "backbone_layers": 1, **CHINESEBERT},
                          {"epochs": 1, "lr": 1e-3, "batch_size": 16, "regularizer": regularizer})
     victim.fit(train[:64], dev, out_dir=str(tmp_path), progress=False)
-    assert np.isfinite(victim.log["log"][0]["train_loss"])
+    assert np.isfinite(victim.log_["log"][0]["train_loss"])
     inputs = victim.training_batch(train[:8])
     if regularizer == "klar":  # lexicon terms found through the pieces' character spans
         assert inputs["relevant"].any()
-    _, attentions = victim.model_attentions(victim.model, victim.embed_batch(victim.model, inputs))
+    _, attentions = victim.model_attentions(victim.model_, victim.embed_batch(victim.model_, inputs))
     assert len(attentions) == 1  # the backbone's first layer only
     again = load_victim(str(tmp_path))
-    assert len(again.model.bert.encoder.layer) == 1 and again.config.backbone_layers == 1
+    assert len(again.model_.bert.encoder.layer) == 1 and again.config.backbone_layers == 1
     np.testing.assert_array_equal(again.predict_proba(texts(dev)), victim.predict_proba(texts(dev)))
     gates = again.gates(texts(dev)[:2])
     assert gates[0][0]["token"] == "<s>" and gates[0][-1]["token"] == "</s>"
@@ -133,6 +135,7 @@ def test_too_many_backbone_layers_is_refused(xlmr_backbones, posts):
         make_victim("bert", {"backbone": xlmr_backbones["e5"], "backbone_layers": 5}).fit(*posts[:2])
 
 
+@pytest.mark.slow
 def test_mmbert_trains_its_three_stages_on_an_xlmr_tokenizer(xlmr_backbones, run, data, tmp_path):
     from mmbert.inference import infer
     from mmbert.loading import load_model

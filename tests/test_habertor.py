@@ -89,6 +89,7 @@ def test_each_source_has_its_own_net_of_pooled_heads_and_an_unknown_source_the_m
     torch.testing.assert_close(probs[:, 1], torch.tensor(expected), atol=1e-6, rtol=0)
 
 
+@pytest.mark.slow
 def test_pretraining_writes_a_backbone_with_a_vocabulary_of_the_corpus_and_the_cloaks(habertor_backbone,
                                                                                    sample_path):
     log = json.loads((habertor_backbone / "pretrain_log.json").read_text())
@@ -117,6 +118,7 @@ def test_a_new_masked_lm_guesses_about_uniformly():
         assert abs(loss - np.log(2000)) < 0.5, (preset, loss)
 
 
+@pytest.mark.slow
 def test_an_interrupted_pretraining_resumes_to_the_same_model(sample_path, tmp_path):
     from safetensors.torch import load_file
 
@@ -144,13 +146,14 @@ def habertor(backbone, adv: str = "adaptive", **training) -> HabertorVictim:
                           {"epochs": 2, "lr": 1e-3, "batch_size": 16, "adv": adv, **training})
 
 
+@pytest.mark.slow
 def test_habertor_fine_tunes_saves_reloads_and_differentiates(habertor_backbone, sample_path, tmp_path):
     rows = read_jsonl(sample_path)
     train, test = rows[:240], rows[240:]
     victim = habertor(habertor_backbone)
     victim.fit(train, progress=False, out_dir=str(tmp_path))
-    assert victim.sources == sorted({r["topic"] for r in train})
-    eps, low, high = victim.model.noise.eps.detach(), victim.training.eps_low, victim.training.eps_high
+    assert victim.sources_ == sorted({r["topic"] for r in train})
+    eps, low, high = victim.model_.noise.eps.detach(), victim.training.eps_low, victim.training.eps_high
     assert ((eps >= low) & (eps <= high)).all() and (eps > low).any()  # learnt, and kept in [a, b]
     texts = [r["text"] for r in test]
     again = load_victim(str(tmp_path))
@@ -169,11 +172,12 @@ def test_habertor_fine_tunes_saves_reloads_and_differentiates(habertor_backbone,
     np.testing.assert_allclose(probs, by_source, atol=1e-6)  # the command reads each post's source
 
 
+@pytest.mark.slow
 def test_the_adversarial_loss_is_eq_3(habertor_backbone, sample_path):
     rows = read_jsonl(sample_path)[:32]
     plain = habertor(habertor_backbone, "none", epochs=1)
     plain.fit(rows[:24], rows[24:], progress=False)
-    model, labels = plain.model.eval(), torch.tensor([r["label"] for r in rows])
+    model, labels = plain.model_.eval(), torch.tensor([r["label"] for r in rows])
     inputs = plain.training_batch(rows)
     clean = plain.training_loss(model, inputs, labels)
     plain.training = plain.Training(adv="fgm", eps=0.0)

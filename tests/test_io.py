@@ -16,6 +16,7 @@ def write_lines(path, lines: list[bytes]):
 
 @pytest.mark.parametrize("line, message", [
     (b'{"text": "ok"', "line 2: invalid JSON"),
+    (b'{"text": "unterminated}', "line 2: invalid JSON: Unterminated string starting at column 10"),  # not "at at"
     (b'["text"]', "line 2: expected a JSON object, got a list"),
     (b'{"id": 1}', "line 2: field 'text': missing"),
     (b'{"text": 5}', "line 2: field 'text': must be a string, got a number"),
@@ -96,6 +97,19 @@ def test_missing_input_is_a_clear_error(tmp_path):
         list(read_records(str(tmp_path / "nope.jsonl")))
 
 
+def test_a_write_that_fails_names_the_file_asked_for_not_its_temporary_file(tmp_path):
+    """An error showed '…/terms.tsv.d7w4pbvw.tmp', a name the user never gave."""
+    (tmp_path / "terms.tsv").mkdir()
+    long_name = "t" * 250 + ".tsv"  # a name the file system takes, but not with a temporary suffix
+    for target in (tmp_path / "terms.tsv", tmp_path / long_name):
+        try:
+            write_atomic(target, b"x\n")
+        except OSError as e:
+            assert ".tmp" not in str(e) and str(target) in str(e), e
+    assert (tmp_path / long_name).read_bytes() == b"x\n"
+    assert sorted(os.listdir(tmp_path)) == sorted(["terms.tsv", long_name])
+
+
 def test_writer_is_atomic(tmp_path):
     out = tmp_path / "out.jsonl"
     with pytest.raises(KeyboardInterrupt):
@@ -106,6 +120,26 @@ def test_writer_is_atomic(tmp_path):
     assert write_records(str(out), [{"text": "黑人"}]) == 1
     assert out.read_text(encoding="utf-8") == '{"text": "黑人"}\n'
     assert not (tmp_path / "out.jsonl.partial").exists()
+
+
+def test_an_interrupted_run_is_not_thrown_away_unasked(tmp_path):
+    """Rerunning an interrupted `cloak perturb` without --resume restarted from line 0 (a .partial of 68,353
+    lines, 81 MB): now it says so and asks for --resume or --overwrite."""
+    out = str(tmp_path / "out.jsonl")
+    with pytest.raises(KeyboardInterrupt):
+        with AtomicWriter(out, fingerprint="f", resumable=True) as w:
+            w.write(b"1\n" * 3)
+            w.checkpoint({"line": 3})
+            w.write(b"2-half")  # after the checkpoint: not counted, as a resume drops it
+            raise KeyboardInterrupt
+    kept = (tmp_path / "out.jsonl.partial").read_bytes()
+    with pytest.raises(ValueError, match=r"out.jsonl.partial holds 3 lines \(0.0 MB\) of an interrupted run: rerun "
+                                         "with --resume to continue it, or --overwrite to start over"):
+        AtomicWriter(out, fingerprint="other", resumable=True)
+    assert (tmp_path / "out.jsonl.partial").read_bytes() == kept
+    with AtomicWriter(out, fingerprint="f", resumable=True, overwrite=True) as w:
+        w.write(b"9\n")
+    assert os.listdir(tmp_path) == ["out.jsonl"] and (tmp_path / "out.jsonl").read_bytes() == b"9\n"
 
 
 def test_writer_resumes_from_its_checkpoint(tmp_path):

@@ -148,6 +148,7 @@ def test_contrastive_alignment_rewards_each_post_nearest_its_own_clean_text():
     assert contrastive_loss(torch.zeros(1, 4), torch.randn(1, 4)).item() == pytest.approx(1.0)  # one row: MSE
 
 
+@pytest.mark.slow
 def test_stage1_trains_with_the_contrastive_alignment(run, data, tmp_path):
     from cloak.params import ParameterError
     from mmbert.presets import check_run_config
@@ -201,6 +202,7 @@ def test_term_ids_number_the_terms_each_token_overlaps():
     assert featurizer.collate(examples)["term_ids"].tolist() == [[0, 0, 0, 0], [0, 1, 1, 0]]
 
 
+@pytest.mark.slow
 def test_stage3_masks_mask_training_batches_only(run, data, stages, tmp_path, monkeypatch):
     import mmbert.train as train_module
     from cloak import default_lexicon
@@ -266,6 +268,7 @@ def _groups_changed(before: dict, after: dict, modalities) -> set[str]:
             if name in before and not torch.equal(tensor, before[name]) and not name.endswith("glyphs")}
 
 
+@pytest.mark.slow
 def test_each_stage_trains_only_its_parameters(run, stages):
     initial, _ = model_for_stage(1, run, None, seed=run["train"]["seed"])  # the trainer's initialisation, rebuilt
     models = {s: MMBertForSequenceClassification.from_pretrained(d) for s, d in stages.items()}
@@ -291,6 +294,7 @@ def test_each_stage_trains_only_its_parameters(run, stages):
     assert not os.path.exists(os.path.join(stages[3], "checkpoint"))  # removed once the run is complete
 
 
+@pytest.mark.slow
 def test_stages_must_come_in_order(run, data, stages, tmp_path):
     args = (run, str(data / "train.jsonl"), str(data / "dev.jsonl"))
     with pytest.raises(StageError, match="--from"):
@@ -304,6 +308,7 @@ def test_stages_must_come_in_order(run, data, stages, tmp_path):
     assert result["best_epoch"] == 1
 
 
+@pytest.mark.slow
 def test_glyph_gradients_repeat_exactly_on_several_threads():
     """A seeded MMBERT training must repeat: spreading each distinct token's glyph features back over the
     batch by indexing (features[inverse]) accumulated its gradient in an order that varied with the CPU
@@ -346,6 +351,7 @@ def test_saved_model_reloads_and_predicts_identically(stages, data, tmp_path):
     assert first["routing"].shape == (len(records), 2, 3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("killed_at", [(1, 0), (1, 2)], ids=["after-epoch-1", "mid-epoch-2"])
 def test_an_interrupted_run_resumes_to_the_same_model(run, data, stages, tmp_path, killed_at):
     run = json.loads(json.dumps(run))
@@ -396,6 +402,7 @@ def run_mmbert(*args) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_cli_evaluate_predict_routing(stages, data, tmp_path):
     dev = data / "dev.jsonl"
     result = run_mmbert("evaluate", "--model", stages[3], "--data", dev, "--out", tmp_path / "eval.json", "-q")
@@ -474,6 +481,7 @@ def test_length_grouped_batches_cover_every_example_once_with_little_padding():
     assert padded < 0.6 * padded_at_random
 
 
+@pytest.mark.slow
 def test_cli_train_and_pretrain(run, data, tmp_path, tiny_whisper):
     common = ["--config", "tiny", "--train", data / "train.jsonl", "--dev", data / "dev.jsonl",
               "--whisper", tiny_whisper, "--speech-cache", tmp_path / "speech", "-q"]
@@ -497,6 +505,7 @@ def test_cli_train_and_pretrain(run, data, tmp_path, tiny_whisper):
     assert result.returncode == 1 and "pass --from DIR" in result.stderr
 
 
+@pytest.mark.slow
 def test_cli_names_the_bad_line(tmp_path, data):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "你好", "label": 1}\n{"text": "再见"}\n', encoding="utf-8")
@@ -563,6 +572,7 @@ def test_padding_does_not_change_the_prediction(pooling):
     torch.testing.assert_close(plain, with_padding, atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_evaluate_reads_posts_of_any_length_as_training_cut_them(stages, data, sample_path, tmp_path):
     """The tiny model has 64 positions and trained on posts cut to 32 tokens; inference used to cut
     at 128 and crash (IndexError) on any post longer than the position table."""
@@ -664,6 +674,7 @@ def test_commands_check_their_input_before_loading_anything(tmp_path):
     assert code == 1 and "input file not found" in stderr
 
 
+@pytest.mark.slow
 def test_speech_in_worker_processes_gives_the_features_of_one_process_and_fills_the_cache(run, tmp_path):
     """A fresh run's speech step (11,823 texts, about half an hour on 2 cores) split between processes: the
     same features as in one process, and cached for the training that follows."""

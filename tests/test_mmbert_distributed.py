@@ -27,6 +27,7 @@ def launch(*args) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
 
 
+@pytest.mark.slow
 def test_two_processes_pretrain_and_train_every_stage(data, tiny_whisper, tmp_path):
     from mmbert import MMBertForSequenceClassification
 

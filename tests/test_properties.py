@@ -62,6 +62,7 @@ def test_surrogates_escaped_in_json_are_read_and_written_back():
     assert parse_record(dump_record({"text": out.text}).rstrip(), "f", 1)["text"] == out.text
 
 
+@pytest.mark.slow
 def test_a_100k_character_post():
     text = ("黑人和白人都是垃圾，同性恋🐶abc " * 5000)[:100_000]
     for p in PERTURBERS:

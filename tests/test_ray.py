@@ -95,6 +95,7 @@ def posts(tmp_path_factory, sample_path):
     return path
 
 
+@pytest.mark.slow
 def test_perturb_on_ray_writes_the_local_commands_bytes(cluster, posts, tmp_path):
     from cloak.cli import main
 
@@ -117,6 +118,7 @@ def test_perturb_on_ray_writes_the_local_commands_bytes(cluster, posts, tmp_path
     assert any(r["id"] == "long" and r["text"] != r["source_text"] for r in records)
 
 
+@pytest.mark.slow
 def test_a_killed_ray_worker_changes_nothing_and_a_resumed_run_finishes_the_file(cluster, posts, tmp_path,
                                                                                    monkeypatch):
     from cloak.ray import RayEngine
@@ -164,6 +166,7 @@ def test_a_killed_ray_worker_changes_nothing_and_a_resumed_run_finishes_the_file
     assert stats.resumed_from_line > 0 and resumed.read_bytes() == reference.read_bytes()
 
 
+@pytest.mark.slow
 def test_perturb_dataset_cloaks_records_by_their_place(cluster, sample_path, tmp_path):
     """A dataset of records (from Parquet, say) with a column giving each one's place: the cloaks the
     command gives the lines at those places."""
@@ -235,6 +238,7 @@ def outcome_files(folder) -> dict:
             if "ray-shards" not in p.parts}
 
 
+@pytest.mark.slow
 def test_evaluate_on_ray_writes_the_local_summary_and_resumes(cluster, evaluation):
     from attacks.cli import main
 
@@ -254,6 +258,7 @@ def test_evaluate_on_ray_writes_the_local_summary_and_resumes(cluster, evaluatio
     assert bad.exit_code == 1 and "--engine ray cuts and merges the shards itself" in bad.output
 
 
+@pytest.mark.slow
 def test_a_killed_evaluate_worker_is_restarted_and_its_shard_finished(cluster, evaluation):
     from attacks.cli import main
 
@@ -276,7 +281,8 @@ def test_torch_victims_are_the_ones_that_ask_for_gpus(tmp_path):
 
     for kind, torch in (("conventional", False), ("llm", False), ("bert", True), ("habertor", True)):
         (tmp_path / kind).mkdir()
-        (tmp_path / kind / "victim.json").write_text(json.dumps({"kind": kind}))
+        (tmp_path / kind / "victim.json").write_text(json.dumps({"format": 1, "kind": kind}))
         assert uses_torch(str(tmp_path / kind)) is torch
     (tmp_path / "mmbert").mkdir()  # an `mmbert train` folder has no victim.json
+    (tmp_path / "mmbert" / "config.json").write_text(json.dumps({"model_type": "mmbert", "num_labels": 2}))
     assert uses_torch(str(tmp_path / "mmbert"))

@@ -67,18 +67,19 @@ def rows_of_sample(sample_path):
     return records[:64], records[64:96]
 
 
-@pytest.mark.parametrize("name,kind", [("bert", "ear"), ("bert", "klar"), ("chinesebert", "klar")])
+@pytest.mark.parametrize("name,kind", [("bert", "ear"), ("bert", "klar"),
+                                       pytest.param("chinesebert", "klar", marks=pytest.mark.slow)])
 def test_bert_victims_train_with_an_attention_regularizer(name, kind, backbone, rows_of_sample, tmp_path):
     train, dev = rows_of_sample
     extra = {"glyph_size": 16, "glyph_dim": 16, "pinyin_dim": 8} if name == "chinesebert" else {}
     victim = make_victim(name, {"backbone": backbone, "max_length": 48, **extra},
                          {"epochs": 1, "lr": 1e-3, "batch_size": 16, "regularizer": kind})
     victim.fit(train, dev, out_dir=str(tmp_path), progress=False)
-    assert np.isfinite(victim.log["log"][0]["train_loss"])
+    assert np.isfinite(victim.log_["log"][0]["train_loss"])
     inputs = victim.training_batch(train[:8])
     if kind == "klar":  # the default lexicon's terms are in the sample's posts
         assert inputs["relevant"].any()
-    logits, attentions = victim.model_attentions(victim.model, victim.embed_batch(victim.model, inputs))
+    logits, attentions = victim.model_attentions(victim.model_, victim.embed_batch(victim.model_, inputs))
     assert len(attentions) == 2 and attentions[0].shape[-1] == inputs["input_ids"].shape[1]
     again = load_victim(str(tmp_path))
     assert again.training.regularizer == kind  # saved with the victim
@@ -99,6 +100,7 @@ def test_a_victim_without_attention_weights_refuses_a_regularizer(rows_of_sample
         NoAttention(training={"regularizer": "ear"}).fit(*rows_of_sample)
 
 
+@pytest.mark.slow
 def test_habertor_trains_with_an_attention_regularizer(habertor_backbone, rows_of_sample, tmp_path):
     train, dev = rows_of_sample
     victim = make_victim("habertor", {"backbone": str(habertor_backbone), "max_length": 48, "source_field": "topic"},
@@ -106,9 +108,9 @@ def test_habertor_trains_with_an_attention_regularizer(habertor_backbone, rows_o
     victim.fit(train, dev, out_dir=str(tmp_path), progress=False)
     inputs = victim.training_batch(train[:8])
     assert inputs["relevant"].any() and (inputs["source"] >= 0).all()
-    embedded = victim.embed_batch(victim.model.eval(), inputs)
-    logits, attentions = victim.model_attentions(victim.model, embedded)
-    torch.testing.assert_close(logits, victim.model_logits(victim.model, embedded))  # eager = fused kernel
+    embedded = victim.embed_batch(victim.model_.eval(), inputs)
+    logits, attentions = victim.model_attentions(victim.model_, embedded)
+    torch.testing.assert_close(logits, victim.model_logits(victim.model_, embedded))  # eager = fused kernel
     assert len(attentions) == 2 and torch.allclose(attentions[0].sum(-1), torch.ones(()))
 
 
@@ -144,6 +146,7 @@ def test_padding_does_not_change_a_gattention_prediction():
     torch.testing.assert_close(head(padded, torch.tensor([[1, 1, 1, 1, 0, 0, 0]]))[0], alone)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["bert", "chinesebert"])
 def test_a_gattention_head_trains_saves_exports_gates_and_differentiates(name, backbone, rows_of_sample, tmp_path):
     from .test_victims import check_differentiable
@@ -167,6 +170,7 @@ def test_a_gattention_head_trains_saves_exports_gates_and_differentiates(name, b
         assert ends == sorted(ends) and ends[-1] == len(text)  # the post's own characters, in order (its tail)
 
 
+@pytest.mark.slow
 def test_the_commands_train_a_regularised_gattention_bert_and_export_its_gates(backbone, rows_of_sample, tmp_path):
     import json
 

@@ -32,6 +32,7 @@ def render():
     return render
 
 
+@pytest.mark.slow
 def test_every_chinese_character_leaves_ink(render, sample_texts):
     renderer = render.GlyphRenderer(size=32)
     chars = sorted({ch for text in sample_texts for ch in text if ch in common_chars()})
@@ -79,6 +80,7 @@ def test_any_string_renders_a_paragraph_separator_as_the_space_it_leaves(render)
     assert (renderer.render("垃圾\r\n都是") < 128).any()
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=12))
 def test_every_string_renders(text):
@@ -212,6 +214,7 @@ def test_preview_cloaks_the_targets_chosen_as_perturb_chooses_them(render, tmp_p
     assert rows["file"] != rows["lexicon"]
 
 
+@pytest.mark.slow
 def test_render_a_corpus(render, tmp_path, sample_path):
     from render.corpus import load_record_images
     from tests.conftest import read_jsonl
@@ -230,6 +233,7 @@ def test_render_a_corpus(render, tmp_path, sample_path):
     assert usage.returncode != 0 and "--in needs --out" in usage.stderr
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_folder_rendered_from_other_input_or_options(render, tmp_path, sample_path):
     lines = sample_path.read_text(encoding="utf-8").splitlines(keepends=True)
     a, b = tmp_path / "A.jsonl", tmp_path / "B.jsonl"
@@ -253,6 +257,7 @@ def test_resume_refuses_a_folder_rendered_from_other_input_or_options(render, tm
     assert tokens == render.glyph_tokens(read_jsonl(b)[0]["text"]) and images.shape[1:] == (64, 64)
 
 
+@pytest.mark.slow
 def test_a_longer_earlier_run_leaves_no_stale_shards(render, tmp_path, sample_path):
     out = tmp_path / "gr"
     assert run_render("--in", sample_path, "--out", out, "--size", 16, "--shard-size", 100).returncode == 0
@@ -262,6 +267,7 @@ def test_a_longer_earlier_run_leaves_no_stale_shards(render, tmp_path, sample_pa
     assert sorted(p.name for p in out.glob("shard-*")) == ["shard-00000.npz", "shard-00001.npz"]
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_how_to_resume(render, tmp_path, sample_path):
     import signal
     import time
@@ -292,6 +298,7 @@ def test_ctrl_c_says_how_to_resume(render, tmp_path, sample_path):
     assert resumed.returncode == 0 and "6000 records" in resumed.stderr
 
 
+@pytest.mark.slow
 def test_the_similarity_index_is_built_where_the_user_says_and_read_back(render, tmp_path):
     shipped = similar_chars()
     result = subprocess.run([sys.executable, "-m", "cloak.cli", "render", "--build-similarity-index"],

@@ -27,7 +27,8 @@ HOSTILE = "<script>document.body.setAttribute('data-pwned','1')</script>\"><img 
 @pytest.fixture(scope="module")
 def results(sample_path, backbone, tmp_path_factory):
     """An `attacks evaluate` folder: a TF-IDF victim and a tiny BERT, cloak, search, FGM and PGD attacks, on
-    real posts with the hostile markup in front of each."""
+    real posts with the hostile markup in front of each (minutes of training and searching: every test that
+    reads it is marked slow)."""
     from attacks.cloaking import CloakAttack
     from attacks.evaluate import evaluate
     from attacks.fgm import EmbeddingAttack
@@ -74,6 +75,7 @@ def report_dir(results, extras, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_the_report_holds_every_number_of_the_summary(results, report_dir):
     report = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
     summary = json.loads((results / "summary.json").read_text(encoding="utf-8"))
@@ -108,6 +110,7 @@ def test_the_report_holds_every_number_of_the_summary(results, report_dir):
             f"({offensive['success_rate']:.1%}) |") in md
 
 
+@pytest.mark.slow
 def test_examples_are_flipped_posts_with_their_edits_marked(report_dir):
     from cloak import apply_edits
 
@@ -122,6 +125,7 @@ def test_examples_are_flipped_posts_with_their_edits_marked(report_dir):
         assert example["clean_p"] > 0.5 > example["attacked_p"]  # right before, wrong after (two classes)
 
 
+@pytest.mark.slow
 def test_examples_show_the_search_before_the_cloak_ops_crowd_it_out(results):
     """The search is the most damaging attack: with one slot, a victim the search and a cloak op both
     flipped shows the search's post."""
@@ -153,6 +157,7 @@ class _Page(HTMLParser):
             self.matrix_victims += 1
 
 
+@pytest.mark.slow
 def test_the_html_runs_nothing_and_fetches_nothing(report_dir):
     text = (report_dir / "report.html").read_text(encoding="utf-8")
     page = _Page()
@@ -165,6 +170,7 @@ def test_the_html_runs_nothing_and_fetches_nothing(report_dir):
     assert page.matrix_victims == 2
 
 
+@pytest.mark.slow
 def test_the_header_says_what_each_victim_is(report_dir):
     html, md = (report_dir / "report.html").read_text(), (report_dir / "report.md").read_text()
     line = next(x for x in md.splitlines() if x.startswith("- `bert`: "))
@@ -173,6 +179,7 @@ def test_the_header_says_what_each_victim_is(report_dir):
     assert "<dt>bert</dt><dd>bert, backbone " in html and "<dt>tfidf-lr</dt><dd>conventional, " in html
 
 
+@pytest.mark.slow
 def test_the_markdown_has_a_row_per_victim_and_no_live_markup(report_dir):
     md = (report_dir / "report.md").read_text(encoding="utf-8")
     for victim in ("tfidf-lr", "bert"):  # the tiny victims score below 0.5 on these posts: flagged so
@@ -180,6 +187,7 @@ def test_the_markdown_has_a_row_per_victim_and_no_live_markup(report_dir):
     assert "<script>" not in md and "\\<script\\>" in md
 
 
+@pytest.mark.slow
 def test_folders_compare_side_by_side(results, tmp_path):
     from attacks.report import build_report, load_results, markdown
 
@@ -191,6 +199,7 @@ def test_folders_compare_side_by_side(results, tmp_path):
         build_report([load_results(str(results)), load_results(str(results))])
 
 
+@pytest.mark.slow
 def test_the_report_command(results, tmp_path, sample_path):
     from click.testing import CliRunner
 
@@ -217,6 +226,7 @@ def _chromium() -> str | None:
     return found
 
 
+@pytest.mark.slow
 def test_the_report_renders_in_a_browser_and_the_hostile_post_stays_text(report_dir, tmp_path):
     chromium = _chromium()
     if chromium is None:
@@ -243,6 +253,7 @@ def test_the_report_renders_in_a_browser_and_the_hostile_post_stays_text(report_
         assert len(image.convert("L").getcolors(maxcolors=1 << 16) or range(1 << 16)) > 16  # not a blank page
 
 
+@pytest.mark.slow
 def test_curves_and_routing_are_drawn_inline_as_shapes(report_dir):
     page = (report_dir / "report.html").read_text(encoding="utf-8")
     assert "Training-size curve: tfidf-lr" in page and "MMBERT routing" in page
@@ -250,6 +261,7 @@ def test_curves_and_routing_are_drawn_inline_as_shapes(report_dir):
     assert "<image" not in page and "data:" not in page  # a bitmap in an SVG is an image the page's policy blocks
 
 
+@pytest.mark.slow
 def test_the_plots_read_without_hovering(results, monkeypatch):
     """The bars start at zero; the routing's colour bar is labelled with its range; each matrix cell shows
     the macro-F1 under the attack, not only on hover."""
@@ -295,7 +307,7 @@ class KeywordFilter(Victim):
         return f"filter:{len(self.config.terms.split(',')) if self.config.terms else 0}"
 
     def fit(self, train, dev=None, **_):
-        self.num_labels = 2
+        self.num_labels_ = 2
         return self
 
     def predict_proba(self, texts):
@@ -489,6 +501,7 @@ def other_ops(sample_path, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_runs_holding_different_attacks_compare_with_a_blank_where_a_run_lacks_one(results, filters, other_ops,
                                                                                   tmp_path):
     """Comparing two --ops choices: every attack any run has, a blank where a run lacks it, and the page says
@@ -520,6 +533,7 @@ def test_runs_holding_different_attacks_compare_with_a_blank_where_a_run_lacks_o
     assert out.exit_code == 0, out.output
 
 
+@pytest.mark.slow
 def test_the_header_shows_each_attack_s_settings_as_it_declares_them(report_dir):
     """No `alpha None` (issue 53, 6): FGM takes one step of eps, PGD's step says what it is when left unset."""
     page = (report_dir / "report.html").read_text(encoding="utf-8")
@@ -529,6 +543,7 @@ def test_the_header_shows_each_attack_s_settings_as_it_declares_them(report_dir)
     assert fgm == "fgm (eps 0.5, 1)" and pgd == "pgd (eps 1), steps 3, alpha 2.5 eps / steps"
 
 
+@pytest.mark.slow
 def test_the_summary_records_what_each_attack_declares_and_old_folders_read_alike(results, tmp_path):
     """evaluate writes each attack's declaration into its summary entry; a folder written before it has none,
     and reads as the built-in kinds declared then."""
@@ -677,6 +692,7 @@ def _widths(chromium: str, page: str, tmp_path) -> list[dict]:
     return json.loads(html_module.unescape(found.group(1)))
 
 
+@pytest.mark.slow
 def test_no_table_is_cut_at_1280_pixels(report_dir, results, filters, other_ops, tmp_path):
     """At a 1280 px wide window every table fits its container and the page does not scroll sideways
     (issue 53, 7: the matrix and the search table cut their last columns)."""

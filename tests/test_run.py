@@ -104,6 +104,7 @@ def test_an_interrupted_run_resumes_without_loss_or_duplicates(tmp_path, sample_
     assert not (tmp_path / "out.jsonl.partial").exists()
 
 
+@pytest.mark.slow
 def test_output_does_not_depend_on_the_hash_seed_or_the_cache(tmp_path, sample_path):
     """Tables are rebuilt in each process here: their order must not follow Python's hash seed."""
     import os

@@ -87,6 +87,7 @@ def run_cloak(*args, **kwargs):
                           text=True, **kwargs)
 
 
+@pytest.mark.slow
 def test_speak_resumes_and_reports_bad_records(tmp_path, sample_path):
     small = tmp_path / "small.jsonl"
     lines = sample_path.read_text(encoding="utf-8").splitlines()[:20]
@@ -123,6 +124,7 @@ def test_trimmed_features_cover_the_utterance_only(tiny_whisper):
         WhisperEncoder(str(tiny_whisper), mode="half")
 
 
+@pytest.mark.slow
 def test_synth_writes_cached_features(tmp_path, sample_path, tiny_whisper):
     small = tmp_path / "small.jsonl"
     small.write_text("\n".join(sample_path.read_text(encoding="utf-8").splitlines()[:5]) + "\n",
@@ -153,6 +155,7 @@ def test_real_kokoro_speech_is_understood_by_real_whisper():
     assert text.strip("。，,. ") == "白人都是垃圾"
 
 
+@pytest.mark.slow
 def test_a_killed_speak_run_resumes(tmp_path, sample_path):
     import signal
     import time

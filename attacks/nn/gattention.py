@@ -137,14 +137,14 @@ class GAttentionGates:
         [CLS] and [SEP] included, without a span."""
         if not self.has_gates:
             raise ValueError(f"{self.name} has no GAttention head: no gates (train it with --head gattention)")
-        self.model.eval()
+        self.model_.eval()
         out = []
         for at in range(0, len(texts), self.predict_batch_size):
             chunk = texts[at:at + self.predict_batch_size]
             embedded = self.embed(chunk)
-            gates = self.model(inputs_embeds=embedded.embeds, attention_mask=embedded.mask)["gates"]
+            gates = self.model_(inputs_embeds=embedded.embeds, attention_mask=embedded.mask)["gates"]
             for row, tokens in enumerate(self.encode(chunk)):
-                out.append([{"token": self.tokenizer.convert_ids_to_tokens(i), "start": span and span[0],
+                out.append([{"token": self.tokenizer_.convert_ids_to_tokens(i), "start": span and span[0],
                              "end": span and span[1], "z": [round(float(z), 4) for z in gates[row, :, column]]}
                             for column, (i, span) in enumerate(tokens)])
         return out

@@ -11,9 +11,11 @@ After scikit-learn's classifiers and TextAttack's model wrappers::
 
 A victim is described by two dataclasses checked against their declarations (``cloak.params``): its
 ``config`` (what the model is: features, backbone, sizes) and its ``training`` (how it was trained:
-epochs, learning rate, seed, ...). ``victim.json`` holds both, the kind, the number of labels, the
-versions of the libraries that made it and the SHA-256 of every weight file: loading refuses a file
-that changed since it was saved, and never runs code from one (torch weights are safetensors,
+epochs, learning rate, seed, ...); neither is ever rewritten. What ``fit`` learns or derives is fitted
+state, named as scikit-learn names it, with a trailing underscore (``num_labels_``, ``model_``, ...:
+``Fitted`` attributes), and reading it before ``fit`` (or loading) is a ``NotFittedError``. ``victim.json``
+holds both, the kind, the number of labels, the versions of the libraries that made it and the SHA-256 of
+every weight file: loading refuses a file that changed since it was saved, and never runs code from one (torch weights are safetensors,
 scikit-learn models go through ``skops.io`` with an explicit list of trusted types).
 
 Differentiable victims (every torch one) also give ``embed(texts) -> Embedded`` (each example's input
@@ -46,6 +48,31 @@ FORMAT = 1
 
 class VictimError(ValueError):
     """A victim folder that cannot be loaded (missing, from another version, or tampered with)."""
+
+
+class NotFittedError(VictimError, AttributeError):
+    """A victim asked for what only ``fit`` (or loading) gives it: scikit-learn's ``NotFittedError``, an
+    AttributeError too, so that ``hasattr(victim, "model_")`` says whether it is fitted."""
+
+
+class Fitted:
+    """A fitted attribute (named, as scikit-learn names them, with a trailing underscore): set by ``fit`` or by
+    loading; read before either, a ``NotFittedError`` that says what to do."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, victim: Victim | None, owner: type | None = None) -> Any:
+        if victim is None:
+            return self
+        try:
+            return victim.__dict__[self.name]
+        except KeyError:
+            raise NotFittedError(f"{victim.name} is not fitted yet (it has no {self.name}): call fit first, or "
+                                 "load a saved one with load_victim") from None
+
+    def __set__(self, victim: Victim, value: Any) -> None:
+        victim.__dict__[self.name] = value
 
 
 @dataclasses.dataclass
@@ -91,8 +118,11 @@ def versions(*packages: str) -> dict[str, str | None]:
 
 class Victim(abc.ABC):
     """Base class of every detector. Subclasses set ``kind``, ``summary``, ``Config`` and ``Training`` and
-    implement ``fit`` and ``predict_proba``; to be saved, ``_save_weights`` (returning the files written) and
-    ``_load_weights``.
+    implement ``fit`` (which sets ``num_labels_`` and the subclass's own ``Fitted`` attributes) and
+    ``predict_proba``; to be saved, ``_save_weights`` (returning the files written) and ``_load_weights``.
+    Registered (``@register_victim``), it is made by ``make_victim(kind)`` and loaded by ``load_victim``; a
+    kind of several names (the conventional pipelines) says them in ``names`` and ``from_name``, and one
+    that reads folders another tool wrote (MMBERT) says how in ``read_folder``.
 
     What a detector can do beyond predicting is declared here, not probed for: ``differentiable`` (it
     gives input embeddings that FGM and PGD move), ``attentions`` (it gives attention weights, for the
@@ -109,31 +139,57 @@ class Victim(abc.ABC):
     Config: ClassVar[type[Settings]] = NoSettings
     Training: ClassVar[type[Settings]] = NoSettings
     packages: ClassVar[tuple[str, ...]] = ()  # whose versions victim.json records
+    num_labels_ = Fitted()  # the labels it knows: 0 .. num_labels_ - 1
 
     def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
         self.config = config if isinstance(config, Settings) else self.Config.from_dict(config, f"{self.kind} config")
         self.training = training if isinstance(training, Settings) else \
             self.Training.from_dict(training, f"{self.kind} training")
-        self.num_labels: int | None = None
         self.trained_on: dict | None = None  # the data it was fitted on (training_data): attacks train sets it
         self.fingerprint: str | None = None  # SHA-256 of its victim.json, once saved or loaded
-        # what fit tried and chose where it searched settings (a conventional victim's training.grid), else None
-        self.grid_results: dict | None = None
 
     @property
     def name(self) -> str:
         """What the victim is called in reports (``tfidf-lr``, ``bert``, ...)."""
         return self.kind
 
+    @property
+    def num_labels(self) -> int:
+        """The labels it knows, as a ``VictimFolder`` gives them (``num_labels_``: a NotFittedError before fit)."""
+        return self.num_labels_
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """The names ``make_victim`` makes a victim of this kind by: the kind itself, for most."""
+        return [cls.kind]
+
+    @classmethod
+    def from_name(cls, name: str, config: dict | None = None, training: dict | None = None) -> Victim:
+        """The victim ``make_victim(name, config, training)`` makes, ``name`` one of ``names()``."""
+        return cls(config, training)
+
     @classmethod
     def summary_of(cls, name: str) -> str:
         """What the victim ``name`` of this kind is, in a line (a kind of several names says which)."""
         return cls.summary
 
+    @classmethod
+    def read_folder(cls, directory: str) -> dict | None:
+        """For a kind that also reads folders another tool wrote, with no victim.json (MMBERT: those of
+        ``mmbert train``): what ``directory`` holds, as victim.json would say it (kind, name, num_labels,
+        config, training; ``settings`` where the config cannot say how it was made; ``fingerprint``), or
+        None if it is no such folder."""
+        return None
+
     def fitted_config(self) -> dict:
         """The config of the fitted model, as ``victim.json`` and the reports give it: the config given,
         but for what fit chose itself (a conventional victim's grid picks its classifier's params)."""
         return self.config.to_dict()
+
+    def fit_results(self) -> dict:
+        """What fit found beyond the model, for ``attacks train``'s training.json (a conventional victim's
+        grid: the settings tried and chosen); {} for most."""
+        return {}
 
     def settings_text(self) -> str:
         """The settings that differ from the kind's defaults, for a person reading its figures
@@ -176,12 +232,11 @@ class Victim(abc.ABC):
 
     def save(self, directory: str) -> None:
         """Weights, then ``victim.json`` (written last: a folder without it is not a finished victim)."""
-        if self.num_labels is None:
-            raise ValueError(f"{self.name}: fit it before saving")
+        num_labels = self.num_labels_  # a NotFittedError before anything is written
         os.makedirs(directory, exist_ok=True)
         files = self._save_weights(directory)
         usual_permissions(os.path.join(directory, name) for name in files)
-        meta = {"format": FORMAT, "kind": self.kind, "name": self.name, "num_labels": self.num_labels,
+        meta = {"format": FORMAT, "kind": self.kind, "name": self.name, "num_labels": num_labels,
                 "config": self.fitted_config(), "training": self.training.to_dict(),
                 "versions": versions(*self.packages),
                 "files": {name: sha256(os.path.join(directory, name)) for name in files},
@@ -201,52 +256,108 @@ class Victim(abc.ABC):
 
     @classmethod
     def load(cls, directory: str, meta: dict) -> Victim:
+        """The victim saved in ``directory``, which ``meta`` (its victim.json, checked) describes."""
         victim = cls(meta.get("config"), meta.get("training"))
-        victim.num_labels = int(meta["num_labels"])
+        victim.num_labels_ = int(meta["num_labels"])
         victim.trained_on = meta.get("trained_on")
         victim._load_weights(directory)
-        victim.fingerprint = fingerprint(directory)
+        victim.fingerprint = meta["fingerprint"]
         return victim
 
 
-_KINDS: dict[str, type[Victim]] = {}
-# Our kinds by the module that registers each, imported when first needed: they import torch or
-# scikit-learn, which `attacks --help` should not wait for. LAZY_KINDS are victim names as they stand;
-# a conventional victim is named by its features and classifier (`tfidf-lr`).
-LAZY_KINDS = {"bert": "attacks.victims.bert", "chinesebert": "attacks.victims.chinesebert",
-              "habertor": "attacks.victims.habertor", "mmbert": "attacks.victims.multimodal",
-              "llm": "attacks.victims.llm"}
-KIND_MODULES = {"conventional": "attacks.victims.conventional", **LAZY_KINDS}
+# Every kind of victim: its class, or (until first needed) the module whose import registers it.
+_REGISTRY: dict[str, type[Victim] | str] = {}
 
 
-def register_victim(cls: type[Victim]) -> type[Victim]:
-    """Register a victim class under its ``kind`` (a class decorator, for your own detectors too)."""
+def register_victim(cls: type[Victim] | None = None, *, kind: str | None = None,
+                    module: str | None = None) -> type[Victim] | None:
+    """Register a detector, so that ``make_victim``, ``victim_names``, ``load_victim`` and ``inspect_victim``
+    know it: ``@register_victim`` on a ``Victim`` subclass (under its ``kind``), or
+    ``register_victim(kind=KIND, module=MODULE)`` for a kind whose module registers its class when imported,
+    which it is on first use (ours are so: they import torch or scikit-learn, which ``attacks --help`` should
+    not wait for)."""
+    if cls is None:
+        if not (kind and module):
+            raise ValueError("register_victim: give a Victim subclass, or both kind= and module=")
+        _REGISTRY.setdefault(kind, module)  # a class registered already stays
+        return None
     if not cls.kind:
         raise ValueError(f"{cls.__name__} needs a class attribute `kind`")
-    _KINDS[cls.kind] = cls
+    _REGISTRY[cls.kind] = cls
     return cls
 
 
+register_victim(kind="conventional", module="attacks.victims.conventional")
+register_victim(kind="bert", module="attacks.victims.bert")
+register_victim(kind="chinesebert", module="attacks.victims.chinesebert")
+register_victim(kind="habertor", module="attacks.victims.habertor")
+register_victim(kind="mmbert", module="attacks.victims.multimodal")
+register_victim(kind="llm", module="attacks.victims.llm")
+
+
+def register_installed() -> None:
+    """The kinds other installed packages declare under the entry-point group ``mmcloak.victims``
+    (``KIND = "package.module"``, the module registering its class), registered as ours are: so that the
+    ``attacks`` commands know them too (``attacks train --model KIND``, a saved one in ``attacks evaluate``)."""
+    for entry in metadata.entry_points(group="mmcloak.victims"):
+        register_victim(kind=entry.name, module=entry.value)
+
+
+register_installed()
+
+
 def victim_kind(kind: str) -> type[Victim]:
-    """The class registered for ``kind`` (importing its module first if it is one of ours)."""
-    if kind not in _KINDS and kind in KIND_MODULES:
-        importlib.import_module(KIND_MODULES[kind])
-    if kind not in _KINDS:
-        raise unknown_key(kind, sorted({*_KINDS, *KIND_MODULES}), "", kind="victim kind")
-    return _KINDS[kind]
+    """The class registered for ``kind`` (importing its module first where it was registered by one)."""
+    if kind not in _REGISTRY:
+        raise unknown_key(kind, list(_REGISTRY), "", kind="victim kind")
+    entry = _REGISTRY[kind]
+    if isinstance(entry, str):
+        importlib.import_module(entry)
+        entry = _REGISTRY[kind]
+        if isinstance(entry, str):
+            raise TypeError(f"module {entry} registers no victim of kind {kind!r}")
+    return entry
 
 
 def victim_kinds() -> dict[str, type[Victim]]:
-    """Every kind, ours imported."""
-    return {kind: victim_kind(kind) for kind in sorted({*_KINDS, *KIND_MODULES})}
+    """Every kind, each class imported."""
+    return {kind: victim_kind(kind) for kind in list(_REGISTRY)}
+
+
+def victim_names() -> list[str]:
+    """Every name ``make_victim`` takes (every kind's module imported)."""
+    return [name for cls in victim_kinds().values() for name in cls.names()]
+
+
+def victim_class(name: str) -> type[Victim]:
+    """The class of the victims ``make_victim(name)`` makes. Looks first in the kind of that name, then in
+    the classes registered, then in the modules still to import, in order, importing only those it must."""
+    waiting = [kind for kind, entry in _REGISTRY.items() if isinstance(entry, str)]
+    first = [name] if name in _REGISTRY else []
+    for kind in [*first, *(k for k in _REGISTRY if k not in waiting), *waiting]:
+        cls = victim_kind(kind)
+        if name in cls.names():
+            return cls
+    raise unknown_key(name, victim_names(), "", kind="victim")
+
+
+def make_victim(name: str, config: dict | None = None, training: dict | None = None) -> Victim:
+    """A victim by name (``victim_names``), its config and training settings checked (unknown keys refused
+    by name)."""
+    return victim_class(name).from_name(name, config, training)
 
 
 def read_meta(directory: str) -> dict:
-    """A victim folder's ``victim.json``, its weight files checked against the hashes it records."""
+    """What a victim folder holds: its ``victim.json``, its weight files checked against the hashes it
+    records, plus its ``fingerprint``; for a folder another tool wrote, what a kind's ``read_folder`` says."""
     path = os.path.join(directory, VICTIM_FILE)
     if not os.path.isdir(directory):
         raise VictimError(f"victim folder not found: {directory}")
     if not os.path.isfile(path):
+        for cls in victim_kinds().values():
+            meta = cls.read_folder(directory)
+            if meta is not None:
+                return meta
         raise VictimError(f"{directory} has no {VICTIM_FILE}: not a saved victim (train one with `attacks train`)")
     try:
         with open(path, encoding="utf-8") as f:
@@ -266,38 +377,16 @@ def read_meta(directory: str) -> dict:
         if sha256(file) != digest:
             raise VictimError(f"{file} changed after the victim was saved (its SHA-256 differs from "
                               f"{VICTIM_FILE}'s); refusing to load it")
-    return meta
+    # What outcomes of the folder are kept by: retrained or replaced, a folder has another victim.json (it
+    # records the SHA-256 of every weight file).
+    return {**meta, "fingerprint": sha256(path)}
 
 
 def load_victim(directory: str) -> Victim:
-    """The victim saved in ``directory`` (a trained MMBERT folder from ``mmbert train`` works too)."""
-    from mmbert.folder import is_mmbert
-
-    if not os.path.isfile(os.path.join(directory, VICTIM_FILE)) and is_mmbert(directory):
-        victim = victim_kind("mmbert").from_folder(directory)  # type: ignore[attr-defined]
-        victim.fingerprint = fingerprint(directory)
-        return victim
+    """The victim saved in ``directory`` (or a folder a kind reads though another tool wrote it: a trained
+    MMBERT folder)."""
     meta = read_meta(directory)
     return victim_kind(meta["kind"]).load(directory, meta)
-
-
-# Files of an MMBERT folder that are records of its training, not the model.
-_MMBERT_LOGS = ("log.json", "training.json")
-
-
-def fingerprint(directory: str) -> str:
-    """What outcomes of a victim folder are kept by: the SHA-256 of its ``victim.json``, which records the
-    SHA-256 of every weight file; for a folder of ``mmbert train``, of its config, tokenizer and weights.
-    Retrained or replaced, a folder has another fingerprint."""
-    path = os.path.join(directory, VICTIM_FILE)
-    if os.path.isfile(path):
-        return sha256(path)
-    digest = hashlib.sha256()
-    for name in sorted(os.listdir(directory)):
-        file = os.path.join(directory, name)
-        if os.path.isfile(file) and name not in _MMBERT_LOGS:
-            digest.update(f"{name}\0{sha256(file)}\n".encode())
-    return digest.hexdigest()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -319,16 +408,6 @@ class VictimFolder:
 
 def inspect_victim(directory: str) -> VictimFolder:
     """Check a victim folder without loading its model (VictimError if it is not one, or was tampered with)."""
-    from mmbert.folder import mmbert_config
-
-    if not os.path.isfile(os.path.join(directory, VICTIM_FILE)):
-        config = mmbert_config(directory) if os.path.isdir(directory) else None
-        if config is not None:
-            return VictimFolder(directory, {
-                "kind": "mmbert", "name": "mmbert",
-                "num_labels": len(config["id2label"]) if config.get("id2label") else int(config.get("num_labels", 2)),
-                "config": {"folder": "trained by mmbert train"}, "training": {}, "settings": "trained by mmbert train",
-                "trained_on": None, "fingerprint": fingerprint(directory)})
     meta = read_meta(directory)
     cls = victim_kind(meta["kind"])
     config, training = cls.Config.from_dict(meta.get("config"), directory), \
@@ -336,8 +415,8 @@ def inspect_victim(directory: str) -> VictimFolder:
     return VictimFolder(directory, {
         "kind": meta["kind"], "name": meta.get("name", meta["kind"]), "num_labels": int(meta["num_labels"]),
         "config": config.to_dict(), "training": training.to_dict(),
-        "settings": settings_text(cls, config.to_dict(), training.to_dict()),
-        "trained_on": meta.get("trained_on"), "fingerprint": fingerprint(directory)})
+        "settings": meta.get("settings") or settings_text(cls, config.to_dict(), training.to_dict()),
+        "trained_on": meta.get("trained_on"), "fingerprint": meta["fingerprint"]})
 
 
 def settings_text(cls: type[Victim], config: dict, training: dict) -> str:

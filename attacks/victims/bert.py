@@ -84,14 +84,14 @@ class HeadTailTokens:
     ``config.head_share``, padded for the model (``batch``) or as character spans (``token_spans``)."""
 
     def encode(self, texts: Sequence[str]) -> list[list[Token]]:
-        return encode_head_tail(self.tokenizer, texts, self.max_length, self.config.head_share)
+        return encode_head_tail(self.tokenizer_, texts, self.max_length, self.config.head_share)
 
     def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
-        return pad([[i for i, _ in tokens] for tokens in self.encode(texts)], self.tokenizer.pad_token_id)
+        return pad([[i for i, _ in tokens] for tokens in self.encode(texts)], self.tokenizer_.pad_token_id)
 
     @property
     def has_token_spans(self) -> bool:
-        return self.tokenizer.is_fast  # a slow tokenizer gives no character offsets
+        return self.tokenizer_.is_fast  # a slow tokenizer gives no character offsets
 
     def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int] | None]]:
         if not self.has_token_spans:
@@ -180,12 +180,12 @@ class SavedEncoder:
     read at most, ``config.max_length`` within the encoder's position table."""
 
     def save_architecture(self, directory: str) -> list[str]:
-        names = save_tokenizer(self.tokenizer, directory)
-        return [write_json(directory, ARCHITECTURE, self.model.bert.config.to_dict()), *names]
+        names = save_tokenizer(self.tokenizer_, directory)
+        return [write_json(directory, ARCHITECTURE, self.model_.bert.config.to_dict()), *names]
 
     @property
     def max_length(self) -> int:
-        return min(self.config.max_length, position_limit(self.model.bert))
+        return min(self.config.max_length, position_limit(self.model_.bert))
 
 
 @register_victim
@@ -208,17 +208,17 @@ class BertVictim(GAttentionGates, SavedEncoder, HeadTailTokens, FineTunedVictim)
         from mmbert.loading import load_backbone
         from mmbert.tokenization import backbone_tokenizer
 
-        self.tokenizer = backbone_tokenizer(self.config.backbone)
+        self.tokenizer_ = backbone_tokenizer(self.config.backbone)
         bert = load_backbone(self.config.backbone, self.config.backbone_layers, attention_kernel(self))
-        if len(self.tokenizer) > bert.config.vocab_size:
-            bert.resize_token_embeddings(len(self.tokenizer))
+        if len(self.tokenizer_) > bert.config.vocab_size:
+            bert.resize_token_embeddings(len(self.tokenizer_))
         return self._model(bert, num_labels)
 
     def architecture(self, directory: str) -> torch.nn.Module:
         from mmbert.tokenization import load_tokenizer
 
-        self.tokenizer = load_tokenizer(directory)
-        return self._model(saved_encoder(directory, attention_kernel(self)), self.num_labels)
+        self.tokenizer_ = load_tokenizer(directory)
+        return self._model(saved_encoder(directory, attention_kernel(self)), self.num_labels_)
 
     def embed_batch(self, model: torch.nn.Module, batch: dict) -> Embedded:
         embeds = model.bert.get_input_embeddings()(batch["input_ids"])

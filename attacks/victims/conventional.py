@@ -24,7 +24,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,37 +33,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from cloak.io import write_atomic
 from cloak.params import InstanceOf, Interval, Options, validate
 
-from .base import Settings, Victim, VictimError, check_texts, labels_of, register_victim, texts_of
+from .base import Fitted, Settings, Victim, VictimError, check_texts, labels_of, register_victim, texts_of
 
-# The features and classifiers, each with what `attacks models` says of it.
-FEATURE_SUMMARIES = {"bow": "binary bag of jieba words", "tfidf": "character 1-3-gram TF-IDF",
-                     "emb": "mean word vectors (--vectors)"}
-CLASSIFIER_SUMMARIES = {"lr": "logistic regression", "svm": "linear SVM", "rbf": "RBF SVM", "nb": "naive Bayes",
-                        "rf": "random forest", "gbt": "gradient-boosted trees (LightGBM)"}
-FEATURES = tuple(FEATURE_SUMMARIES)
-CLASSIFIERS = tuple(CLASSIFIER_SUMMARIES)
 MODEL_FILE = "model.skops"
 # skops writes a dict item by item with its types (about 600 bytes a term): a character 1-3-gram
 # vocabulary of COLD train made a 134 MB file that took 18 s to load. The terms go to a JSON list.
 VOCABULARY_FILE = "vocabulary.json"
-
-# Each classifier's hyperparameters: their declaration, defaults and Wankmüller (2021)'s grid.
 POSITIVE = Interval(float, 0, closed="neither")
-CLASSIFIER_PARAMS: dict[str, dict[str, Any]] = {
-    "lr": {"C": POSITIVE},
-    "svm": {"C": POSITIVE},
-    "rbf": {"C": POSITIVE, "gamma": [POSITIVE, Options("scale")]},
-    "nb": {"alpha": Interval(float, 0)},
-    "rf": {"n_estimators": Interval(int, 1), "max_depth": [Interval(int, 1), None]},
-    "gbt": {"n_estimators": Interval(int, 1), "max_depth": Interval(int, 1), "learning_rate": POSITIVE},
-}
-DEFAULT_PARAMS = {"lr": {"C": 10.0}, "svm": {"C": 1.0}, "rbf": {"C": 10.0, "gamma": "scale"}, "nb": {"alpha": 0.1},
-                  "rf": {"n_estimators": 300, "max_depth": None},
-                  "gbt": {"n_estimators": 250, "max_depth": 8, "learning_rate": 0.1}}
-GRIDS = {"lr": {"C": [0.1, 1.0, 10.0]}, "svm": {"C": [0.1, 1.0, 10.0]},
-         "rbf": {"C": [0.1, 1.0, 10.0], "gamma": [0.001, 0.01, 0.1]}, "nb": {"alpha": [0.01, 0.1, 1.0]},
-         "rf": {"n_estimators": [100, 300], "max_depth": [None, 50]},
-         "gbt": {"n_estimators": [50, 250], "max_depth": [5, 8], "learning_rate": [0.001, 0.01, 0.1]}}
 
 
 def jieba_words(text: str) -> list[str]:
@@ -143,51 +119,133 @@ class Oversampled(ClassifierMixin, BaseEstimator):
         return self.estimator_.predict(texts)
 
 
-def features(kind: str, config: ConventionalConfig):
-    from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+def bag_of_words(config: ConventionalConfig):
+    from sklearn.feature_extraction.text import CountVectorizer
 
-    if kind == "bow":
-        return CountVectorizer(tokenizer=jieba_words, token_pattern=None, lowercase=False, binary=True,
-                               min_df=config.min_df, dtype=np.float32)  # LightGBM takes floats only
-    if kind == "tfidf":
-        return TfidfVectorizer(analyzer="char", ngram_range=(1, 3), sublinear_tf=True, min_df=config.min_df)
-    return MeanWordVectors(config.vectors)
+    return CountVectorizer(tokenizer=jieba_words, token_pattern=None, lowercase=False, binary=True,
+                           min_df=config.min_df, dtype=np.float32)  # LightGBM takes floats only
 
 
-def classifier(kind: str, params: dict, seed: int):
-    from sklearn.calibration import CalibratedClassifierCV
-    from sklearn.ensemble import RandomForestClassifier
+def character_tfidf(config: ConventionalConfig):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return TfidfVectorizer(analyzer="char", ngram_range=(1, 3), sublinear_tf=True, min_df=config.min_df)
+
+
+def logistic_regression(params: dict, seed: int):
     from sklearn.linear_model import LogisticRegression
-    from sklearn.naive_bayes import MultinomialNB
-    from sklearn.svm import SVC, LinearSVC
 
-    if kind == "lr":
-        return LogisticRegression(C=params["C"], max_iter=2000)
-    if kind == "svm":
-        return CalibratedClassifierCV(LinearSVC(C=params["C"], max_iter=10_000, random_state=seed), cv=3)
-    if kind == "rbf":
-        return CalibratedClassifierCV(SVC(kernel="rbf", C=params["C"], gamma=params["gamma"], random_state=seed),
-                                      cv=3, ensemble=False)
-    if kind == "nb":
-        return MultinomialNB(alpha=params["alpha"])
-    if kind == "rf":
-        return RandomForestClassifier(n_estimators=params["n_estimators"], max_depth=params["max_depth"],
-                                      random_state=seed)
+    return LogisticRegression(C=params["C"], max_iter=2000)
+
+
+def linear_svm(params: dict, seed: int):
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.svm import LinearSVC
+
+    return CalibratedClassifierCV(LinearSVC(C=params["C"], max_iter=10_000, random_state=seed), cv=3)
+
+
+def rbf_svm(params: dict, seed: int):
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.svm import SVC
+
+    return CalibratedClassifierCV(SVC(kernel="rbf", C=params["C"], gamma=params["gamma"], random_state=seed),
+                                  cv=3, ensemble=False)
+
+
+def naive_bayes(params: dict, seed: int):
+    from sklearn.naive_bayes import MultinomialNB
+
+    return MultinomialNB(alpha=params["alpha"])
+
+
+def random_forest(params: dict, seed: int):
+    from sklearn.ensemble import RandomForestClassifier
+
+    return RandomForestClassifier(n_estimators=params["n_estimators"], max_depth=params["max_depth"],
+                                  random_state=seed)
+
+
+def boosted_trees(params: dict, seed: int):
     from lightgbm import LGBMClassifier
 
     return LGBMClassifier(n_estimators=params["n_estimators"], max_depth=params["max_depth"],
                           learning_rate=params["learning_rate"], random_state=seed, verbose=-1)
 
 
-def _grid_key(kind: str, param: str) -> str:
-    """Where a classifier's hyperparameter sits in the pipeline (the SVMs inside their calibration)."""
-    return ("clf__estimator__" if kind in ("svm", "rbf") else "clf__") + param
+@dataclasses.dataclass(frozen=True)
+class Features:
+    """A way of turning posts into features: what ``attacks models`` says of it, the scikit-learn step made
+    from the victim's config, whether what it gives are counts (naive Bayes needs them), and the config
+    fields it cannot do without (each with what to give)."""
+
+    summary: str
+    make: Callable[[ConventionalConfig], Any]
+    counts: bool = True
+    needs: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Classifier:
+    """A classifier: what ``attacks models`` says of it, the scikit-learn estimator made from its
+    hyperparameters and the seed, their declaration, defaults and Wankmüller (2021)'s grid (small grids of
+    our own where the paper has none), where they sit in the estimator (an SVM's inside its calibration),
+    and whether it needs count features."""
+
+    summary: str
+    make: Callable[[dict, int], Any]
+    params: dict[str, Any]
+    defaults: dict[str, Any]
+    grid: dict[str, list]
+    inside: str = ""
+    needs_counts: bool = False
+
+    def grid_key(self, param: str) -> str:
+        """Where a hyperparameter sits in the pipeline, for GridSearchCV."""
+        return f"clf__{self.inside}{param}"
+
+
+# The conventional detectors: each features x classifier pair is one (but those the classifier cannot read).
+FEATURES = {
+    "bow": Features("binary bag of jieba words", bag_of_words),
+    "tfidf": Features("character 1-3-gram TF-IDF", character_tfidf),
+    "emb": Features("mean word vectors (--vectors)", lambda config: MeanWordVectors(config.vectors), counts=False,
+                    needs={"vectors": "a word-vectors file in word2vec text format (--vectors FILE)"}),
+}
+CLASSIFIERS = {
+    "lr": Classifier("logistic regression", logistic_regression, {"C": POSITIVE}, {"C": 10.0},
+                     {"C": [0.1, 1.0, 10.0]}),
+    "svm": Classifier("linear SVM", linear_svm, {"C": POSITIVE}, {"C": 1.0}, {"C": [0.1, 1.0, 10.0]},
+                      inside="estimator__"),
+    "rbf": Classifier("RBF SVM", rbf_svm, {"C": POSITIVE, "gamma": [POSITIVE, Options("scale")]},
+                      {"C": 10.0, "gamma": "scale"}, {"C": [0.1, 1.0, 10.0], "gamma": [0.001, 0.01, 0.1]},
+                      inside="estimator__"),
+    "nb": Classifier("naive Bayes", naive_bayes, {"alpha": Interval(float, 0)}, {"alpha": 0.1},
+                     {"alpha": [0.01, 0.1, 1.0]}, needs_counts=True),
+    "rf": Classifier("random forest", random_forest,
+                     {"n_estimators": Interval(int, 1), "max_depth": [Interval(int, 1), None]},
+                     {"n_estimators": 300, "max_depth": None}, {"n_estimators": [100, 300], "max_depth": [None, 50]}),
+    "gbt": Classifier("gradient-boosted trees (LightGBM)", boosted_trees,
+                      {"n_estimators": Interval(int, 1), "max_depth": Interval(int, 1), "learning_rate": POSITIVE},
+                      {"n_estimators": 250, "max_depth": 8, "learning_rate": 0.1},
+                      {"n_estimators": [50, 250], "max_depth": [5, 8], "learning_rate": [0.001, 0.01, 0.1]}),
+}
+
+
+def conventional_names() -> list[str]:
+    """``FEATURES-CLASSIFIER`` for every pair that can be trained."""
+    return list(_PAIRS)
+
+
+_PAIRS = {f"{f}-{c}": (f, c) for f, c in itertools.product(FEATURES, CLASSIFIERS)
+          if FEATURES[f].counts or not CLASSIFIERS[c].needs_counts}
 
 
 @dataclasses.dataclass
 class ConventionalConfig(Settings):
-    """What the model is: features, classifier, the classifier's hyperparameters (``params``; defaults
-    per classifier, or chosen by the grid), ``min_df`` and the word-vectors file for ``emb``."""
+    """What the model is: features, classifier, the classifier's hyperparameters (``params``: those given;
+    the classifier's defaults fill the rest when it is fitted), ``min_df`` and the word-vectors file for
+    ``emb``."""
 
     features: str = "tfidf"
     classifier: str = "lr"
@@ -200,13 +258,20 @@ class ConventionalConfig(Settings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.features == "emb" and not self.vectors:
-            raise ValueError("emb features need a word-vectors file in word2vec text format (--vectors FILE)")
-        if self.features == "emb" and self.classifier == "nb":
-            raise ValueError("emb-nb: naive Bayes needs counts, and mean word vectors are not (use bow-nb or tfidf-nb)")
-        declared = CLASSIFIER_PARAMS[self.classifier]
-        self.params = {**DEFAULT_PARAMS[self.classifier],
-                       **validate(self.params, declared, f"{self.classifier} params")}
+        features, classifier = FEATURES[self.features], CLASSIFIERS[self.classifier]
+        for field, what in features.needs.items():
+            if not getattr(self, field):
+                raise ValueError(f"{self.features} features need {what}")
+        if classifier.needs_counts and not features.counts:
+            counted = " or ".join(f"{f}-{self.classifier}" for f, c in _PAIRS.values() if c == self.classifier)
+            raise ValueError(f"{self.features}-{self.classifier}: {classifier.summary} needs counts, and "
+                             f"{self.features} features are not (use {counted})")
+        self.classifier_params()  # checked now, by name
+
+    def classifier_params(self) -> dict:
+        """The classifier's hyperparameters: those given, checked, over its defaults."""
+        classifier = CLASSIFIERS[self.classifier]
+        return {**classifier.defaults, **validate(self.params, classifier.params, f"{self.classifier} params")}
 
 
 @dataclasses.dataclass
@@ -246,85 +311,93 @@ class ConventionalVictim(Victim):
     Config = ConventionalConfig
     Training = ConventionalTraining
     packages = ("scikit-learn", "lightgbm", "skops", "jieba")
-
-    def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
-        super().__init__(config, training)
-        self.model = None  # the fitted pipeline: set by fit, or read by load
-        # the classifier's params the model was fitted with: config.params, or the grid's choice
-        self.chosen_params: dict | None = None
+    model_ = Fitted()  # the fitted pipeline: set by fit, or read by load
+    params_ = Fitted()  # the classifier's hyperparameters as fitted: config.params over its defaults, or the grid's
+    grid_results_ = Fitted()  # what the grid tried and chose (None without the grid)
 
     @property
     def name(self) -> str:
         return f"{self.config.features}-{self.config.classifier}"
 
     @classmethod
+    def names(cls) -> list[str]:
+        return conventional_names()
+
+    @classmethod
+    def from_name(cls, name: str, config: dict | None = None, training: dict | None = None) -> ConventionalVictim:
+        features, classifier = _PAIRS[name]
+        return cls({**(config or {}), "features": features, "classifier": classifier}, training)
+
+    @classmethod
     def summary_of(cls, name: str) -> str:
-        features, classifier = name.split("-")
-        return f"{FEATURE_SUMMARIES[features]} + {CLASSIFIER_SUMMARIES[classifier]}"
+        features, classifier = _PAIRS[name]
+        return f"{FEATURES[features].summary} + {CLASSIFIERS[classifier].summary}"
 
     def fitted_config(self) -> dict:
         """The config with the params the model was fitted with (the grid's choice where it ran), so that
         victim.json describes the saved model and loads it with them."""
-        config = self.config.to_dict()
-        return config if self.chosen_params is None else {**config, "params": dict(self.chosen_params)}
+        return {**self.config.to_dict(), "params": dict(self.params_)}
 
-    def pipeline(self):
+    def fit_results(self) -> dict:
+        return {"grid": self.grid_results_}
+
+    def pipeline(self, params: dict):
         from sklearn.pipeline import Pipeline
 
         config, seed = self.config, self.training.seed
-        model = Pipeline([("features", features(config.features, config)),
-                          ("clf", classifier(config.classifier, config.params, seed))])
+        model = Pipeline([("features", FEATURES[config.features].make(config)),
+                          ("clf", CLASSIFIERS[config.classifier].make(params, seed))])
         return Oversampled(model, 0.25, seed) if self.training.oversample else model
 
     def fit(self, train: Sequence[dict], dev: Sequence[dict] | None = None, *, out_dir: str | None = None,
             resume: bool = False, progress: bool | None = None) -> ConventionalVictim:
         """Fit on ``train`` (``dev`` is not needed: the grid cross-validates on the training posts)."""
         texts, labels = texts_of(train), labels_of(train, "the training records")
-        self.num_labels = int(labels.max()) + 1
-        model = self.pipeline()
-        self.chosen_params, self.grid_results = dict(self.config.params), None
+        params = self.config.classifier_params()
+        model, self.grid_results_ = self.pipeline(params), None
         if self.training.grid:
-            model = self._grid_search(model, texts, labels, progress)
+            model, params = self._grid_search(model, params, texts, labels, progress)
         else:
             model.fit(texts, labels)
-        self.model = model
+        self.num_labels_, self.model_, self.params_ = int(labels.max()) + 1, model, params
         return self
 
-    def _grid_search(self, model, texts: list[str], labels: np.ndarray, progress: bool | None):
+    def _grid_search(self, model, params: dict, texts: list[str], labels: np.ndarray, progress: bool | None):
+        """The best pipeline of the grid's, refitted on every training post, and its params (the results go to
+        ``grid_results_``)."""
         from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
-        kind = self.config.classifier
+        classifier = CLASSIFIERS[self.config.classifier]
         prefix = "estimator__" if self.training.oversample else ""
-        grid = {prefix + _grid_key(kind, p): values for p, values in GRIDS[kind].items()}
+        grid = {prefix + classifier.grid_key(p): values for p, values in classifier.grid.items()}
         folds = StratifiedKFold(self.training.folds, shuffle=True, random_state=self.training.seed)
         search = GridSearchCV(model, grid, scoring="f1_macro", cv=folds, n_jobs=self.training.jobs,
                               verbose=0 if progress is False else 1, error_score="raise")
         search.fit(texts, labels)
-        chosen = {p: search.best_params_[prefix + _grid_key(kind, p)] for p in GRIDS[kind]}
-        self.chosen_params.update(chosen)  # config.params stays as given (scikit-learn's rule for fit)
-        self.grid_results = {"best_params": chosen, "best_cv_macro_f1": float(search.best_score_),
-                             "candidates": [{"params": {p.rsplit("__", 1)[-1]: v for p, v in params.items()},
-                                             "cv_macro_f1": float(score)} for params, score in
-                                            zip(search.cv_results_["params"], search.cv_results_["mean_test_score"])]}
-        return search.best_estimator_
+        chosen = {p: search.best_params_[prefix + classifier.grid_key(p)] for p in classifier.grid}
+        self.grid_results_ = {"best_params": chosen, "best_cv_macro_f1": float(search.best_score_),
+                              "candidates": [{"params": {p.rsplit("__", 1)[-1]: v for p, v in tried.items()},
+                                              "cv_macro_f1": float(score)} for tried, score in
+                                             zip(search.cv_results_["params"], search.cv_results_["mean_test_score"])]}
+        return search.best_estimator_, {**params, **chosen}
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         texts = check_texts(texts)
-        out = np.zeros((len(texts), self.num_labels), dtype=np.float64)
+        out = np.zeros((len(texts), self.num_labels_), dtype=np.float64)
         if texts:
-            out[:, np.asarray(self.model.classes_, dtype=int)] = self.model.predict_proba(texts)
+            out[:, np.asarray(self.model_.classes_, dtype=int)] = self.model_.predict_proba(texts)
         return out
 
     def _save_weights(self, directory: str) -> list[str]:
         import skops.io
 
-        vectorizer = _vectorizer(self.model)
+        vectorizer = _vectorizer(self.model_)
         vocabulary = vectorizer.vocabulary_
         write_atomic(os.path.join(directory, VOCABULARY_FILE),
                      json.dumps({term: int(i) for term, i in vocabulary.items()}, ensure_ascii=False).encode())
         del vectorizer.vocabulary_
         try:
-            skops.io.dump(self.model, os.path.join(directory, MODEL_FILE))
+            skops.io.dump(self.model_, os.path.join(directory, MODEL_FILE))
         finally:
             vectorizer.vocabulary_ = vocabulary
         return [MODEL_FILE, VOCABULARY_FILE]
@@ -341,10 +414,11 @@ class ConventionalVictim(Victim):
         if refused:
             raise VictimError(f"{path} holds types that are not a conventional victim's: {', '.join(refused)}; "
                               "refusing to load it")
-        self.model = skops.io.load(path, trusted=sorted(found))
+        model = skops.io.load(path, trusted=sorted(found))
         with open(os.path.join(directory, VOCABULARY_FILE), encoding="utf-8") as f:
-            _vectorizer(self.model).vocabulary_ = json.load(f)
-        self.chosen_params = dict(self.config.params)  # victim.json records the params the model was fitted with
+            _vectorizer(model).vocabulary_ = json.load(f)
+        # victim.json records the params the model was fitted with (every one, the defaults too)
+        self.model_, self.params_, self.grid_results_ = model, self.config.classifier_params(), None
 
 
 def _vectorizer(model):
@@ -352,6 +426,3 @@ def _vectorizer(model):
     pipeline = model.estimator_ if isinstance(model, Oversampled) else model
     return pipeline.named_steps["features"]
 
-
-def conventional_names() -> list[str]:
-    return [f"{f}-{c}" for f, c in itertools.product(FEATURES, CLASSIFIERS) if (f, c) != ("emb", "nb")]

@@ -38,7 +38,7 @@ from mmbert.loop_settings import LoopSettings
 from ..fgm import _norm
 from ..nn.adversaries import ADVERSARIES, DEFAULT_ADVERSARY, Adversary
 from ..nn.habertor_model import PRESETS, HabertorConfig, HabertorForClassification, HabertorForMaskedLM
-from .base import Settings, check_texts, register_victim
+from .base import Fitted, Settings, check_texts, register_victim
 from .bert import HEAD_SHARE, HeadTailTokens, encode_head_tail, pad
 from .neural import (ARCHITECTURE, WEIGHTS, Embedded, FineTunedVictim, NeuralTraining, read_json, save_tokenizer,
                      write_json)
@@ -277,10 +277,10 @@ class HabertorVictim(HeadTailTokens, FineTunedVictim):
     summary = "HABERTOR: quaternion-factorised BERT, source ensemble heads, adaptive FGM training"
     Config = HabertorVictimConfig
     Training = HabertorTraining
+    sources_ = Fitted()  # the source nets' names, in order: set by fit, or read by load
 
     def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
         super().__init__(config, training)
-        self.sources: list[str] = []  # the source nets' names, in order: set by fit, or read by load
         self._corpus: list[str] = []  # the training texts, for a vocabulary when there is no backbone
 
     def fit(self, train: Sequence[dict], dev: Sequence[dict] | None = None, **kwargs) -> HabertorVictim:
@@ -290,13 +290,13 @@ class HabertorVictim(HeadTailTokens, FineTunedVictim):
             if missing:
                 raise ValueError(f"{len(missing)} training records have no {field!r} (the source field), "
                                  f"e.g. record {missing[0]}")
-        self.sources = sorted({str(r[field]) for r in train}) if field else []
+        self.sources_ = sorted({str(r[field]) for r in train}) if field else []
         self._corpus = [r["text"] for r in train]
         return super().fit(train, dev, **kwargs)
 
     def _classifier(self, config: HabertorConfig, num_labels: int) -> nn.Module:
         c = self.config
-        model = HabertorForClassification(config, num_labels, max(1, len(self.sources)), c.heads, c.pooling)
+        model = HabertorForClassification(config, num_labels, max(1, len(self.sources_)), c.heads, c.pooling)
         noise = self.adversary.noise(config.hidden_size, self.training)
         if noise is not None:
             model.noise = noise
@@ -311,39 +311,39 @@ class HabertorVictim(HeadTailTokens, FineTunedVictim):
 
         c = self.config
         if c.backbone:
-            self.tokenizer = load_tokenizer(c.backbone)
+            self.tokenizer_ = load_tokenizer(c.backbone)
             config = HabertorConfig.from_pretrained(c.backbone)
             model = self._classifier(config, num_labels)
             encoder = {k.removeprefix("habertor."): v for k, v in load_file(os.path.join(c.backbone, WEIGHTS)).items()
                        if k.startswith("habertor.")}
             model.habertor.load_state_dict(encoder)
             return model
-        self.tokenizer = train_tokenizer(self._corpus, c.vocab_size)
-        config = HabertorConfig.preset(c.preset, **(c.sizes or {}), vocab_size=len(self.tokenizer),
-                                       pad_token_id=self.tokenizer.pad_token_id)
+        self.tokenizer_ = train_tokenizer(self._corpus, c.vocab_size)
+        config = HabertorConfig.preset(c.preset, **(c.sizes or {}), vocab_size=len(self.tokenizer_),
+                                       pad_token_id=self.tokenizer_.pad_token_id)
         return self._classifier(config, num_labels)
 
     def architecture(self, directory: str) -> nn.Module:
-        self.tokenizer = load_tokenizer(directory)
+        self.tokenizer_ = load_tokenizer(directory)
         saved = read_json(directory, ARCHITECTURE)
-        self.sources = saved["sources"]
+        self.sources_ = saved["sources"]
         return self._classifier(HabertorConfig.from_dict(saved["config"], f"{directory}/{ARCHITECTURE}"),
-                                self.num_labels)
+                                self.num_labels_)
 
     def save_architecture(self, directory: str) -> list[str]:
-        names = save_tokenizer(self.tokenizer, directory)
-        config = self.model.habertor.config.to_dict()
-        return [write_json(directory, ARCHITECTURE, {"config": config, "sources": self.sources}), *names]
+        names = save_tokenizer(self.tokenizer_, directory)
+        config = self.model_.habertor.config.to_dict()
+        return [write_json(directory, ARCHITECTURE, {"config": config, "sources": self.sources_}), *names]
 
     @property
     def max_length(self) -> int:
-        return min(self.config.max_length, self.model.habertor.config.max_position)
+        return min(self.config.max_length, self.model_.habertor.config.max_position)
 
     # -- inputs ---------------------------------------------------------------------------------------
 
     def source_ids(self, sources: Sequence[str | None]) -> torch.Tensor:
         """Each source's net (-1: unknown, read by the mean of the nets)."""
-        index = {s: i for i, s in enumerate(self.sources)}
+        index = {s: i for i, s in enumerate(self.sources_)}
         return torch.tensor([index.get(str(s), -1) if s is not None else -1 for s in sources], dtype=torch.long)
 
     def batch(self, texts: Sequence[str], sources: Sequence[str | None] | None = None) -> dict[str, torch.Tensor]:

@@ -129,10 +129,10 @@ class LLMVictim(Victim):
     differentiable = False
     Config = LLMConfig
     Training = NoSettings
+    num_labels_ = 2  # the prompt's: nothing to fit
 
     def __init__(self, config=None, training=None) -> None:
         super().__init__(config, training)
-        self.num_labels = 2
         self.unparseable = 0  # answers that named no label, so far
         self.asked = 0  # requests sent (cache misses)
         self._answers: AnswerCache | None = None  # opened at the first question

@@ -13,6 +13,7 @@ stay as the text gives them.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from collections.abc import Sequence
 
@@ -21,10 +22,12 @@ import torch
 from cloak.io import write_records
 from cloak.params import InstanceOf, Interval
 
-from .base import NoSettings, Settings, register_victim
+from .base import Fitted, NoSettings, Settings, register_victim
 from .neural import Embedded, TorchVictim, save_tokenizer
 
 STAGES = (1, 2, 3)
+# Files of an `mmbert train` folder that are records of its training, not the model.
+TRAINING_LOGS = ("log.json", "training.json")
 
 
 @dataclasses.dataclass
@@ -49,18 +52,25 @@ class MMBertVictim(TorchVictim):
     summary = "MMBERT: text + speech + glyph mixture of experts, three stages"
     Config = MMBertVictimConfig
     Training = NoSettings  # the stages' settings are in the run configuration
-
-    def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
-        super().__init__(config, training)
-        self.featurizer = None  # what turns texts into the model's inputs: loaded with the model
+    featurizer_ = Fitted()  # what turns texts into the model's inputs: loaded with the model
 
     @classmethod
-    def from_folder(cls, directory: str) -> MMBertVictim:
-        """A folder written by ``mmbert train`` (no victim.json)."""
-        victim = cls({"run": "small"})
-        victim._load_weights(directory)
-        victim.num_labels = victim.model.config.num_labels
-        return victim
+    def read_folder(cls, directory: str) -> dict | None:
+        """A folder ``mmbert train`` wrote (no victim.json) is a victim too: its labels from its config.json;
+        its fingerprint from its config, tokenizer and weights."""
+        from cloak.io import file_sha256
+        from mmbert.folder import label_count
+
+        labels = label_count(directory)
+        if labels is None:
+            return None
+        digest = hashlib.sha256()
+        for name in sorted(os.listdir(directory)):
+            file = os.path.join(directory, name)
+            if os.path.isfile(file) and name not in TRAINING_LOGS:
+                digest.update(f"{name}\0{file_sha256(file)}\n".encode())
+        return {"kind": cls.kind, "name": cls.kind, "num_labels": labels, "config": {}, "training": {},
+                "settings": "trained by mmbert train", "fingerprint": digest.hexdigest()}
 
     def fit(self, train: Sequence[dict], dev: Sequence[dict] | None = None, *, out_dir: str | None = None,
             resume: bool = False, progress: bool | None = None, on_checkpoint=None) -> MMBertVictim:
@@ -90,28 +100,28 @@ class MMBertVictim(TorchVictim):
                             resume=resume and in_progress, progress=progress, on_checkpoint=on_checkpoint)
             previous = stage_dir
         self._load_weights(previous)
-        self.num_labels = self.model.config.num_labels
+        self.num_labels_ = self.model_.config.num_labels
         return self
 
     def _save_weights(self, directory: str) -> list[str]:
-        self.model.save_pretrained(directory)
-        return sorted({"config.json", "model.safetensors", *save_tokenizer(self.featurizer.tokenizer, directory)})
+        self.model_.save_pretrained(directory)
+        return sorted({"config.json", "model.safetensors", *save_tokenizer(self.featurizer_.tokenizer, directory)})
 
     def _load_weights(self, directory: str) -> None:
         from mmbert.loading import load_model
 
-        self.model, self.featurizer = load_model(directory)
+        self.model_, self.featurizer_ = load_model(directory)
 
     def batch(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
-        examples = self.featurizer.encode([{"text": t} for t in texts], progress=False)
-        return self.featurizer.collate(examples)
+        examples = self.featurizer_.encode([{"text": t} for t in texts], progress=False)
+        return self.featurizer_.collate(examples)
 
     @property
     def has_token_spans(self) -> bool:
-        return self.featurizer.tokenizer.is_fast  # a slow tokenizer gives no character offsets
+        return self.featurizer_.tokenizer.is_fast  # a slow tokenizer gives no character offsets
 
     def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int] | None]]:
-        return self.featurizer.token_spans(list(texts))
+        return self.featurizer_.token_spans(list(texts))
 
     def embed_batch(self, model, batch: dict) -> Embedded:
         embeds = model.mmbert.embeddings.word_embeddings(batch["input_ids"])

@@ -27,7 +27,7 @@ from cloak.params import InstanceOf, Interval, Options
 from mmbert.loop_settings import LoopSettings
 
 from ..nn.regularizers import REGULARIZERS, Regularizer
-from .base import Settings, Victim, check_texts, labels_of, texts_of
+from .base import Fitted, Settings, Victim, check_texts, labels_of, texts_of
 
 WEIGHTS = "model.safetensors"
 ARCHITECTURE = "architecture.json"
@@ -82,10 +82,7 @@ class TorchVictim(Victim):
     differentiable = True
     packages = ("torch", "transformers", "safetensors")
     predict_batch_size = 64
-
-    def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
-        super().__init__(config, training)
-        self.model: torch.nn.Module | None = None  # built by fit, or read by load
+    model_ = Fitted()  # the torch model: built by fit, or read by load
 
     # -- what a subclass provides ---------------------------------------------------------------
 
@@ -116,12 +113,12 @@ class TorchVictim(Victim):
 
     def embed(self, texts: Sequence[str]) -> Embedded:
         """Each text's input embeddings (on the model's device, with gradients possible)."""
-        device = next(self.model.parameters()).device
+        device = next(self.model_.parameters()).device
         batch = {k: v.to(device) for k, v in self.batch(check_texts(texts)).items()}
-        return self.embed_batch(self.model, batch)
+        return self.embed_batch(self.model_, batch)
 
     def logits(self, embedded: Embedded) -> torch.Tensor:
-        return self.model_logits(self.model, embedded)
+        return self.model_logits(self.model_, embedded)
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         texts = check_texts(texts)
@@ -141,11 +138,11 @@ class TorchVictim(Victim):
     @torch.no_grad()
     def batch_probabilities(self, batches: Iterable[dict]) -> np.ndarray:
         """Class probabilities (n, n_classes) of the posts of ``batch`` outputs, in order."""
-        self.model.eval()
-        device = next(self.model.parameters()).device
-        out = [torch.softmax(self.logits(self.embed_batch(self.model, {k: v.to(device) for k, v in b.items()}))
+        self.model_.eval()
+        device = next(self.model_.parameters()).device
+        out = [torch.softmax(self.logits(self.embed_batch(self.model_, {k: v.to(device) for k, v in b.items()}))
                              .float(), -1).cpu() for b in batches]
-        return torch.cat(out).numpy().astype(np.float64) if out else np.zeros((0, self.num_labels))
+        return torch.cat(out).numpy().astype(np.float64) if out else np.zeros((0, self.num_labels_))
 
     def saliency(self, texts: Sequence[str], labels: Sequence[int]) -> list[np.ndarray]:
         """How much each character of each text drives the loss of its label (TextAttack's gradient word
@@ -153,7 +150,7 @@ class TorchVictim(Victim):
         embedding, shared out evenly over the characters the token covers. Characters the model does
         not read (the middle of a long post) get 0. One forward and backward pass a text."""
         texts, labels = check_texts(texts), np.asarray(labels, dtype=int)
-        self.model.eval()
+        self.model_.eval()
         out = []
         for at in range(0, len(texts), self.predict_batch_size):
             chunk = texts[at:at + self.predict_batch_size]
@@ -180,22 +177,22 @@ class FineTunedVictim(TorchVictim):
 
     Training = NeuralTraining
     attentions = True  # model_attentions: the attention regularisers reach every one
+    log_ = Fitted()  # each epoch's figures and the best, as fit ran them
+    tokenizer_ = Fitted()  # the model's tokenizer: set by build, or by architecture when loading
 
     def __init__(self, config: Settings | dict | None = None, training: Settings | dict | None = None) -> None:
         super().__init__(config, training)
-        self.log: dict = {}  # each epoch's figures and the best, as fit ran them
         self._relevant = None  # KLAR's relevant terms (a cloak Lexicon), read at the first batch
-        self.tokenizer = None  # the model's tokenizer: set by build, or by architecture when loading
 
     # -- what a subclass provides ---------------------------------------------------------------
 
     @abc.abstractmethod
     def build(self, num_labels: int) -> torch.nn.Module:
-        """The model to train, from its backbone; sets ``self.tokenizer``."""
+        """The model to train, from its backbone; sets ``self.tokenizer_``."""
 
     @abc.abstractmethod
     def architecture(self, directory: str) -> torch.nn.Module:
-        """The saved model's shape, empty (weights are loaded into it); sets ``self.tokenizer``."""
+        """The saved model's shape, empty (weights are loaded into it); sets ``self.tokenizer_``."""
 
     @abc.abstractmethod
     def save_architecture(self, directory: str) -> list[str]:
@@ -265,10 +262,10 @@ class FineTunedVictim(TorchVictim):
             cut = max(1, int(round(t.dev_share * len(train))))
             dev, train = [train[i] for i in order[:cut]], [train[i] for i in order[cut:]]
         labels, dev_labels = labels_of(train, "the training records"), labels_of(dev, "the dev records")
-        self.num_labels = int(max(labels.max(), dev_labels.max())) + 1
+        self.num_labels_ = int(max(labels.max(), dev_labels.max())) + 1
         torch.manual_seed(t.seed)  # a new head (and any new part) depends on the seed alone
         with quiet_loading():
-            self.model = self.build(self.num_labels)
+            self.model_ = self.build(self.num_labels_)
         examples = [{**r, "label": int(y)} for r, y in zip(train, labels)]
         dev_texts = texts_of(dev)
 
@@ -287,11 +284,11 @@ class FineTunedVictim(TorchVictim):
 
         def save(model, accelerator) -> None:
             if accelerator.is_main_process:
-                self.model = accelerator.unwrap_model(model)
+                self.model_ = accelerator.unwrap_model(model)
                 self.save(work)
 
-        groups = self.parameter_groups(self.model)
-        self.log = train_epochs(self.model, loss, examples, collate, groups, evaluate, save, work, t,
+        groups = self.parameter_groups(self.model_)
+        self.log_ = train_epochs(self.model_, loss, examples, collate, groups, evaluate, save, work, t,
                                 resume=resume, progress=progress, on_checkpoint=on_checkpoint, desc=self.name,
                                 after_step=self.after_step)
         self._load_weights(work)  # the best epoch, not the last
@@ -305,7 +302,7 @@ class FineTunedVictim(TorchVictim):
         from safetensors.torch import save_model
 
         files = self.save_architecture(directory)
-        save_model(self.model, os.path.join(directory, WEIGHTS))  # shared tensors stored once
+        save_model(self.model_, os.path.join(directory, WEIGHTS))  # shared tensors stored once
         return [*files, WEIGHTS]
 
     def _load_weights(self, directory: str) -> None:
@@ -313,7 +310,7 @@ class FineTunedVictim(TorchVictim):
 
         model = self.architecture(directory)
         load_model(model, os.path.join(directory, WEIGHTS))
-        self.model = model.eval()
+        self.model_ = model.eval()
 
 
 def save_tokenizer(tokenizer, directory: str) -> list[str]:

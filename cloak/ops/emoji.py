@@ -4,17 +4,18 @@ Three paths, tried in this order:
 
 1. **A word by meaning.** A word of two or more characters that names an emoji becomes it (猴子 -> 🐒,
    屁股 -> 🍑); the word is replaced whole.
-2. **A character by meaning.** A character becomes the emoji named by it alone (鬼 -> 👻), else one whose
-   two-character name ends in it (牛 -> 🐄 奶牛) or starts with it (猴 -> 🐒 猴子), as long as few names
-   do (点 ends 一点 🕐 and ten other names: no single picture means 点).
+2. **A character by meaning.** A character becomes the emoji named by it alone (鬼 -> 👻) or by it plus
+   子 / 头 / 儿 (猴 -> 🐒 猴子), or that the hand-written table gives it (走 -> 🚶, 表 -> ⌚), as long as few
+   do. A name that merely ends or starts with the character is not its meaning: 烛台 🕎 (candlestick) is
+   no 台, 人鱼 🧜 (merperson) no 人, 吉他 🎸 no 他 (the op wrote 台湾人 -> 🕎💊🧜); the few such characters
+   that do stand alone for their picture are in the table (表 ⌚ of 手表, 蚁 🐜 of 蚂蚁).
 3. **A character by sound.** A character with no emoji of its own becomes the emoji of a character that
    reads the same (toneless pinyin, as the word reads it) and has one by meaning, as posters write
-   鸡 🐔 for 几 and 马 🐴 for 麻 (麻烦 -> 🐴🍚, 饭 being 🍚). Only characters tied closely to their emoji
-   lend their sound: a one-character name or a hand-written meaning first, else a two-character name
-   that ends in the character or is it plus 子 / 头 / 儿 (米饭 for 饭, 猴子 for 猴; not 忍者 for 忍).
-   A syllable keeps the emoji of its most closely tied characters only, the commoner characters first,
-   at most ``MAX_SOUND`` of them, and none that means characters of different sounds (🐛 is 虫 and 蛆
-   alike: it stands in for neither). The suffixes 子 / 头 / 儿 are left as they are (鬼子 -> 👻子).
+   鸡 🐔 for 几, 马 🐴 for 麻 (麻烦 -> 🐴🍚, 饭 being 🍚) and 表 ⌚ for 婊. A one-character name or a
+   hand-written meaning lends its sound first, else a name that is the character plus 子 / 头 / 儿 (猴子
+   for 猴). A syllable keeps the emoji of its most closely tied characters only, the commoner characters
+   first, at most ``MAX_SOUND`` of them, and none that means characters of different sounds (🐛 is 虫 and
+   蛆 alike: it stands in for neither). The suffixes 子 / 头 / 儿 are left as they are (鬼子 -> 👻子).
 
 Data: the Chinese names the ``emoji`` package carries (CLDR annotations, mostly nouns), and a small table
 written for mmcloak, ``data/emoji_meanings.tsv``, of the verbs, body words, colours and insult-adjacent
@@ -42,9 +43,8 @@ SUFFIXES = "子头儿"
 MEANINGS = "data/emoji_meanings.tsv"
 
 # How closely a character is tied to its emoji: 0 a one-character name or a hand-written meaning, 1 a
-# two-character name ending in it or made of it plus a suffix, 2 another name it starts. 0 and 1 lend
-# their sound.
-DIRECT, NAMED, LOOSE = 0, 1, 2
+# name made of it plus a suffix. The closest tie of a syllable lends its sound.
+DIRECT, NAMED = 0, 1
 
 
 def _is_flag(e: str) -> bool:
@@ -83,30 +83,25 @@ def emoji_tables() -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...
     by_char: dict[str, list[str]] = {}
     tie: dict[str, int] = {}
     not_flags = {n: es for n, es in names.items() if not _is_flag(es[0])}  # 智 is not 🇨🇱 (智利)
-    for tier in (lambda n, ch: n == ch, lambda n, ch: n[-1] == ch, lambda n, ch: n[0] == ch):
+    # 鬼 👻 by its one-character name, else 猴 🐒 by 猴子 (the character and a suffix): what names it
+    for level, names_it in ((DIRECT, lambda name: len(name) == 1),
+                            (NAMED, lambda name: len(name) == 2 and name[1] in SUFFIXES)):
         found: dict[str, list[str]] = {}
-        named: dict[str, list[str]] = {}
         for name, emojis in not_flags.items():
-            if len(name) <= 2:
-                for ch in set(name):
-                    if ch not in by_char and tier(name, ch):
-                        found.setdefault(ch, []).extend(emojis)
-                        named.setdefault(ch, []).append(name)
+            if names_it(name) and name[0] not in by_char:
+                found.setdefault(name[0], []).extend(emojis)
         for ch, es in found.items():
             if len(es) <= MAX_AMBIGUITY:
-                by_char[ch] = es
-                tie[ch] = (DIRECT if len(named[ch][0]) == 1 else
-                           NAMED if all(n[-1] == ch or n[1] in SUFFIXES for n in named[ch]) else LOOSE)
+                by_char[ch], tie[ch] = es, level
 
     meanings = emoji_meanings()
     for word, emojis in meanings.items():
         if len(word) == 1:
             by_char[word], tie[word] = list(emojis), DIRECT
 
-    # by sound: characters tied closely to their emoji, the closest tie of each syllable, commoner first
+    # by sound: the characters that mean their emoji, the closest tie of each syllable, commoner first
     freq = char_frequencies()
-    syllable = {ch: syllable_key(char_readings(ch)[0]) for ch, level in tie.items()
-                if level <= NAMED and is_han(ch) and char_readings(ch)}
+    syllable = {ch: syllable_key(char_readings(ch)[0]) for ch in tie if is_han(ch) and char_readings(ch)}
     read_as: dict[str, dict[int, set[str]]] = {}  # emoji -> tie -> syllables of the characters it means
     for ch, key in syllable.items():
         for e in by_char[ch]:
