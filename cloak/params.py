@@ -210,3 +210,49 @@ def validate_fields(obj: Any, where: str) -> None:
     values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.name in declaration}
     for name, value in validate(values, declaration, where).items():
         object.__setattr__(obj, name, value)
+
+
+# -- specs: ``name:key=value:key=value``, the command-line form of an op (``homophone:tone=fuzzy``) or of an
+# unveiler (``unveil:families=sound+shape``)
+
+def _coerce(value: str, annotation: object, field: str, where: str):
+    kind = annotation if isinstance(annotation, type) else None
+    if isinstance(annotation, str):  # postponed annotations
+        kind = {"int": int, "float": float, "bool": bool, "str": str}.get(annotation)
+    try:
+        if kind is bool:
+            if value.lower() in ("1", "true", "yes", "on"):
+                return True
+            if value.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        return kind(value) if kind in (int, float) else value
+    except ValueError:
+        wanted = {bool: "true or false", int: "an integer", float: "a number"}.get(kind, kind)
+        raise ValueError(f"{where}: '{field}' must be {wanted}, got {value!r}") from None
+
+
+def spec_arguments(cls: type, params: Sequence[str], where: str) -> dict[str, Any]:
+    """A dataclass's keyword arguments from the ``key=value`` parts of a spec, each converted to its
+    field's type; an unknown key gets the did-you-mean error. ``where`` starts every error (``op split``)."""
+    hints = typing.get_type_hints(cls)
+    fields = [f.name for f in dataclasses.fields(cls) if f.init]
+    kwargs = {}
+    for param in params:
+        key, sep, value = param.partition("=")
+        if not sep:
+            raise ValueError(f"{where}: parameter {param!r} needs a value: {param}=VALUE")
+        if key not in fields:
+            if not fields:
+                raise ValueError(f"{where}: takes no parameters, got {key!r}")
+            raise unknown_key(key, fields, where)
+        kwargs[key] = _coerce(value, hints.get(key, str), key, where)
+    return kwargs
+
+
+def spec_string(name: str, obj: Any) -> str:
+    """``name`` and each field of the dataclass ``obj`` that is not at its default: ``name:key=value...``,
+    which ``spec_arguments`` reads back."""
+    changed = [f"{f.name}={getattr(obj, f.name)}" for f in dataclasses.fields(obj)
+               if f.init and getattr(obj, f.name) != f.default]
+    return ":".join([name, *changed])

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import NamedTuple
 
-from .edits import Edit
+from .edits import Edit, splice
 from .ops import Op, parse_ops
 from .ops.base import STRENGTHS
 from .params import Interval, Options, validate
@@ -51,17 +51,6 @@ def _span_cloaker(op: Op) -> Callable[[str, int, int, Rng], list[Edit]]:
     if type(op).apply is Op.apply:
         return op.edit_span
     return lambda text, start, end, rng: op.apply(text, rng, ((start, end),))
-
-
-def _splice(text: str, edits: Sequence[Edit]) -> str:
-    parts = []
-    pos = 0
-    for e in edits:
-        parts.append(text[pos:e.start])
-        parts.append(e.dst)
-        pos = e.end
-    parts.append(text[pos:])
-    return "".join(parts)
 
 
 class Perturber:
@@ -160,7 +149,7 @@ class Perturber:
         if not edits:
             return Cloaked(text, text, [])
         # Spans are sorted and disjoint, and each op returns its edits in order: already sorted.
-        return Cloaked(_splice(text, edits), text, edits)
+        return Cloaked(splice(text, edits), text, edits)
 
     def augment(self, texts: Iterable[str], n: int = 1, *, epoch: int = 0) -> list[str]:
         """``n`` cloaked copies of each text, text-major; pass the epoch to get fresh ones each epoch."""

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import typing
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from ..edits import Edit
-from ..params import Interval, unknown_key, validate_fields
+from ..params import Interval, spec_arguments, spec_string, unknown_key, validate_fields
 from ..rng import Rng
 
 Span = tuple[int, int]
@@ -95,9 +94,7 @@ class Op:
 
     def spec(self) -> str:
         """The command-line form of this op and its parameters, e.g. ``homophone:tone=fuzzy``."""
-        changed = [f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self)  # type: ignore[arg-type]
-                   if getattr(self, f.name) != f.default]
-        return ":".join([self.name, *changed])
+        return spec_string(self.name, self)
 
     # -- helper shared by ops that swap single characters ----------------------------------------
 
@@ -192,23 +189,6 @@ def available_ops() -> dict[str, type[Op]]:
     return dict(_REGISTRY)
 
 
-def _coerce(value: str, annotation: object, field: str, op: str):
-    kind = annotation if isinstance(annotation, type) else None
-    if isinstance(annotation, str):  # postponed annotations
-        kind = {"int": int, "float": float, "bool": bool, "str": str}.get(annotation)
-    try:
-        if kind is bool:
-            if value.lower() in ("1", "true", "yes", "on"):
-                return True
-            if value.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        return kind(value) if kind in (int, float) else value
-    except ValueError:
-        wanted = {bool: "true or false", int: "an integer", float: "a number"}.get(kind, kind)
-        raise ValueError(f"op {op}: '{field}' must be {wanted}, got {value!r}") from None
-
-
 def make_op(spec: str | Op) -> Op:
     """An op from its command-line form ``name[:param=value[:param=value...]]``."""
     if isinstance(spec, Op):
@@ -217,19 +197,7 @@ def make_op(spec: str | Op) -> Op:
     if name not in _REGISTRY:
         raise unknown_key(name, sorted(_REGISTRY), "", kind="op")
     cls = _REGISTRY[name]
-    hints = typing.get_type_hints(cls)
-    fields = [f.name for f in dataclasses.fields(cls)]
-    kwargs = {}
-    for param in params:
-        key, sep, value = param.partition("=")
-        if not sep:
-            raise ValueError(f"op {name}: parameter {param!r} needs a value: {param}=VALUE")
-        if key not in fields:
-            if not fields:
-                raise ValueError(f"op {name}: takes no parameters, got {key!r}")
-            raise unknown_key(key, fields, f"op {name}")
-        kwargs[key] = _coerce(value, hints.get(key, str), key, name)
-    return cls(**kwargs)
+    return cls(**spec_arguments(cls, params, f"op {name}"))
 
 
 def parse_ops(specs: str | Sequence[str | Op]) -> list[Op]:
