@@ -28,12 +28,17 @@ from ..ops.typography import Noise
 from ..pinyin import reading_key, word_reading
 from ..targets import DEFAULT_PROTECT, matches
 from . import sound
+from .normalise import READERS as CHARACTER_READERS
+from .normalise import normalise
 from .variants import LITERAL_OPS, literal_forms
 
 SOUND_READERS = ("homophone", "pinyin")
 NOISE_SYMBOLS = Noise.symbols + " "
 COMMON_PER_SOUND = 3  # common words read back from one pinyin spelling, at most
-_PROTECT = re.compile(DEFAULT_PROTECT)
+MEMO = 200_000  # written spans whose terms by sound are remembered
+# What cloak never touches, read back never either; an @ inside romanised text is a look-alike a (n@n), not
+# a mention
+_PROTECT = re.compile(DEFAULT_PROTECT.replace("@[", "(?<![A-Za-z0-9$@])@["))
 
 
 class Candidate(NamedTuple):
@@ -93,12 +98,16 @@ class TermIndex:
         self._initials: dict[str, tuple[str, ...]] = {}
         if self.readers & set(SOUND_READERS):
             self._sound_terms = _sound_keys(han)
+            self._readings = {t: [frozenset(sound.readings(ch)) for ch in t] for t in han}
+            self._heard_memo: dict[tuple[int, str], tuple[tuple[str, int], ...]] = {}
             sound.key_table()
         if "abbrev" in self.readers:
             self._initials = _initials(han)
         self._sound = _automaton(list(self._sound_terms)) if self._sound_terms else None
         self._common = common_by_sound(self.common) if self.common and "pinyin" in self.readers else {}
-        forms = literal_forms(self.terms, sorted(self.readers & set(LITERAL_OPS)))
+        characters = self.readers & frozenset(CHARACTER_READERS)
+        forms = literal_forms(self.terms, sorted(self.readers & set(LITERAL_OPS)),
+                              lambda form: normalise(form, characters)[0])
         self._forms = {form: tuple(terms.items()) for form, terms in forms.items()}
         self._form_list = list(self._forms)
         self._form_automaton = _automaton(self._form_list) if self._forms else None
@@ -129,14 +138,31 @@ class TermIndex:
 
     def _unwritten(self, text: str, found: list[Candidate]) -> list[Candidate]:
         """The candidates that do not read back what is written plainly: not a term written as it is (女拳,
-        a cloak of 女权, is a term of its own), nor a part of one (the 黑 of 黑人 is not a look-alike of 男);
-        nor inside a URL, @mention, #topic# or [emoticon]."""
+        a cloak of 女权, is a term of its own), nor a part of one (the 黑 of 黑人 is not a look-alike of 男:
+        what a candidate changes may hold a term written plainly, not cut one); nor inside a URL, @mention,
+        #topic# or [emoticon]."""
         kept = [(s, e) for _, s, e in matches(self._written, text)]
         if _PROTECT.search(text):
             kept += [m.span() for m in _PROTECT.finditer(text)]
-        return [c for c in found if text[c.start:c.end] not in self._term_set
-                and all(e <= c.start or c.end <= s or (c.start <= s and e <= c.end and e - s < c.end - c.start)
-                        for s, e in kept)]
+        if not kept:
+            return [c for c in found if text[c.start:c.end] not in self._term_set]
+        within: list[tuple[int, int] | None] = [None] * (len(text) + 1)  # the kept span over each place
+        for s, e in kept:
+            for i in range(s, e):
+                within[i] = (s, e)
+        kept_candidates = []
+        for c in found:
+            written = text[c.start:c.end]
+            if written in self._term_set:
+                continue
+            start, end = changed_span(written, c.dst)
+            start, end = c.start + start, c.start + end
+            if end == start:  # changes nothing but where a term is cut: judged by its whole span
+                start, end = c.start, c.end
+            if ((first := within[start]) is None or first[0] >= c.start) and \
+                    ((last := within[end - 1]) is None or last[1] <= c.end):
+                kept_candidates.append(c)
+        return kept_candidates
 
     def _sound_candidates(self, text: str, runs: list[tuple[int, int]]) -> list[Candidate]:
         keyed = text.translate(sound.key_table())
@@ -145,21 +171,39 @@ class TermIndex:
         if runs and "pinyin" in self.readers:
             keyed, places, heard = _with_pinyin(text, keyed, runs)
         found = []
+        syllables: list[str | None] | None = None  # what the key heard at each of its places
+        memo = self._heard_memo
         for k, start, end in matches(self._sound, keyed, overlapping=True):
             s, e = (start, end) if places is None else (places[start][0], places[end - 1][1])
             written = text[s:e]
+            reading = memo.get((k, written)) if places is None else None
+            if reading is None:
+                if syllables is None:
+                    syllables = _heard(text, places, heard)
+                reading = tuple((term, fuzzy) for term in self._sound_terms[self._sound_list[k]] if term != written
+                                and (fuzzy := _confusions(syllables, heard, start, end, self._readings[term])) >= 0)
+                if places is None:
+                    if len(memo) > MEMO:
+                        memo.clear()
+                    memo[k, written] = reading
             reader = "pinyin" if places is not None and any(heard[i] for i in range(start, end)) else "homophone"
-            for term in self._sound_terms[self._sound_list[k]]:
-                if term != written:
-                    found.append(Candidate(s, e, term, reader, _fuzzy(term, text, start, end, places, heard)))
+            found += [Candidate(s, e, term, reader, fuzzy) for term, fuzzy in reading]
         return found
 
     def _romanised_candidates(self, text: str, runs: list[tuple[int, int]]) -> list[Candidate]:
         found = []
         for s, e in runs:
             run = text[s:e]
-            letters = sound.read_initials(run) if self._initials else None
-            found += [Candidate(s, e, term, "abbrev") for term in self._initials.get(letters, ()) if term != run]
+            read = sound.read_initials(run) if self._initials else None
+            if read is not None:
+                letters, places = read
+                for a, b in sound.split_initials(letters, self._initials) or ():
+                    start, end = s + places[a], s + places[b - 1] + 1
+                    found += [Candidate(start, end, term, "abbrev") for term in self._initials[letters[a:b]]
+                              if term != text[start:end]]
+            for syllables in sound.pinyin_readings(run)[1:]:  # the first is in the key already
+                key = sound.key(syllable for syllable, _, _ in syllables)
+                found += [Candidate(s, e, term, "pinyin") for term in self._sound_terms.get(key, ()) if term != run]
             syllables = sound.read_pinyin(run) if self._common else None
             if syllables and len(syllables) >= 2:
                 key = sound.key(s for s, _, _ in syllables)
@@ -179,6 +223,17 @@ class TermIndex:
             if e - s > end - start:  # symbols were left out inside it
                 found.append(Candidate(s, e, self.terms[k], "noise"))
         return found
+
+
+def changed_span(written: str, dst: str) -> tuple[int, int]:
+    """The span of ``written`` that reading it as ``dst`` changes: without their common start and end."""
+    head = 0
+    while head < min(len(written), len(dst)) and written[head] == dst[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(written), len(dst)) - head and written[-1 - tail] == dst[-1 - tail]:
+        tail += 1
+    return head, len(written) - tail
 
 
 def _sound_keys(terms: list[str]) -> dict[str, tuple[str, ...]]:
@@ -234,13 +289,22 @@ def _with_pinyin(text: str, keyed: str, runs: list[tuple[int, int]]) -> tuple[st
     return "".join(symbols), places, heard
 
 
-def _fuzzy(term: str, text: str, start: int, end: int, places, heard) -> int:
-    """How many of the term's syllables the text gives only through a confusion (no reading is the same)."""
+def _confusions(syllables: list, heard: list, start: int, end: int, readings: list[frozenset]) -> int:
+    """How many of a term's syllables the key's places start:end give only through a confusion; -1 where
+    one of them is spelled in pinyin (a poster spells the syllable meant, not one it may be confused with)."""
     count = 0
-    for offset, k in enumerate(range(start, end)):
-        written = heard[k] if places is not None else None
-        if written is None:
-            at = places[k][0] if places is not None else k
-            written = sound.main_syllables().get(text[at])
-        count += written not in sound.readings(term[offset])
+    for k, r in zip(range(start, end), readings):
+        if syllables[k] not in r:
+            if heard and heard[k] is not None:
+                return -1
+            count += 1
     return count
+
+
+def _heard(text: str, places: list | None, heard: list) -> list[str | None]:
+    """The syllable at each place of a text's key: the one written in pinyin there, else the main reading
+    of the character."""
+    main = sound.main_syllables()
+    if places is None:
+        return [main.get(ch) for ch in text]
+    return [h if h is not None else main.get(text[a]) for h, (a, _) in zip(heard, places)]

@@ -26,6 +26,7 @@ SHIPPED = "data/cold_sample.lm.gz"
 _ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _UNESCAPE = {v: k for k, v in _ESCAPES.items()}
 HEADER = "# mmcloak character n-gram model"
+SEEN = 2_000_000  # n-gram look-ups remembered, at most
 
 
 class CharNgramLM:
@@ -36,6 +37,7 @@ class CharNgramLM:
                  info: dict | None = None) -> None:
         self.order, self.logprob_, self.backoff_, self.unknown = order, logprob, backoff, unknown
         self.info = info or {}
+        self._seen: dict[str, float] = {}  # n-grams looked up already (a post's words recur across posts)
 
     def __repr__(self) -> str:
         return f"CharNgramLM(order={self.order}, ngrams={len(self.logprob_)})"
@@ -44,9 +46,20 @@ class CharNgramLM:
 
     def char_logprob(self, history: str, ch: str) -> float:
         """log P(ch | the last order-1 characters of history)."""
-        history = history[len(history) - self.order + 1:] if self.order > 1 else ""
+        return self._gram_logprob(history[len(history) - self.order + 1:] + ch if self.order > 1 else ch)
+
+    def _gram_logprob(self, gram: str) -> float:
+        """log P(the last character of ``gram`` | the others), ``gram`` at most ``order`` long."""
+        lp = self._seen.get(gram)
+        if lp is None:
+            if len(self._seen) > SEEN:
+                self._seen.clear()
+            lp = self._seen[gram] = self._lookup(gram)
+        return lp
+
+    def _lookup(self, gram: str) -> float:
         found, backoff = self.logprob_, self.backoff_
-        weight = 0.0
+        history, ch, weight = gram[:-1], gram[-1], 0.0
         while True:
             lp = found.get(history + ch)
             if lp is not None:
@@ -58,8 +71,8 @@ class CharNgramLM:
 
     def span_logprob(self, padded: str, start: int, end: int) -> float:
         """The log P of ``padded[start:end]`` given what comes before it (``padded``: a text between BOS and EOS)."""
-        n = self.order - 1
-        return sum(self.char_logprob(padded[max(0, i - n):i], padded[i]) for i in range(start, end))
+        n, gram_logprob = self.order - 1, self._gram_logprob
+        return sum(gram_logprob(padded[i - n if i > n else 0:i + 1]) for i in range(start, end))
 
     def logprob(self, text: str) -> float:
         """log P of a whole text (its end included)."""
@@ -95,11 +108,26 @@ class CharNgramLM:
                     listed[k][word[i:i + k]] += times
         for k in range(1, order + 1):
             counts[k].update(listed[k])
-        counts[1].pop(BOS, None)  # never predicted
         logprob, backoff, unknown = _kneser_ney(counts, order, listed)
-        kept = {g: lp for g, lp in logprob.items() if len(g) == 1 or counts[len(g)][g] >= min_count}
-        contexts = {h: w for h, w in backoff.items() if h and counts[len(h)][h] >= min_count}
-        return cls(order, kept, contexts, unknown, {"texts": texts_seen, "min_count": min_count})
+        info = {"texts": texts_seen, "min_count": min_count}
+        if min_count == 1:
+            return cls(order, logprob, {h: w for h, w in backoff.items() if h}, unknown, info)
+        model = cls(order, {g: lp for g, lp in logprob.items() if len(g) == 1 or counts[len(g)][g] >= min_count},
+                    {}, unknown, info)
+        model._renormalise()
+        return model
+
+    def _renormalise(self) -> None:
+        """Backoff weights that make each context's distribution sum to one again after pruning: the mass
+        its n-grams left out had, shared as the lower order shares it (as ARPA models are pruned)."""
+        children: dict[str, list[str]] = {}
+        for gram in self.logprob_:
+            if len(gram) > 1:
+                children.setdefault(gram[:-1], []).append(gram[-1])
+        for history in sorted(children, key=len):  # a lower order's weights are needed first
+            kept = sum(math.exp(self.logprob_[history + ch]) for ch in children[history])
+            lower = sum(math.exp(self._lookup(history[1:] + ch)) for ch in children[history])
+            self.backoff_[history] = math.log(max(1e-12, 1 - kept) / max(1e-12, 1 - lower))
 
     # -- files --------------------------------------------------------------------------------------
 
@@ -175,7 +203,7 @@ def _kneser_ney(counts: list[Counter], order: int,
         for gram in counts[k + 1]:
             adjusted[k][gram[1:]] += 1
         for gram, c in counts[k].items():
-            if gram.startswith(BOS):
+            if gram.startswith(BOS) and k > 1:  # the start mark itself is never predicted
                 adjusted[k][gram] = c
         adjusted[k].update(listed[k])
     logprob: dict[str, float] = {}
@@ -193,11 +221,11 @@ def _kneser_ney(counts: list[Counter], order: int,
             types[gram[:-1]] += 1
         gamma = {h: discount * types[h] / totals[h] for h in totals}
         if k == 1:
-            share = gamma[""] / (len(grams) + 1)  # the unseen character is one more in the vocabulary
-            unknown = math.log(share)
+            uniform = 1 / (len(grams) + 1)  # the unseen character is one more in the vocabulary
+            unknown = math.log(gamma[""] * uniform)
         for gram, c in grams.items():
             h = gram[:-1]
-            lower = share if k == 1 else math.exp(logprob[gram[1:]])
+            lower = uniform if k == 1 else math.exp(logprob[gram[1:]])
             logprob[gram] = math.log(max(c - discount, 0) / totals[h] + gamma[h] * lower)
         backoff.update({h: math.log(g) for h, g in gamma.items()})
     return logprob, backoff, unknown

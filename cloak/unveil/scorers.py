@@ -69,12 +69,13 @@ class NgramScorer:
         written: dict[tuple[int, int], float] = {}
         gains = []
         for c in candidates:
-            start, end = c.start + 1, c.end + 1
-            if (c.start, c.end) not in written:
-                written[c.start, c.end] = lm.span_logprob(padded, start, min(len(padded), end + reach))
-            read = padded[:start] + c.dst + padded[end:]
-            gains.append(lm.span_logprob(read, start, min(len(read), start + len(c.dst) + reach))
-                         - written[c.start, c.end])
+            start, end = c.start + 1, c.end + 1  # in the padded text
+            left, right = padded[max(0, start - reach):start], padded[end:end + reach]
+            if (start, end) not in written:
+                written[start, end] = lm.span_logprob(left + padded[start:end] + right, len(left),
+                                                      len(left) + end - start + len(right))
+            read = left + c.dst + right
+            gains.append(lm.span_logprob(read, len(left), len(read)) - written[start, end])
         return gains
 
     def gains_batch(self, items: Sequence[tuple[str, Sequence[Candidate]]]) -> list[list[float]]:

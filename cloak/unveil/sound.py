@@ -17,7 +17,7 @@ import functools
 import itertools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from ..cache import disk_cached
 from ..hanzi import cjk_chars
@@ -174,12 +174,14 @@ def _spellings(piece: str) -> list[tuple[str, int]]:
 
 
 @functools.lru_cache(maxsize=20_000)
-def read_pinyin(run: str) -> tuple[tuple[str, int, int], ...] | None:
-    """The syllables a romanised run spells, each with its span in the run, or None if it spells none.
+def read_pinyin(run: str, tones: bool = True) -> tuple[tuple[str, int, int], ...] | None:
+    """The syllables a romanised run spells, each with its span in the run (its tone digit included), or
+    None if it spells none.
 
     Read as posters type it: any case, tone marks or tone digits after a syllable, spaces between
     syllables, look-alike digits and symbols for letters (la1i). Of several readings the one with the
-    fewest syllables, then the fewest look-alikes (xian is one syllable, not xi an).
+    fewest syllables, then the fewest look-alikes (xian is one syllable, not xi an); ``tones=False``
+    reads no digit as a tone (GU1 is gui, not gu with tone 1).
     """
     text = fold(run)
     n = len(text)
@@ -194,11 +196,18 @@ def read_pinyin(run: str) -> tuple[tuple[str, int, int], ...] | None:
             continue
         for j in range(i + 1, min(n, i + 6) + 1):
             for syllable, used in _spellings(text[i:j]):
-                end = j + 1 if j < n and text[j] in TONE_DIGITS and not used else j
-                _better(best, end, (count + 1, looks + used, (*path, (syllable, i, j))))
-                if end != j:  # the digit may be a look-alike letter of the next syllable instead
-                    _better(best, j, (count + 1, looks + used, (*path, (syllable, i, j))))
+                if tones and j < n and text[j] in TONE_DIGITS and not used:  # the syllable with its tone
+                    _better(best, j + 1, (count + 1, looks, (*path, (syllable, i, j + 1))))
+                # or without: the digit may be a look-alike letter of the next syllable instead
+                _better(best, j, (count + 1, looks + used, (*path, (syllable, i, j))))
     return best[n][2] if best[n] is not None and best[n][2] else None
+
+
+def pinyin_readings(run: str) -> list[tuple[tuple[str, int, int], ...]]:
+    """The readings of a romanised run worth trying: ``read_pinyin``'s, then, where it differs, the one
+    that takes no digit for a tone (gua1: gua with tone 1, or guai)."""
+    found = [r for r in (read_pinyin(run), read_pinyin(run, tones=False)) if r]
+    return list(dict.fromkeys(found))
 
 
 def _better(best: list, at: int, option: tuple) -> None:
@@ -209,11 +218,28 @@ def _better(best: list, at: int, option: tuple) -> None:
 _INITIAL_LETTERS = {"1": "l", "0": "o", "3": "e", "$": "s", "@": "a"}
 
 
-def read_initials(run: str) -> str | None:
-    """The letters of a run of initials (txl, TXL, t x l, tx1, nm$l), or None if it is not one."""
-    text = fold(run).replace(" ", "")
-    letters = "".join(_INITIAL_LETTERS.get(ch, ch) for ch in text)
-    return letters if 2 <= len(letters) <= 8 and letters.isalpha() and letters.isascii() else None
+def read_initials(run: str) -> tuple[str, list[int]] | None:
+    """The letters of a run of initials (txl, TXL, t x l, tx1, nm$l) and the place of each in the run, or
+    None if it is not one."""
+    places = [i for i, ch in enumerate(run) if ch != " "]
+    folded = fold(run)
+    letters = "".join(_INITIAL_LETTERS.get(folded[i], folded[i]) for i in places)
+    return (letters, places) if 2 <= len(letters) <= 16 and letters.isalpha() and letters.isascii() else None
+
+
+def split_initials(letters: str, known: Mapping[str, object], longest: int = 8) -> list[tuple[int, int]] | None:
+    """``letters`` cut into pieces that are each a known string of initials (hnrtjg: hnr, tjg), the fewest
+    pieces; None if it cannot be cut so."""
+    n = len(letters)
+    best: list[tuple | None] = [None] * (n + 1)
+    best[0] = ()
+    for i in range(n):
+        if best[i] is None:
+            continue
+        for j in range(i + 2, min(n, i + longest) + 1):
+            if letters[i:j] in known and (best[j] is None or len(best[i]) + 1 < len(best[j])):
+                best[j] = (*best[i], (i, j))
+    return list(best[n]) if best[n] else None
 
 
 def initials(reading: Iterable[str]) -> str:

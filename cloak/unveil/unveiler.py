@@ -4,8 +4,9 @@ Three steps. Characters that need no context are read back at once (invisible ch
 letters, traditional and variant forms: ``cloak.unveil.normalise``). The matching stage lists every place
 that may hide a term, by sound, initials, the ops' literal forms and noise (``cloak.unveil.index``). A
 context scorer weighs each: a candidate is read back where the text reads likelier with it, by more than
-``threshold`` (natural log) and the reader's own prior (``PRIORS``: a cloak heard only through a
-confusion, or found across symbols, must earn more), the best first among overlapping ones. Clean text
+``threshold`` (natural log), and more or less by its reader's prior and for a cloak heard only through a
+confusion or of a one-character term (``PRIORS``, ``FUZZY``, ``SINGLE``), the best first among
+overlapping ones. Clean text
 stays as it is wherever no candidate clears the bar.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import ClassVar
 from ..edits import Edit, compose_edits, splice
 from ..params import Interval, Satisfies, spec_arguments, spec_string, unknown_key, validate_fields
 from ..perturber import Cloaked
-from .index import Candidate, TermIndex
+from .index import Candidate, TermIndex, changed_span
 from .normalise import READERS as CHARACTER_READERS
 from .normalise import normalise
 from .scorers import Scorer, make_scorer
@@ -28,17 +29,15 @@ FAMILIES = {"sound": ("homophone", "pinyin", "abbrev"), "shape": ("split", "simi
             "script": ("traditional", "variant"), "typography": ("zerowidth", "fullwidth", "noise"),
             "english": ("english",), "order": ("shuffle",)}
 DEFAULT_FAMILIES = "sound+shape+emoji+script+typography+english+order"
-# log-probability a reader's candidate must gain beyond the threshold: chosen on cloaks of COLD dev
-# posts (bench/unveil.py, its "tuning" figures), never on the test posts the benchmark reports
-PRIORS = {"homophone": 0.0, "pinyin": 0.0, "abbrev": 0.0, "split": 0.0, "similar": 0.0, "emoji": 0.0,
-          "english": 0.0, "shuffle": 0.0, "traditional": 0.0, "variant": 0.0, "noise": 0.0}
-FUZZY = 2.0  # and this much more for each syllable heard only through a confusion
-SINGLE = 0.0  # and a term of one character (骂, 事) this much more: its homophones are everywhere
+# What a candidate must gain beyond the threshold (natural log), chosen with it on cloaks of COLD dev posts
+# (python -m bench.unveil --tune), never on the test posts the benchmark reports: this much for each
+# syllable heard only through a confusion (n/l, -ng/-n, ei/ai), this much for a term of one character
+# (骂, 事), whose homophones are everywhere, and a prior for each reader (what clean text rarely holds,
+# such as split characters or emoji standing for a term, needs less).
+FUZZY = 12.0
+SINGLE = 2.0
+PRIORS: dict[str, float] = {"pinyin": 5.0}
 MEMO = 100_000  # texts whose reading is remembered (a defended detector is asked the same texts often)
-
-
-def _families(value: object) -> bool:
-    return isinstance(value, str) and bool(value) and all(f in FAMILIES for f in value.split("+"))
 
 
 class Unveiled(Cloaked):
@@ -72,10 +71,9 @@ class Unveiler:
     common: int = 20_000
     scorer: str = "ngram"
     model: str = ""
-    threshold: float = 0.0
+    threshold: float = 5.5
     name: ClassVar[str] = "unveil"
     _parameter_constraints: ClassVar[dict] = {
-        "families": Satisfies(_families, "sound, shape, emoji, script, typography, english or order, joined by +"),
         "common": Interval(int, 0), "targets": Satisfies(lambda t: t.partition(":")[0] != "all",
                                                          "lexicon[:FILE], mined or lexicon+mined")}
 
@@ -152,7 +150,8 @@ class Unveiler:
         """Weigh the candidates of each text and read back those that clear the bar, in rounds: a candidate
         next to one read back this round is weighed again in the next, in the text as now read (a post
         whose every term is cloaked reads better once its surest cloaks are read back)."""
-        done: dict[int, tuple[str, list[Edit]]] = {}
+        done: dict[int, tuple[str, list[Edit]]] = {}  # each text as now read, and the edits of it so far
+        given = {k: text for k, (text, _) in pending.items()}
         while pending:
             keys = list(pending)
             gains = self._scorer.gains_batch([pending[k] for k in keys])
@@ -163,8 +162,7 @@ class Unveiler:
                     continue
                 edits = sorted((_trimmed(c, text) for c in taken), key=lambda e: e.start)
                 now = splice(text, edits)
-                earlier = done.get(k, (text, []))[1]
-                done[k] = (now, compose_edits(done[k][0] if k in done else text, earlier, edits) if earlier else edits)
+                done[k] = (now, compose_edits(given[k], done[k][1], edits) if k in done else edits)
                 if deferred:
                     pending[k] = (now, _moved(deferred, edits))
         return done
@@ -176,18 +174,26 @@ def _margin(candidate: Candidate, gain: float, threshold: float) -> float:
 
 def _choose(candidates: list[Candidate], gains: list[float], threshold: float,
             reach: int) -> tuple[list[Candidate], list[Candidate]]:
-    """(the candidates read back this round: those that clear the bar, the best first, none within ``reach``
-    characters of a better one; those to weigh again next round: the others within reach of one read back,
-    whose gain was weighed in a context about to change)."""
+    """(the candidates read back this round: the best that clear the bar, none overlapping a better one nor
+    within ``reach`` characters of one read back; those to weigh again next round: the rest that neither
+    overlap one read back nor lie beyond reach of all of them, whose gain was weighed in a context about to
+    change)."""
     ranked = sorted(((_margin(c, g, threshold), c) for c, g in zip(candidates, gains)),
                     key=lambda mc: (-mc[0], mc[1].start, mc[1].end, mc[1].dst))
     taken: list[Candidate] = []
+    waiting: list[Candidate] = []  # better candidates left for the next round
+    deferred: list[Candidate] = []
     for m, c in ranked:
-        if m > 0 and not any(c.start < t.end + reach and t.start - reach < c.end for t in taken):
+        if any(c.start < t.end and t.start < c.end for t in taken):
+            continue
+        near = any(c.start < t.end + reach and t.start - reach < c.end for t in taken)
+        if m > 0 and not near and not any(c.start < w.end and w.start < c.end for w in waiting):
             taken.append(c)
-    deferred = [c for _, c in ranked if not any(c.start < t.end and t.start < c.end for t in taken)
-                and any(c.start < t.end + reach and t.start - reach < c.end for t in taken)]
-    return taken, deferred
+        elif near or m > 0:
+            deferred.append(c)
+            if m > 0:
+                waiting.append(c)
+    return taken, [c for c in deferred if not any(c.start < t.end and t.start < c.end for t in taken)]
 
 
 def _moved(candidates: list[Candidate], edits: list[Edit]) -> list[Candidate]:
@@ -200,12 +206,7 @@ def _moved(candidates: list[Candidate], edits: list[Edit]) -> list[Candidate]:
 
 def _trimmed(c: Candidate, text: str) -> Edit:
     """The candidate as an edit of only what it changes (黑任难又 -> 黑人男友 is 任难又 -> 人男友)."""
-    src, dst, start = text[c.start:c.end], c.dst, c.start
-    head = 0
-    while head < min(len(src), len(dst)) and src[head] == dst[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(src), len(dst)) - head and src[-1 - tail] == dst[-1 - tail]:
-        tail += 1
-    return Edit(f"unveil:{c.reader}", start + head, c.end - tail, src[head:len(src) - tail],
-                dst[head:len(dst) - tail])
+    src = text[c.start:c.end]
+    head, end = changed_span(src, c.dst)
+    tail = len(src) - end
+    return Edit(f"unveil:{c.reader}", c.start + head, c.end - tail, src[head:end], c.dst[head:len(c.dst) - tail])

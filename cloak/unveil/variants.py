@@ -10,7 +10,7 @@ MAX_FORMS.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..ops import make_op
 from ..ops.base import Op
@@ -45,9 +45,11 @@ def forms(op: Op, term: str) -> Iterator[str]:
             yield form
 
 
-def literal_forms(terms: list[str], readers: list[str]) -> dict[str, dict[str, str]]:
+def literal_forms(terms: list[str], readers: list[str],
+                  normalise: Callable[[str], str] = lambda form: form) -> dict[str, dict[str, str]]:
     """Form -> {term: reader} for the chosen readers' ops (each term's forms, with and without the emoji
-    variation selector); a form that is itself a term is not one."""
+    variation selector, as ``normalise`` leaves them: the text they are looked up in has had its
+    characters read back first, 軌 of a split 轨 among them); a form that is itself a term is not one."""
     found: dict[str, dict[str, str]] = {}
     known = set(terms)
     for reader in readers:
@@ -57,6 +59,7 @@ def literal_forms(terms: list[str], readers: list[str]) -> dict[str, dict[str, s
             for term in terms:
                 for form in forms(op, term):
                     for written in dict.fromkeys((form, form.replace(VS16, ""))):
-                        if written and written not in known:
+                        written = normalise(written)
+                        if written and written not in known and written != term:
                             found.setdefault(written, {}).setdefault(term, reader)
     return found
