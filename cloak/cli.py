@@ -203,13 +203,17 @@ def main() -> None:
               help="Cloaked copies written per record (cloak.variant tells them apart).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed; with the line number and variant it fixes every choice.")
+@click.option("--balance/--no-balance", default=True, show_default=True,
+              help="With mined targets: cloak each post's own label's marked words (non-offensive posts as often "
+                   "and as heavily as offensive ones, so that a detector trained on the cloaks cannot learn that a "
+                   "cloak means offensive), or the offensive posts' words in every post.")
 @click.option("--protect", default=None, metavar="REGEX",
               help="Extra spans never to touch (URLs, @mentions, #topics# and [emoticons] always are). "
                    "Records may also carry \"protected\": [[start, end], ...].")
 @run_options("your own ops")
 @_errors_reported
-def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate, variants, seed, protect, workers,
-            shard, engine, address, on_error, resume, text_field, plugins, quiet) -> None:
+def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate, variants, seed, balance, protect,
+            workers, shard, engine, address, on_error, resume, text_field, plugins, quiet) -> None:
     """Cloak each record's text and write the cloaked records.
 
     Every output record keeps all input fields, replaces `text`, and adds `source_text` and
@@ -226,7 +230,7 @@ def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate,
         raise ValueError(f"--targets {targets} reads its records twice (to mine, then to cloak): give a file, "
                          "or --mine-from FILE")
     perturber = Perturber(ops=ops, targets=targets, lexicon=lexicon, mine_from=mine_from, rate=rate, seed=seed,
-                          protect=pattern, strength=strength)
+                          protect=pattern, strength=strength, balance=balance)
     run_command("perturb", Cloaking(perturber, variants), in_path, out_path, workers=workers, shard=shard,
                 engine=engine, address=address, on_error=on_error, resume=resume, text_field=text_field,
                 modules=modules, quiet=quiet)

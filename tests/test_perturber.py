@@ -125,3 +125,53 @@ def test_bad_arguments():
         Perturber(targets="everything")
     with pytest.raises(TypeError, match="text must be str"):
         Perturber()(None)
+
+
+def test_balanced_targets_cloak_each_label_as_often_and_as_heavily(sample_path):
+    """--balance: non-offensive posts get their own marked words cloaked, as many characters of them on
+    average as the offensive posts hold of theirs; a post without a label is cloaked as before."""
+    from cloak.mining import build_label_targets
+
+    from .conftest import read_jsonl
+
+    posts = read_jsonl(sample_path)
+    by_label = build_label_targets("lexicon+mined", labelled=posts)
+    held = {label: sum(e - s for p in posts if p["label"] == label for s, e in terms.find(p["text"]))
+            / sum(p["label"] == label for p in posts) for label, terms in by_label.items()}
+    assert held[0] >= held[1] and set(default_lexicon().terms) <= set(by_label[0].terms)
+    balanced = Perturber(ops="homophone", targets="lexicon+mined", mine_from=posts, seed=4)
+    plain = Perturber(ops="homophone", targets="lexicon+mined", mine_from=posts, seed=4, balance=False)
+    calm = [p for p in posts if p["label"] == 0]
+    changed = {name: sum(bool(p(r["text"], key=k, label=r["label"]).edits) for k, r in enumerate(calm))
+               for name, p in (("balanced", balanced), ("plain", plain))}
+    assert changed["balanced"] > changed["plain"]
+    texts = [r["text"] for r in calm[:40]]
+    assert [balanced(t, key=k).text for k, t in enumerate(texts)] == [plain(t, key=k).text for k, t in enumerate(texts)]
+    assert balanced.augment(texts, labels=[0] * 40) != plain.augment(texts, labels=[0] * 40)
+    assert plain.augment(texts, labels=[0] * 40) == plain.augment(texts)  # unbalanced: the label changes nothing
+
+
+def test_cloak_perturb_balances_mined_targets_unless_told_not_to(tmp_path, sample_path):
+    from click.testing import CliRunner
+
+    from cloak.cli import main
+
+    from .conftest import read_jsonl
+
+    outputs = {}
+    for flag in ("--balance", "--no-balance"):
+        out = tmp_path / f"{flag}.jsonl"
+        result = CliRunner().invoke(main, ["perturb", "--in", str(sample_path), "--out", str(out), "--targets",
+                                           "lexicon+mined", "--seed", "1", "-q", flag])
+        assert result.exit_code == 0, result.output
+        outputs[flag] = read_jsonl(out)
+    default = tmp_path / "default.jsonl"
+    assert CliRunner().invoke(main, ["perturb", "--in", str(sample_path), "--out", str(default), "--targets",
+                                     "lexicon+mined", "--seed", "1", "-q"]).exit_code == 0
+    assert read_jsonl(default) == outputs["--balance"]
+    for flag, records in outputs.items():
+        share = {label: sum(bool(r["cloak"]["edits"]) for r in records if r["label"] == label)
+                 / sum(r["label"] == label for r in records) for label in (0, 1)}
+        outputs[flag] = share
+    assert outputs["--balance"][0] > outputs["--no-balance"][0]
+    assert outputs["--balance"][1] == outputs["--no-balance"][1]  # offensive posts: the same words either way
