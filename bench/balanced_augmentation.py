@@ -9,16 +9,16 @@ runs, skipped when its output is there (a rerun continues).
 
 - Recipe: ``cloak perturb --ops homophone,similar,emoji,split,abbrev,pinyin --targets lexicon+mined
   --strength poster`` over COLD train (terms mined from it), one copy of every post, added to the clean
-  posts (``make demo``'s recipe); balanced, each label's own marked words, as many as make a non-offensive
-  post hold as many characters of targets as an offensive one on average; unbalanced, the offensive
-  posts' words in every post (the recipe before ``--balance``).
+  posts (``make demo``'s recipe); balanced, the offensive posts' terms and the words that mark the
+  non-offensive posts, as many as make a non-offensive post hold as many characters of targets as an
+  offensive one on average; unbalanced, the offensive posts' terms alone (the recipe before ``--balance``).
 - How the copies differ by label, on COLD train: posts changed, edits a post, posts given pinyin or
   English they did not have.
 - Detectors: ``attacks train --model tfidf-lr`` on COLD train alone (``plain``) and on each augmented set.
 - Test: COLD test as it is, and cloaked by the same recipe with the terms mined from COLD train (seed 1),
-  two ways: each post with its own label's words (``own words``: a non-offensive poster who cloaks) and
-  every post with the offensive posts' words (``offensive words``: the non-offensive posts that speak of
-  黑人 or 女权, cloaked where the offensive ones are).
+  two ways: the offensive posts' terms (``offensive terms``: what ``attacks evaluate``'s cloak attacks
+  cloak, the non-offensive posts that speak of 黑人 or 女权 cloaked where the offensive ones are) and the
+  balanced targets (``balanced targets``: a non-offensive poster's own words cloaked too).
 - Figures: each detector's false-positive rate on the non-offensive posts (label 0) and recall on the
   offensive ones, clean and cloaked, with bootstrap 95% intervals, and the change cloaking makes to the
   false-positive rate with its paired interval (the same posts drawn for both).
@@ -64,7 +64,7 @@ def detector(work: Path, name: str, train: list[Path], steps: dict) -> Path:
     """tfidf-lr trained on the records of ``train`` (concatenated), once."""
     victim = work / f"victim_{name}"
     if not (victim / "victim.json").exists():
-        data = work / f"train_{name}.jsonl"
+        data = work / f"victim_{name}.train.jsonl"
         data.write_bytes(b"".join(path.read_bytes() for path in train))
         run([BIN / "attacks", "train", "--model", "tfidf-lr", "--train", data, "--out", victim, "-q"], steps,
             f"train {name}")
@@ -102,8 +102,8 @@ def main() -> None:
               for name in ("balanced", "unbalanced")}
     victims = {"plain": detector(work, "plain", [work / "train.jsonl"], steps)}
     victims.update({name: detector(work, name, [work / "train.jsonl", path], steps) for name, path in copies.items()})
-    tests = {"own words": cloaked(work, work / "test.jsonl", "test_own_words", True, 1, steps),
-             "offensive words": cloaked(work, work / "test.jsonl", "test_offensive_words", False, 1, steps)}
+    tests = {"offensive terms": cloaked(work, work / "test.jsonl", "test_offensive_terms", False, 1, steps),
+             "balanced targets": cloaked(work, work / "test.jsonl", "test_balanced_targets", True, 1, steps)}
     labels = [r["label"] for r in records(work / "test.jsonl")]
     figures = {name: rates(labels, predictions(work, victim, work / "test.jsonl", steps),
                            {test: predictions(work, victim, path, steps) for test, path in tests.items()})

@@ -191,26 +191,27 @@ def labelled_records(labelled: Iterable[dict] | str | os.PathLike) -> list[dict]
     return list(labelled)
 
 
-def build_label_targets(spec: str, *, lexicon: str | None = None,
-                        labelled: Iterable[dict] | str | os.PathLike | None = None) -> dict[int, Lexicon]:
-    """The targets of each label of ``labelled``, for ``--balance``: the offensive posts' terms as
-    ``build_targets`` mines them, and for every other label its own marked words, the most marked first
-    (its weighted log-odds against the rest), as many as make its posts hold as many characters of
-    targets on average as the offensive posts hold of theirs: a non-offensive post cloaked as often and as
-    heavily as an offensive one, so that no cloak tells the labels apart. With ``lexicon+mined`` every label keeps the
-    lexicon's terms too."""
-    records = labelled_records(labelled) if labelled is not None else None
-    if records is None:
-        build_targets(spec, lexicon=lexicon)  # the error that names what is missing
-    by_label = {label: [r["text"] for r in records if int(r["label"]) == label]
-                for label in sorted({int(r["label"]) for r in records})}
-    offensive = build_targets(spec, lexicon=lexicon, labelled=records)
-    heaviest = max(_held(offensive, texts) for label, texts in by_label.items() if label != 0)
-    targets = {label: offensive for label in by_label if label != 0}
-    for label in (label for label in by_label if label == 0 or len(by_label) > 2):
-        base = build_targets("lexicon", lexicon=lexicon) if spec.startswith("lexicon+") else None
-        ranked = [m.term for m in mine_terms(records, z=0.0, min_count=2, label=label)]
-        targets[label] = _enough(ranked, base, by_label[label], heaviest, f"{spec} of label {label}")
+def build_balanced_targets(spec: str, *, lexicon: str | None = None,
+                           labelled: Iterable[dict] | str | os.PathLike | None = None) -> Lexicon:
+    """What ``--balance`` cloaks in every post: the offensive posts' terms as ``build_targets`` mines them,
+    and the words that mark each other label (its weighted log-odds against the rest, the most marked
+    first), as many as make that label's posts hold as many characters of targets on average as the
+    offensive posts hold: a non-offensive post is cloaked as often and as heavily as an offensive one,
+    its own words among what is cloaked, and a cloaked word is as likely in a post of either label as the
+    word itself, so that no cloak tells the labels apart."""
+    if labelled is None:
+        return build_targets(spec, lexicon=lexicon)  # the error that names what is missing
+    records = labelled_records(labelled)
+    texts: dict[int, list[str]] = {}
+    for r in records:
+        texts.setdefault(int(r["label"]), []).append(r["text"])
+    targets = build_targets(spec, lexicon=lexicon, labelled=records)
+    offensive = [t for label, group in texts.items() if label != 0 for t in group]
+    for label in sorted(texts):
+        if label == 0 or len(texts) > 2:
+            ranked = [m.term for m in mine_terms(records, z=0.0, min_count=2, label=label)]
+            targets = _enough(ranked, targets, texts[label], offensive,
+                              name=f"{targets.name}, balanced")
     return targets
 
 
@@ -219,18 +220,18 @@ def _held(terms: Lexicon, texts: list[str]) -> float:
     return sum(e - s for t in texts for s, e in terms.find(t)) / max(1, len(texts))
 
 
-def _enough(ranked: list[str], base: Lexicon | None, texts: list[str], wanted: float, name: str) -> Lexicon:
-    """The base's terms and the fewest of ``ranked`` (in order) whose texts hold ``wanted`` targets on
-    average (all of them if none do): a binary search over how many."""
+def _enough(ranked: list[str], base: Lexicon, texts: list[str], offensive: list[str], name: str) -> Lexicon:
+    """The base's terms and the fewest of ``ranked`` (in order) with which ``texts`` hold as many characters
+    of them on average as the ``offensive`` texts hold (all of ``ranked`` if never): a binary search."""
     def lexicon(k: int) -> Lexicon:
-        terms = {t: "mined" for t in ranked[:k]}
-        terms = {**terms, **(base.categories if base else {})}
+        terms = {**{t: "mined" for t in ranked[:k] if t not in base}, **base.categories}
         return Lexicon(terms, terms, name=name)
 
-    low, high = 1, len(ranked)
+    low, high = 0, len(ranked)
     while low < high:
         middle = (low + high) // 2
-        if _held(lexicon(middle), texts) >= wanted:
+        candidate = lexicon(middle)
+        if _held(candidate, texts) >= _held(candidate, offensive):
             high = middle
         else:
             low = middle + 1

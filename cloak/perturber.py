@@ -62,11 +62,11 @@ class Perturber:
     ``"lexicon+mined"``, ``"all"`` (every word); or a ``Lexicon``;
     lexicon: a lexicon file instead of the default lexicon (``--lexicon FILE``);
     mine_from: labelled records, or their JSONL file, to mine ``mined`` targets from (``--mine-from``);
-    balance: with mined targets, mine each label's own marked words too, and cloak a post given its label
-    (``__call__(label=...)``, ``augment(labels=...)``, a record's ``label`` in ``cloak perturb``) with its
-    label's words: non-offensive posts cloaked as often and as heavily as offensive ones, so that a
-    detector trained on the cloaks cannot learn that a cloak means offensive; a post without a label gets
-    the offensive posts' words, as without ``balance``;
+    balance: with mined targets, add the words that mark the non-offensive posts, as many as make them hold
+    as many characters of targets as the offensive posts (``cloak.mining.build_balanced_targets``): a
+    non-offensive post is cloaked as often and as heavily as an offensive one, so that a detector trained
+    on the cloaks cannot learn that a cloak means offensive (the default; False: the offensive posts'
+    terms alone, which attacks cloak);
     rate: probability that a target span is cloaked (default 1.0 for lexicon, 0.3 for all);
     strength: how much of each target the ops cloak: ``op`` (each op's own parameters), ``whole``
     (every character of a term, or the term as a unit), ``poster`` (that, and rarer same-sound
@@ -115,9 +115,9 @@ class Perturber:
             self._prepared = True
         return self
 
-    def target_spans(self, text: str, rng: Rng, protected: Sequence[Span] = (), label: object = None) -> list[Span]:
-        """The spans of ``text`` that will be cloaked (``label``: the post's, where targets depend on it)."""
-        spans = self.targets.spans(text, label)
+    def target_spans(self, text: str, rng: Rng, protected: Sequence[Span] = ()) -> list[Span]:
+        """The spans of ``text`` that will be cloaked."""
+        spans = self.targets.spans(text)
         if not spans:
             return spans
         protected = list(protected)
@@ -130,13 +130,12 @@ class Perturber:
         return spans
 
     def __call__(self, text: str, *, key: int | None = None, variant: int = 0,
-                 protected: Sequence[Span] = (), label: object = None) -> Cloaked:
-        """Cloak one text. ``key`` identifies the record (default: the text itself); ``label``, its label,
-        chooses its targets where they are balanced."""
+                 protected: Sequence[Span] = ()) -> Cloaked:
+        """Cloak one text. ``key`` identifies the record (default: the text itself)."""
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
         rng = Rng(self.seed, text_key(text) if key is None else key, variant)
-        spans = self.target_spans(text, rng, protected, label)
+        spans = self.target_spans(text, rng, protected)
         if not spans:
             return Cloaked(text, text, [])
         edits: list[Edit] = []
@@ -157,9 +156,6 @@ class Perturber:
         # Spans are sorted and disjoint, and each op returns its edits in order: already sorted.
         return Cloaked(splice(text, edits), text, edits)
 
-    def augment(self, texts: Iterable[str], n: int = 1, *, epoch: int = 0,
-                labels: Iterable[object] | None = None) -> list[str]:
-        """``n`` cloaked copies of each text, text-major; pass the epoch to get fresh ones each epoch, and the
-        texts' labels so that each is cloaked with its own label's words (balanced targets)."""
-        labelled = zip(texts, labels) if labels is not None else ((t, None) for t in texts)
-        return [self(t, variant=epoch * n + k, label=label).text for t, label in labelled for k in range(n)]
+    def augment(self, texts: Iterable[str], n: int = 1, *, epoch: int = 0) -> list[str]:
+        """``n`` cloaked copies of each text, text-major; pass the epoch to get fresh ones each epoch."""
+        return [self(t, variant=epoch * n + k).text for t in texts for k in range(n)]

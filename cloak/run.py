@@ -142,8 +142,7 @@ def cloak_record(perturber: Perturber, number: int, record: dict, variants: int,
     source = record[text_field]
     protected = record.get("protected") or ()
     for k in range(variants):
-        out = perturber(source, key=number, variant=k, protected=[tuple(p) for p in protected],
-                        label=record.get("label"))
+        out = perturber(source, key=number, variant=k, protected=[tuple(p) for p in protected])
         lines.append(_dump_cloaked(record, text_field, out, perturber.seed, k))
         changed += out.changed
         ops.extend(e.op for e in out.edits)

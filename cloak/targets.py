@@ -106,12 +106,12 @@ def default_lexicon() -> Lexicon:
 
 
 class LexiconTargets:
-    """Targets are the lexicon's terms (whatever the post's label)."""
+    """Targets are the lexicon's terms."""
 
     def __init__(self, lexicon: Lexicon) -> None:
         self.lexicon = lexicon
 
-    def spans(self, text: str, label: object = None) -> list[Span]:
+    def spans(self, text: str) -> list[Span]:
         return self.lexicon.find(text)
 
     def __repr__(self) -> str:
@@ -138,7 +138,7 @@ def _dictionary_matcher():
 class WordTargets:
     """Targets are all words (dictionary words, other Chinese characters, Latin/digit runs)."""
 
-    def spans(self, text: str, label: object = None) -> list[Span]:
+    def spans(self, text: str) -> list[Span]:
         found = matches(_dictionary_matcher(), text)
         if not _LATIN_RUN.search(text):
             return [(start, end) for _, start, end in found]
@@ -159,28 +159,6 @@ class WordTargets:
         return "all"
 
 
-class LabelledTargets(LexiconTargets):
-    """Targets chosen by the post's label: each label's own marked words (``cloak.mining.build_label_targets``),
-    so that augmentation cloaks non-offensive posts as often and as heavily as offensive ones; a post
-    without a label (or of a label the mining never saw) gets ``lexicon``'s, the offensive posts' words."""
-
-    def __init__(self, lexicon: Lexicon, by_label: dict[int, Lexicon]) -> None:
-        super().__init__(lexicon)
-        self.by_label = {label: LexiconTargets(terms) for label, terms in by_label.items()}
-
-    def spans(self, text: str, label: object = None) -> list[Span]:
-        from .io import parse_label
-
-        try:
-            own = self.by_label.get(parse_label(label)) if label is not None else None
-        except ValueError:
-            own = None
-        return own.spans(text) if own is not None else self.lexicon.find(text)
-
-    def __repr__(self) -> str:
-        return f"balanced:{self.lexicon.name}:" + ",".join(f"{k}={t.lexicon.name}" for k, t in self.by_label.items())
-
-
 def make_targets(spec: str | Lexicon | LexiconTargets | WordTargets, *, lexicon: str | None = None,
                  mine_from: Iterable[dict] | str | os.PathLike | None = None,
                  balance: bool = False) -> LexiconTargets | WordTargets:
@@ -188,17 +166,15 @@ def make_targets(spec: str | Lexicon | LexiconTargets | WordTargets, *, lexicon:
     (``lexicon``, ``lexicon:FILE``, ``mined``, ``lexicon+mined``, ``all``), ``lexicon`` as ``--lexicon FILE``
     and ``mine_from`` as ``--mine-from`` (labelled records, or their JSONL file): see
     ``cloak.mining.build_targets``, which every command chooses its targets through. ``balance``: targets
-    that mine give each label its own words (``LabelledTargets``)."""
+    that mine add the words that mark the other labels (``cloak.mining.build_balanced_targets``)."""
     if isinstance(spec, (LexiconTargets, WordTargets, Lexicon)):
         if lexicon is not None or mine_from is not None:
             raise ValueError("lexicon and mine_from go with targets named as on the command line (a string)")
         return LexiconTargets(spec) if isinstance(spec, Lexicon) else spec
-    from .mining import build_label_targets, build_targets, labelled_records, mines  # mining builds on lexicons
+    from .mining import build_balanced_targets, build_targets, mines  # mining builds on this module's lexicons
 
-    if balance and mines(spec) and mine_from is not None:
-        records = labelled_records(mine_from)
-        return LabelledTargets(build_targets(spec, lexicon=lexicon, labelled=records),
-                               build_label_targets(spec, lexicon=lexicon, labelled=records))
+    if balance and mines(spec):
+        return LexiconTargets(build_balanced_targets(spec, lexicon=lexicon, labelled=mine_from))
     built = build_targets(spec, lexicon=lexicon, labelled=mine_from)
     return LexiconTargets(built) if isinstance(built, Lexicon) else WordTargets()
 

@@ -52,10 +52,10 @@ def test_targets_chosen_in_python_as_on_the_command_line(tmp_path, sample_path):
     texts = [p["text"] for p in posts[:60]]
     built = Perturber(ops="homophone", targets=build_targets("lexicon+mined", labelled=posts), seed=2)
     for mine_from in (posts, sample_path, str(sample_path)):
-        named = Perturber(ops="homophone", targets="lexicon+mined", mine_from=mine_from, seed=2)
+        named = Perturber(ops="homophone", targets="lexicon+mined", mine_from=mine_from, seed=2, balance=False)
         assert named.targets.lexicon.terms == built.targets.lexicon.terms
         assert [named(t) for t in texts] == [built(t) for t in texts]
-    mined = Perturber(targets="mined", mine_from=posts).targets.lexicon
+    mined = Perturber(targets="mined", mine_from=posts, balance=False).targets.lexicon
     assert set(mined.terms) < set(built.targets.lexicon.terms)
     assert "直男" in mined and "直男" not in default_lexicon()
     path = tmp_path / "terms.txt"
@@ -128,27 +128,25 @@ def test_bad_arguments():
 
 
 def test_balanced_targets_cloak_each_label_as_often_and_as_heavily(sample_path):
-    """--balance: non-offensive posts get their own marked words cloaked, as many characters of them on
-    average as the offensive posts hold of theirs; a post without a label is cloaked as before."""
-    from cloak.mining import build_label_targets
+    """--balance: the words that mark the non-offensive posts join the targets, as many as make those posts
+    hold as many characters of targets on average as the offensive posts hold."""
+    from cloak.mining import build_balanced_targets, build_targets
 
     from .conftest import read_jsonl
 
     posts = read_jsonl(sample_path)
-    by_label = build_label_targets("lexicon+mined", labelled=posts)
-    held = {label: sum(e - s for p in posts if p["label"] == label for s, e in terms.find(p["text"]))
-            / sum(p["label"] == label for p in posts) for label, terms in by_label.items()}
-    assert held[0] >= held[1] and set(default_lexicon().terms) <= set(by_label[0].terms)
-    balanced = Perturber(ops="homophone", targets="lexicon+mined", mine_from=posts, seed=4)
-    plain = Perturber(ops="homophone", targets="lexicon+mined", mine_from=posts, seed=4, balance=False)
-    calm = [p for p in posts if p["label"] == 0]
-    changed = {name: sum(bool(p(r["text"], key=k, label=r["label"]).edits) for k, r in enumerate(calm))
-               for name, p in (("balanced", balanced), ("plain", plain))}
-    assert changed["balanced"] > changed["plain"]
-    texts = [r["text"] for r in calm[:40]]
-    assert [balanced(t, key=k).text for k, t in enumerate(texts)] == [plain(t, key=k).text for k, t in enumerate(texts)]
-    assert balanced.augment(texts, labels=[0] * 40) != plain.augment(texts, labels=[0] * 40)
-    assert plain.augment(texts, labels=[0] * 40) == plain.augment(texts)  # unbalanced: the label changes nothing
+    offensive, balanced = build_targets("lexicon+mined", labelled=posts), build_balanced_targets("lexicon+mined",
+                                                                                                  labelled=posts)
+    assert set(offensive.terms) < set(balanced.terms)
+
+    def held(terms, label):
+        texts = [p["text"] for p in posts if p["label"] == label]
+        return sum(e - s for t in texts for s, e in terms.find(t)) / len(texts)
+
+    assert held(offensive, 0) < held(offensive, 1) and held(balanced, 0) >= held(balanced, 1)
+    assert Perturber(targets="lexicon+mined", mine_from=posts).targets.lexicon.terms == balanced.terms
+    assert Perturber(targets="lexicon+mined", mine_from=posts, balance=False).targets.lexicon.terms == offensive.terms
+    assert Perturber(targets="lexicon", mine_from=posts).targets.lexicon.terms == default_lexicon().terms
 
 
 def test_cloak_perturb_balances_mined_targets_unless_told_not_to(tmp_path, sample_path):
@@ -159,19 +157,15 @@ def test_cloak_perturb_balances_mined_targets_unless_told_not_to(tmp_path, sampl
     from .conftest import read_jsonl
 
     outputs = {}
-    for flag in ("--balance", "--no-balance"):
-        out = tmp_path / f"{flag}.jsonl"
+    for flags in (["--balance"], ["--no-balance"], []):
+        out = tmp_path / f"out{len(outputs)}.jsonl"
         result = CliRunner().invoke(main, ["perturb", "--in", str(sample_path), "--out", str(out), "--targets",
-                                           "lexicon+mined", "--seed", "1", "-q", flag])
+                                           "lexicon+mined", "--seed", "1", "-q", *flags])
         assert result.exit_code == 0, result.output
-        outputs[flag] = read_jsonl(out)
-    default = tmp_path / "default.jsonl"
-    assert CliRunner().invoke(main, ["perturb", "--in", str(sample_path), "--out", str(default), "--targets",
-                                     "lexicon+mined", "--seed", "1", "-q"]).exit_code == 0
-    assert read_jsonl(default) == outputs["--balance"]
-    for flag, records in outputs.items():
-        share = {label: sum(bool(r["cloak"]["edits"]) for r in records if r["label"] == label)
-                 / sum(r["label"] == label for r in records) for label in (0, 1)}
-        outputs[flag] = share
-    assert outputs["--balance"][0] > outputs["--no-balance"][0]
-    assert outputs["--balance"][1] == outputs["--no-balance"][1]  # offensive posts: the same words either way
+        outputs[" ".join(flags) or "default"] = read_jsonl(out)
+    assert outputs["default"] == outputs["--balance"]
+    edits = {flag: {label: sum(len(r["cloak"]["edits"]) for r in records if r["label"] == label)
+                    / sum(r["label"] == label for r in records) for label in (0, 1)}
+             for flag, records in outputs.items()}
+    assert edits["--no-balance"][0] < 0.8 * edits["--no-balance"][1]  # the cloaks told the labels apart
+    assert edits["--balance"][0] > 0.9 * edits["--balance"][1]
