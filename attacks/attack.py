@@ -7,13 +7,27 @@ An attack (after TextAttack's split into what it changes and how it searches) is
 - ``settings()``: ``{"kind": ..., every parameter}``, which a resumed evaluation is checked against;
 - ``skip_reason(facts)``: why it cannot run on a victim (``Victim.facts``: kind, name, ...), or None;
 - ``attack(victim, records, positions, clean)``: one :class:`Outcome` per record (``positions``: the
-  records' places in the data, which seed what is random; ``clean``: the victim's clean probabilities).
+  records' places in the data, which seed what is random; ``clean``: the victim's clean probabilities);
+- ``reported_as``: a :class:`ReportedAs`, how the report shows it (an attack that declares none is a
+  column of the robustness matrix and nothing more).
 
-The evaluator and the report read only these. An attack of your own is a module with such a class and
-its registration, a factory making the attacks one ``attacks evaluate --attacks KIND`` asks for from the
-command's options (:data:`OPTIONS` names them)::
+The evaluator and the report read only these. An attack of your own is one module: its options, a
+dataclass whose fields (``cloak.params.param``: a default and a help text) become ``attacks evaluate``'s
+options, checked as every parameter here; its class; and its registration, a factory making the attacks
+one ``attacks evaluate --attacks KIND`` asks for from those options and the records under attack::
 
-    register_attack("reverse", lambda options: [ReverseAttack(seed=options["seed"])])
+    @dataclasses.dataclass
+    class ReverseOptions:
+        reverse_share: float = param(0.5, "reverse: the share of each post reversed.")
+        _parameter_constraints = {"reverse_share": Interval(float, 0, 1)}
+
+        def __post_init__(self) -> None:
+            validate_fields(self, "reverse options")
+
+    register_attack("reverse", lambda options, records: [ReverseAttack(options.reverse_share)], ReverseOptions)
+
+and ``attacks evaluate --attacks reverse --reverse-share 0.3`` runs it (``make_attacks("reverse",
+{"reverse_share": 0.3})`` from Python).
 """
 from __future__ import annotations
 
@@ -24,11 +38,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from cloak.params import unknown_key
-
-# What `attacks evaluate` hands every factory: its options, by these names.
-OPTIONS = ("ops", "mode", "targets", "strength", "rate", "variants", "seed", "query_budget", "max_candidates",
-           "importance", "stopwords", "eps", "steps")
+from cloak.params import InstanceOf, Interval, ListOf, Options, unknown_key, validate_fields
 
 
 @dataclasses.dataclass
@@ -51,8 +61,55 @@ class Outcome:
                 "queries": self.queries, **self.details}
 
 
+FIGURES = ("ranked", "counts", "column", "curve")  # in the order the report's matrix lists their attacks
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportedAs:
+    """What an attack declares of how the report shows it. The evaluator writes it into the attack's entry of
+    ``summary.json`` (``"reported_as"``), and the report reads it there: it never goes by an attack's name.
+
+    - ``figure``: where its results go besides its column of the robustness matrix. ``ranked``: it cloaks
+      posts as posters do, so it counts in which detector holds up best under cloaking, in the coverage
+      table and the bars per attack; ``counts``: a row of the search table (TextAttack's counts, by gold
+      label); ``curve``: a point of a curve of accuracy against ``axis``, one curve a kind; ``column``:
+      nowhere else.
+    - ``axis``, ``axis_text``: the setting a curve runs over (``eps``), and what it is, for the plot.
+    - ``examples``: where the posts it flipped come among a victim's examples, lower first; None where it
+      edits no text, so that there is nothing to show.
+    - ``prefix``: what headings leave out of its names (``cloak:``).
+    - ``trained_ops``: a victim whose training data carried cloaks by one of its ``ops`` meets it in
+      distribution: it is marked seen, and not counted for that victim.
+    - ``varies``: the setting the header lists its runs by (``ops``, ``eps``); ``hidden``: settings the
+      header leaves out; ``unset``: what a setting left None means, as the header says it.
+    """
+
+    figure: str = "column"
+    axis: str | None = None
+    axis_text: str = ""
+    examples: int | None = 1
+    prefix: str = ""
+    trained_ops: bool = False
+    varies: str | None = None
+    hidden: tuple[str, ...] = ()
+    unset: dict[str, str] = dataclasses.field(default_factory=dict)
+    _parameter_constraints = {"figure": Options(*FIGURES), "examples": [Interval(int, 0), None],
+                              "axis": [InstanceOf(str), None], "varies": [InstanceOf(str), None],
+                              "hidden": ListOf(InstanceOf(str)), "unset": InstanceOf(dict)}
+
+    def __post_init__(self) -> None:
+        validate_fields(self, "reported_as")
+        object.__setattr__(self, "hidden", tuple(self.hidden))  # JSON gives a list
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> ReportedAs:
+        """As ``dataclasses.asdict`` wrote it into a summary."""
+        return cls(**values)
+
+
 class Attack(Protocol):
     kind: ClassVar[str]
+    reported_as: ClassVar[ReportedAs]
 
     @property
     def name(self) -> str: ...
@@ -65,25 +122,65 @@ class Attack(Protocol):
                clean: np.ndarray) -> list[Outcome]: ...
 
 
-AttackFactory = Callable[[Mapping[str, Any]], list[Attack]]
-_FACTORIES: dict[str, AttackFactory] = {}
+AttackFactory = Callable[[Any, Sequence[dict]], list[Attack]]
+
+
+@dataclasses.dataclass(frozen=True)
+class AttackKind:
+    """A registered kind: the factory of its attacks and the dataclass of its options (None: it takes none)."""
+
+    factory: AttackFactory
+    options: type | None = None
+
+
+_KINDS: dict[str, AttackKind] = {}
 # Our attacks by the module that registers each, imported when asked for (`attacks --help` waits for none)
 BUILTIN = {"cloak": "attacks.cloaking", "search": "attacks.search", "fgm": "attacks.fgm", "pgd": "attacks.fgm"}
 
 
-def register_attack(kind: str, factory: AttackFactory) -> None:
-    """Make ``attacks evaluate --attacks KIND`` call ``factory(options)`` for the attacks to run."""
-    _FACTORIES[kind] = factory
+def register_attack(kind: str, factory: AttackFactory, options: type | None = None) -> None:
+    """Make ``attacks evaluate --attacks KIND`` call ``factory(options, records)`` for the attacks to run,
+    ``options`` an instance of the dataclass ``options`` (whose fields are the command's options too)."""
+    _KINDS[kind] = AttackKind(factory, options)
 
 
 def attack_kinds() -> list[str]:
-    return sorted({*_FACTORIES, *BUILTIN})
+    return sorted({*_KINDS, *BUILTIN})
 
 
-def make_attacks(kind: str, options: Mapping[str, Any]) -> list[Attack]:
-    """The attacks of ``kind`` that ``options`` ask for (an FGM sweep is one attack per eps)."""
-    if kind not in _FACTORIES and kind in BUILTIN:
+def attack_kind(kind: str) -> AttackKind:
+    """A kind's registration (a built-in one's module imported on first use)."""
+    if kind not in _KINDS and kind in BUILTIN:
         importlib.import_module(BUILTIN[kind])
-    if kind not in _FACTORIES:
+    if kind not in _KINDS:
         raise unknown_key(kind, attack_kinds(), "--attacks", kind="attack")
-    return _FACTORIES[kind](options)
+    return _KINDS[kind]
+
+
+def options_classes() -> list[type]:
+    """The options dataclass of every kind, ours first (what ``attacks evaluate`` makes its options from)."""
+    kinds = [attack_kind(k) for k in [*BUILTIN, *sorted(set(_KINDS) - set(BUILTIN))]]
+    return list(dict.fromkeys(k.options for k in kinds if k.options is not None))
+
+
+def make_options(kind: str, values: Mapping[str, Any] | None = None) -> Any:
+    """The options of ``kind`` from ``values`` (a mapping of some of its fields: the rest keep their
+    defaults; an unknown one is refused by name), checked; None for a kind without options."""
+    cls = attack_kind(kind).options
+    if cls is None:
+        return None
+    known = [f.name for f in dataclasses.fields(cls)]
+    for key in values or {}:
+        if key not in known:
+            raise unknown_key(key, known, f"{kind} options")
+    return cls(**(values or {}))
+
+
+def make_attacks(kind: str, options: Any = None, records: Sequence[dict] = ()) -> list[Attack]:
+    """The attacks of ``kind`` that ``options`` ask for (an FGM sweep is one attack per eps): its options
+    dataclass, or a mapping of some of its fields (:func:`make_options`). ``records``: the labelled records
+    under attack, for attacks that draw on them (the cloak's mined targets)."""
+    registered = attack_kind(kind)
+    if options is None or isinstance(options, Mapping):
+        options = make_options(kind, options)
+    return registered.factory(options, records)

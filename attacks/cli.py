@@ -4,6 +4,8 @@ Inputs are checked before anything heavy is imported or loaded; torch victims im
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import os
 import time
@@ -12,17 +14,15 @@ import click
 import numpy as np
 
 from cloak.cli import ray_options
-from cloak.commands import check_out_folder, plural, reports_errors
+from cloak.commands import check_out_folder, dataclass_options, plural, reports_errors
 from cloak.io import RecordError, batched, check_files, check_records, dump_record, read_records, write_atomic
-from cloak.ops.base import STRENGTHS
 from cloak.params import ParameterError, validate
 
-from .attack import attack_kinds, make_attacks
+from .attack import attack_kind, make_attacks, options_classes
 # the names of these tables are the CLI's choices; importing them loads no torch
 from .nn.adversaries import ADVERSARIES, DEFAULT_ADVERSARY
 from .nn.heads import DEFAULT_HEAD, HEADS
 from .nn.regularizers import REGULARIZERS
-from .search import SearchAttack  # its defaults are the CLI's; importing it loads neither torch nor jieba
 from .victims.llm import EndpointError  # loads neither torch nor any client library
 
 EXAMPLES = """
@@ -49,7 +49,7 @@ Examples:
 _errors_reported = reports_errors("attacks", extra="attacks", interrupted={
     "train": "; a torch victim's last checkpoint is kept in OUT/checkpoint: rerun with --resume",
     "curve": "; finished runs are kept in OUT/runs.jsonl: rerun the same command to finish",
-    "evaluate": "; finished outcomes are kept in OUT: rerun the same command to finish"},
+    "evaluate": lambda args: f"; finished outcomes are kept in {args['out_dir']}: rerun the same command to finish"},
     model_hint=" (models given by name are downloaded; without a model hub pass a folder: --backbone DIR)",
     # an LLM's server down or refusing: the answers so far are cached
     failures={EndpointError: "; the answers received are cached, so rerunning the command asks only the rest"})
@@ -86,8 +86,6 @@ def _settings(config_path: str | None, name: str, **flags) -> tuple[dict, dict]:
     """(config, training) of victim ``name`` from a YAML file ({config: ..., training: ...}) with the flags
     laid over it: a flag naming a field of the victim's ``Training`` says how it is trained, any other what
     it is (and is refused there by name if it is neither)."""
-    import dataclasses
-
     from . import victim_class
 
     sections = _yaml_sections(config_path, "config", "training")
@@ -359,58 +357,38 @@ def curve(name, train_path, test_path, out_dir, sizes, repeats, backbone, vector
     click.echo(f"curve: {out_dir}/curve.json, {out_dir}/curve.png", err=True)
 
 
-def _numbers(option: str, text: str) -> list[float]:
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"{option} must be numbers separated by commas, not {text!r}") from None
-    if not values:
-        raise ValueError(f"{option} needs at least one number")
-    return values
+class EvaluateCommand(click.Command):
+    """``attacks evaluate``: its own options, with those of every attack's options dataclass after
+    ``--attacks``, made when its parameters are read (so that an attack registered after this module loaded
+    has its options too)."""
+
+    @property
+    def params(self) -> list[click.Parameter]:
+        classes = tuple(options_classes())
+        if classes != self.made_for:  # one list while the attacks stay: click appends to it and pops
+            own, self.made_for = self.own_params, classes
+            at = next(i for i, p in enumerate(own) if p.name == "attack_names") + 1
+            self.made = [*own[:at], *_attack_options(classes), *own[at:]]
+        return self.made
+
+    @params.setter
+    def params(self, params: list[click.Parameter]) -> None:
+        self.own_params, self.made_for = params, None
 
 
-@main.command()
+@functools.cache
+def _attack_options(classes: tuple[type, ...]) -> list[click.Option]:
+    return dataclass_options(classes)
+
+
+@main.command(cls=EvaluateCommand)
 @click.option("--victim", "victim_dirs", required=True, multiple=True, metavar="DIR",
               help="A saved victim (repeat for several); named by its folder.")
 @click.option("--data", "data_path", required=True, metavar="FILE", help="Labelled records to attack (JSONL).")
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="Outcomes per (victim, attack) and summary.json.")
 @click.option("--attacks", "attack_names", default="cloak", show_default=True, metavar="fgm,pgd,cloak,search",
               help="Which attacks: FGM and PGD on input embeddings (differentiable victims), cloaking, the search.")
-@click.option("--ops", default=None, metavar="OPS",
-              help="Cloak attacks, one per op; join ops with + for a mix (homophone+emoji). The search uses "
-                   "them all at once [default: every op].")
-@click.option("--query-budget", type=click.IntRange(1), default=SearchAttack.query_budget, show_default=True,
-              help="The search: victim queries per post at most.")
-@click.option("--max-candidates", type=click.IntRange(1), default=SearchAttack.max_candidates, show_default=True,
-              help="The search: candidate substitutions scored at each word at most (the ops taking turns).")
-@click.option("--importance", type=click.Choice(["auto", "deletion", "gradient"]), default="auto", show_default=True,
-              help="The search: rank a post's words by deleting each (a query a word) or by the gradient (one "
-                   "pass a post; victims with input embeddings); auto takes the gradient where there is one.")
-@click.option("--stopwords", default=SearchAttack.stopwords, show_default=True, metavar="none|zh|FILE",
-              help="The search: words it neither ranks nor cloaks. zh: stopwords-iso's Chinese list (的, 了, "
-                   "我们, ...; TextAttack's Chinese recipe uses it), or a file of one word a line.")
-@click.option("--mode", type=click.Choice(["keyword", "full", "both"]), default="keyword", show_default=True,
-              help="Cloak the target terms (keyword), any word at --rate (full), or both.")
-@click.option("--targets", type=click.Choice(["lexicon", "mined", "lexicon+mined"]), default="lexicon+mined",
-              show_default=True,
-              help="Keyword mode: the lexicon's terms, the terms most associated with the offensive label in "
-                   "--data (or --mine-from; `cloak mine-terms`), or both.")
-@click.option("--lexicon", default=None, metavar="FILE",
-              help="The lexicon instead of the default one (one term a line, or a TSV with a term column).")
-@click.option("--mine-from", "--train", "mine_from", default=None, metavar="FILE",
-              help="Labelled records to mine the targets from [default: --data].")
-@click.option("--strength", type=click.Choice(STRENGTHS), default="poster", show_default=True,
-              help="How much of each term: every character, with rarer same-sound characters as posters "
-                   "write them (poster); every character (whole); each op's own share (op).")
-@click.option("--rate", type=click.FloatRange(0, 1, min_open=True), default=0.3, show_default=True,
-              help="Full mode: the share of words cloaked.")
-@click.option("--variants", type=click.IntRange(1), default=1, show_default=True,
-              help="Cloaks per post; a post is broken if any of them flips it.")
-@click.option("--eps", default="0,0.1,0.25,0.5,1,2", show_default=True, metavar="E,E,...",
-              help="FGM / PGD budgets (L2 norm per post over its tokens' embeddings).")
-@click.option("--steps", type=click.IntRange(2), default=10, show_default=True, help="PGD steps.")
 @click.option("--limit", type=click.IntRange(1), default=None, metavar="N", help="The first N records only.")
-@click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the cloaks.")
 @click.option("--shard", default=None, metavar="i/n",
               help="Attack the i-th of n contiguous blocks of the records (`attacks merge` joins the shards).")
 @ray_options("this process", "its actors run shards of the posts")
@@ -424,35 +402,49 @@ def _numbers(option: str, text: str) -> list[float]:
                    "0=non-offensive,1=offensive].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
-def evaluate(victim_dirs, data_path, out_dir, attack_names, ops, query_budget, max_candidates, importance, stopwords,
-             mode, targets, lexicon, mine_from, strength, rate, variants, eps, steps, limit, seed, shard, engine,
-             address, workers, batch_size, label_names, quiet) -> None:
+def evaluate(victim_dirs, data_path, out_dir, attack_names, limit, shard, engine, address, workers, batch_size,
+             label_names, quiet, **attack_options) -> None:
     """Attack every victim with every attack; per-post outcomes and summary.json in OUT (resumable)."""
-    from cloak.params import unknown_key
     from cloak.run import parse_shard
 
-    check_files([data_path, *([mine_from] if mine_from else []), *([lexicon] if lexicon else [])])
-    shard = parse_shard(shard)
-    names = _label_names(label_names)
+    kinds = {k.strip(): attack_kind(k.strip()).options for k in attack_names.split(",") if k.strip()}
+    check_files([data_path, *(attack_options[f.name] for cls in kinds.values() if cls for f in dataclasses.fields(cls)
+                              if f.metadata.get("file") and attack_options.get(f.name))])
+    shard, names = parse_shard(shard), _label_names(label_names)
     if engine == "ray" and shard:
         raise ValueError("--shard is for one machine's part: --engine ray cuts and merges the shards itself")
     if engine != "ray" and (address or workers):
         raise ValueError("--address and --workers are for --engine ray")
-    kinds = [k.strip() for k in attack_names.split(",") if k.strip()]
-    for kind in kinds:
-        if kind not in attack_kinds():
-            raise unknown_key(kind, attack_kinds(), "--attacks", kind="attack")
+    victims, records = _checked_victims(victim_dirs, data_path, limit)
+    attacks = [attack for kind, cls in kinds.items() for attack in make_attacks(kind, cls and cls(**{
+        f.name: attack_options[f.name] for f in dataclasses.fields(cls) if f.name in attack_options}), records)]
+    _quiet_libraries()
+    from .evaluate import data_info
+    from .evaluate import evaluate as run_evaluation
+
+    data, progress = {**data_info(data_path), "limit": limit}, False if quiet else None
+    if engine == "ray":
+        from .ray_engine import evaluate_on_ray
+
+        summary = evaluate_on_ray(dict(zip(victims, victim_dirs)), records, attacks, out_dir, data=data,
+                                  batch_size=batch_size, label_names=names, workers=workers, address=address,
+                                  progress=progress)
+    else:
+        summary = run_evaluation(victims, records, attacks, out_dir, data=data, shard=shard, batch_size=batch_size,
+                                 label_names=names, progress=progress)
+    _print_summary(summary, out_dir)
+
+
+def _checked_victims(victim_dirs: tuple[str, ...], data_path: str, limit: int | None) -> tuple[dict, list[dict]]:
+    """The victims by folder name, each checked (and every record's label against it) before anything is
+    written, and the records to attack."""
+    from .evaluate import first_unknown_label
+    from .victims.base import inspect_victim
+
     folders = [os.path.basename(os.path.normpath(d)) for d in victim_dirs]
     if len(set(folders)) < len(folders):
         raise ValueError(f"--victim: two folders share a name ({', '.join(folders)}); outcomes are kept by folder name")
     numbered = list(read_records(data_path, labels=True))[:limit]
-    from cloak.mining import build_targets
-
-    from .evaluate import data_info, first_unknown_label
-    from .evaluate import evaluate as run_evaluation
-    from .victims.base import inspect_victim
-
-    # every victim checked, and every label against it, before anything is written
     victims = {name: inspect_victim(d) for name, d in zip(folders, victim_dirs)}
     records = [r for _, r in numbered]
     for name, victim in victims.items():
@@ -460,25 +452,7 @@ def evaluate(victim_dirs, data_path, out_dir, attack_names, ops, query_budget, m
         if bad is not None:
             raise RecordError(data_path, numbered[bad][0], f"{records[bad]['label']}, but victim {name} knows labels "
                               + ", ".join(map(str, range(victim.num_labels))), "label")
-    # the cloak attacks' targets: the lexicon's terms and those mined from the labelled records
-    terms = build_targets(targets, lexicon=lexicon, labelled=_labelled(mine_from) if mine_from else records) \
-        if "cloak" in kinds and mode != "full" else None
-    options = {"ops": ops, "mode": mode, "targets": terms, "strength": strength, "rate": rate, "variants": variants,
-               "seed": seed, "query_budget": query_budget, "max_candidates": max_candidates, "importance": importance,
-               "stopwords": stopwords, "eps": _numbers("--eps", eps), "steps": steps}
-    attacks = [attack for kind in kinds for attack in make_attacks(kind, options)]
-    _quiet_libraries()
-    data = {**data_info(data_path), "limit": limit}
-    if engine == "ray":
-        from .ray_engine import evaluate_on_ray
-
-        summary = evaluate_on_ray(dict(zip(folders, victim_dirs)), records, attacks, out_dir, data=data,
-                                  batch_size=batch_size, label_names=names, workers=workers, address=address,
-                                  progress=False if quiet else None)
-    else:
-        summary = run_evaluation(victims, records, attacks, out_dir, data=data, shard=shard, batch_size=batch_size,
-                                 label_names=names, progress=False if quiet else None)
-    _print_summary(summary, out_dir)
+    return victims, records
 
 
 def _label_names(text: str | None) -> dict[int, str] | None:

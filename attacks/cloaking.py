@@ -14,18 +14,18 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
 from cloak import Perturber
 from cloak.mining import describe_targets
 from cloak.ops.base import STRENGTHS
-from cloak.params import InstanceOf, Interval, Options, validate_fields
+from cloak.params import InstanceOf, Interval, Options, param, validate_fields
 from cloak.targets import Lexicon, default_lexicon
 
-from .attack import Outcome, register_attack
+from .attack import Outcome, ReportedAs, register_attack
 from .victims.base import Victim
 
 
@@ -34,6 +34,7 @@ class CloakAttack:
     """Cloaking by ``ops`` (``cloak perturb``'s form: ``homophone``, ``homophone,emoji`` as one mix)."""
 
     kind: ClassVar[str] = "cloak"
+    reported_as: ClassVar[ReportedAs] = ReportedAs(figure="ranked", prefix="cloak:", trained_ops=True, varies="ops")
 
     ops: str = "homophone"
     mode: str = "keyword"
@@ -65,17 +66,6 @@ class CloakAttack:
     def skip_reason(self, facts: dict) -> str | None:
         return None  # every victim reads text
 
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> list[CloakAttack]:
-        """One attack per op or mix of ``--ops`` (``a+b`` is one mix; default: every op), per mode."""
-        from cloak import available_ops
-
-        mixes = [m.strip().replace("+", ",") for m in (options["ops"] or ",".join(available_ops())).split(",")
-                 if m.strip()]
-        modes = ["keyword", "full"] if options["mode"] == "both" else [options["mode"]]
-        return [cls(ops=m, mode=mode, rate=options["rate"], variants=options["variants"], seed=options["seed"],
-                    strength=options["strength"], targets=options["targets"]) for m in mixes for mode in modes]
-
     def attack(self, victim: Victim, records: Sequence[dict], positions: Sequence[int],
                clean: np.ndarray) -> list[Outcome]:
         """One outcome per record: the worst variant's text, edits and probabilities. ``positions``
@@ -99,7 +89,49 @@ class CloakAttack:
         return outcomes
 
 
-register_attack("cloak", CloakAttack.from_options)
+@dataclasses.dataclass
+class CloakOptions:
+    """``attacks evaluate``'s options of the cloak attacks."""
+
+    ops: str | None = param(None, "Cloak attacks, one per op; join ops with + for a mix (homophone+emoji).",
+                            metavar="OPS")
+    mode: str = param("keyword", "Cloak the target terms (keyword), any word at --rate (full), or both.")
+    targets: str = param("lexicon+mined", "Keyword mode: the lexicon's terms, the terms most associated with the "
+                                          "offensive label in --data (or --mine-from; `cloak mine-terms`), or both.")
+    lexicon: str | None = param(None, "The lexicon instead of the default one (one term a line, or a TSV with a "
+                                      "term column).", metavar="FILE", file=True)
+    mine_from: str | None = param(None, "Labelled records to mine the targets from [default: --data].",
+                                  metavar="FILE", file=True, flags=("--mine-from", "--train"))
+    strength: str = param("poster", "How much of each term: every character, with rarer same-sound characters as "
+                                    "posters write them (poster); every character (whole); each op's own share (op).")
+    rate: float = param(0.3, "Full mode: the share of words cloaked.")
+    variants: int = param(1, "Cloaks per post; a post is broken if any of them flips it.")
+    seed: int = param(0, "Seed of the cloaks.")
+    _parameter_constraints = {"mode": Options("keyword", "full", "both"),
+                              "targets": Options("lexicon", "mined", "lexicon+mined"), "strength": Options(*STRENGTHS),
+                              "rate": Interval(float, 0, 1, closed="right"), "variants": Interval(int, 1),
+                              "seed": Interval(int, 0)}
+
+    def __post_init__(self) -> None:
+        validate_fields(self, "cloak options")
+
+
+def make_cloaks(options: CloakOptions, records: Sequence[dict]) -> list[CloakAttack]:
+    """One attack per op or mix of ``ops`` (``a+b`` is one mix; default: every op), per mode; keyword mode's
+    targets the lexicon's terms and those mined from ``mine_from`` (default: the records under attack)."""
+    from cloak import available_ops
+    from cloak.io import read_records
+    from cloak.mining import build_targets
+
+    mixes = [m.strip().replace("+", ",") for m in (options.ops or ",".join(available_ops())).split(",") if m.strip()]
+    modes = ["keyword", "full"] if options.mode == "both" else [options.mode]
+    labelled = [r for _, r in read_records(options.mine_from, labels=True)] if options.mine_from else records
+    terms = build_targets(options.targets, lexicon=options.lexicon, labelled=labelled) if "keyword" in modes else None
+    return [CloakAttack(ops=m, mode=mode, rate=options.rate, variants=options.variants, seed=options.seed,
+                        strength=options.strength, targets=terms) for m in mixes for mode in modes]
+
+
+register_attack("cloak", make_cloaks, CloakOptions)
 
 
 def _gold(probs: np.ndarray, label: int) -> float:

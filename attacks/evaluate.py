@@ -4,17 +4,21 @@
 (``fgm@0.5``, ``cloak-homophone``, ``cloak-homophone+emoji@full0.3``)
 one outcome per post (adversarial text, edits, probabilities, queries), and ``OUT/summary.json``
 every figure (:mod:`attacks.metrics`, clean vs attacked and the drop, and TextAttack's counts), with
-the settings, the data's SHA-256 and the library versions. Outcomes are appended a batch at a time:
+the settings, what each attack declares of how the report shows it, the data's SHA-256 and the library
+versions. Outcomes are appended a batch at a time:
 a kill loses at most the batch under way, and the same command resumes where it stopped (a
 finished (victim, attack) pair is not run again). The summary is computed from the outcome files
 alone, so a resumed run writes the same one.
 
-TextAttack's counts: a post the victim already gets wrong is skipped; a success is a post it got
-right and the attack flips; success rate = successes / (successes + failures); accuracy under attack
-= failures / all posts.
+TextAttack's counts, by the attack's goal (``attacks.goals``; untargeted for every attack without one): a
+post the goal already holds for is skipped (untargeted: the victim already gets it wrong; targeted: its
+gold label is the target, or the victim already predicts it); a success is a post attacked that reaches the
+goal (untargeted: the label flipped; targeted: the target predicted); success rate = successes /
+(successes + failures); accuracy under attack = failures / all posts.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -25,8 +29,9 @@ from cloak.commands import check_out_folder
 from cloak.progress import progress_bar
 from cloak.io import dump_record, file_sha256, label_name, write_atomic
 
-from .attack import Attack
+from .attack import Attack, ReportedAs
 from .bootstrap import paired_intervals
+from .goals import Goal, Untargeted, goal_of
 from .metrics import detection_metrics, drops, prediction_counts
 from .victims.base import Victim, VictimFolder, inspect_victim, versions
 
@@ -73,6 +78,7 @@ def evaluate(victims: dict[str, Victim | VictimFolder | str], records: Sequence[
     meta = {"data": {**(data or {}), "records": len(records), "shard": list(shard) if shard else None,
                      "label_names": {str(k): v for k, v in resolve_label_names(records, label_names).items()}},
             "attacks": {a.name: a.settings() for a in attacks},
+            "reported_as": {a.name: dataclasses.asdict(reported_as(a)) for a in attacks},
             "versions": versions("torch", "scikit-learn"),
             "victims": {name: {"facts": victim.facts, "skipped": {a: reason for a, reason in (
                 (attack.name, attack.skip_reason(victim.facts)) for attack in attacks) if reason}}
@@ -104,6 +110,11 @@ def evaluate(victims: dict[str, Victim | VictimFolder | str], records: Sequence[
             _fill(os.path.join(folder, outcome_file(aname)), block_records, batch_size, outcomes, f"{name}: {aname}",
                   progress)
     return summarize(out_dir)
+
+
+def reported_as(attack: Attack) -> ReportedAs:
+    """How the report shows ``attack``: what it declares, else a column of the robustness matrix and no more."""
+    return getattr(attack, "reported_as", None) or ReportedAs()
 
 
 def first_unknown_label(records: Sequence[dict], num_labels: int) -> int | None:
@@ -165,6 +176,9 @@ def summarize(out_dir: str) -> dict:
     with open(os.path.join(out_dir, META), encoding="utf-8") as f:
         meta = json.load(f)
     summary = {k: meta[k] for k in ("data", "attacks", "versions")}
+    declared = meta.get("reported_as", {})  # none in folders of older versions: the report knows what they held
+    summary["attacks"] = {a: {**s, **({"reported_as": declared[a]} if a in declared else {})}
+                          for a, s in meta["attacks"].items()}
     summary["victims"] = {}
     for name, victim in meta["victims"].items():
         clean_lines = _read(os.path.join(out_dir, name, "clean.jsonl"))
@@ -176,8 +190,8 @@ def summarize(out_dir: str) -> dict:
             if aname in victim["skipped"]:
                 entry["attacks"][aname] = {"skipped": victim["skipped"][aname]}
             else:
-                entry["attacks"][aname] = figures_of(labels, clean, _read(os.path.join(out_dir, name,
-                                                                                        outcome_file(aname))))
+                outcomes = _read(os.path.join(out_dir, name, outcome_file(aname)))
+                entry["attacks"][aname] = figures_of(labels, clean, outcomes, goal_of(meta["attacks"][aname]))
     write_atomic(os.path.join(out_dir, SUMMARY), _dumps(summary))
     return summary
 
@@ -224,14 +238,15 @@ def shard_bounds(n: int, shard: tuple[int, int] | None) -> tuple[int, int]:
     return i * n // k, (i + 1) * n // k
 
 
-def textattack_counts(right_before: np.ndarray, right_after: np.ndarray, queries: np.ndarray) -> dict:
-    """TextAttack's counts: a post the victim got wrong is skipped; success rate = successes / (successes +
-    failures); accuracy under attack = failures / all posts; queries a post over the posts attacked."""
-    successes, failures = int((right_before & ~right_after).sum()), int((right_before & right_after).sum())
-    return {"successes": successes, "failures": failures, "skipped": int((~right_before).sum()),
+def textattack_counts(attacked: np.ndarray, reached: np.ndarray, queries: np.ndarray) -> dict:
+    """TextAttack's counts of the posts ``attacked`` (the others are skipped) and those whose attacked text
+    ``reached`` the goal: success rate = successes / (successes + failures); accuracy under attack =
+    failures / all posts; queries a post over the posts attacked."""
+    successes, failures = int((attacked & reached).sum()), int((attacked & ~reached).sum())
+    return {"successes": successes, "failures": failures, "skipped": int((~attacked).sum()),
             "success_rate": successes / (successes + failures) if successes + failures else None,
-            "accuracy_under_attack": failures / len(right_before) if len(right_before) else None,
-            "queries_per_example": float(queries[right_before].mean()) if right_before.any() else None}
+            "accuracy_under_attack": failures / len(attacked) if len(attacked) else None,
+            "queries_per_example": float(queries[attacked].mean()) if attacked.any() else None}
 
 
 def predictions_of(probs: np.ndarray) -> np.ndarray:
@@ -239,13 +254,14 @@ def predictions_of(probs: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(probs).any(1), -1, np.nan_to_num(probs).argmax(1))
 
 
-def figures_of(labels: np.ndarray, clean: np.ndarray, outcomes: list[dict]) -> dict:
-    """Every figure of one (victim, attack): on all posts, on the posts it changed, and TextAttack's counts."""
+def figures_of(labels: np.ndarray, clean: np.ndarray, outcomes: list[dict], goal: Goal | None = None) -> dict:
+    """Every figure of one (victim, attack): on all posts, on the posts it changed, and TextAttack's counts
+    by the attack's ``goal`` (default: untargeted)."""
+    goal = goal or Untargeted()
     attacked = _probs(outcomes, clean.shape[1])
     changed = np.array([o["changed"] for o in outcomes])
     before, after = detection_metrics(labels, clean), detection_metrics(labels, attacked)
-    right_before = clean.argmax(1) == labels
-    right_after = ~np.isnan(attacked).any(1) & (np.nan_to_num(attacked).argmax(1) == labels)
+    tried, reached = ~goal.skipped(labels, clean), goal.reached(attacked, labels)
     queries = np.array([o["queries"] for o in outcomes], dtype=float)
     share = [o["perturbed_share"] for o in outcomes if o["edits"]]
     figures = {"all": _finite(after), "drop": _finite(drops(before, after)),
@@ -253,9 +269,9 @@ def figures_of(labels: np.ndarray, clean: np.ndarray, outcomes: list[dict]) -> d
                "drop_interval": paired_intervals(labels, predictions_of(clean), predictions_of(attacked),
                                                  clean.shape[1]),
                "changed": int(changed.sum()),
-               "textattack": textattack_counts(right_before, right_after, queries),
+               "textattack": textattack_counts(tried, reached, queries),
                # an offensive post flipped evades the detector; a clean one flipped is a false alarm
-               "textattack_by_label": {str(k): textattack_counts(right_before[labels == k], right_after[labels == k],
+               "textattack_by_label": {str(k): textattack_counts(tried[labels == k], reached[labels == k],
                                                                  queries[labels == k])
                                        for k in np.unique(labels).tolist()},
                "perturbed_share": float(np.mean(share)) if share else 0.0,

@@ -15,14 +15,14 @@ At ``eps = 0`` both give exactly the clean probabilities. Padding positions are 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cloak.params import Interval, validate_fields
+from cloak.params import Interval, param, validate_fields
 
-from .attack import Outcome, register_attack
+from .attack import Outcome, ReportedAs, register_attack
 from .victims.base import Victim, check_texts, victim_kind
 
 if TYPE_CHECKING:
@@ -31,6 +31,13 @@ if TYPE_CHECKING:
 
 class NotDifferentiable(TypeError):
     """An embedding attack asked of a victim without input embeddings (conventional, LLM)."""
+
+
+# In the report: a curve of accuracy against eps, one for FGM and one for PGD; FGM's one step is eps itself.
+_CURVE = {"figure": "curve", "axis": "eps", "axis_text": "eps (L2 norm of the perturbation per post)",
+          "examples": None, "varies": "eps"}
+FGM_REPORTED = ReportedAs(**_CURVE, hidden=("steps", "alpha"))
+PGD_REPORTED = ReportedAs(**_CURVE, unset={"alpha": "2.5 eps / steps"})
 
 
 @dataclasses.dataclass
@@ -55,6 +62,10 @@ class EmbeddingAttack:
     def name(self) -> str:
         return f"{self.kind}@{self.eps:g}"
 
+    @property
+    def reported_as(self) -> ReportedAs:
+        return FGM_REPORTED if self.steps == 1 else PGD_REPORTED
+
     def settings(self) -> dict:
         return {"kind": self.kind, "eps": self.eps, "steps": self.steps, "alpha": self.alpha}
 
@@ -62,11 +73,6 @@ class EmbeddingAttack:
         if not victim_kind(facts["kind"]).differentiable:
             return f"{facts['name']} is not differentiable: no input embeddings to perturb"
         return None
-
-    @classmethod
-    def sweep(cls, options: Mapping[str, Any], steps: int) -> list[EmbeddingAttack]:
-        """One attack per eps of ``--eps``."""
-        return [cls(eps=eps, steps=steps) for eps in options["eps"]]
 
     def attack(self, victim: Victim, records: Sequence[dict], positions: Sequence[int],
                clean: np.ndarray) -> list[Outcome]:
@@ -147,5 +153,28 @@ def pgd(victim: Victim, texts: Sequence[str], labels: Sequence[int], eps: float,
                                                                                                   labels)
 
 
-register_attack("fgm", lambda options: EmbeddingAttack.sweep(options, steps=1))
-register_attack("pgd", lambda options: EmbeddingAttack.sweep(options, steps=options["steps"]))
+@dataclasses.dataclass
+class EmbeddingOptions:
+    """``attacks evaluate``'s options of FGM and PGD."""
+
+    eps: str = param("0,0.1,0.25,0.5,1,2", "FGM / PGD budgets (L2 norm per post over its tokens' embeddings).",
+                     metavar="E,E,...")
+    steps: int = param(10, "PGD steps.")
+    _parameter_constraints = {"steps": Interval(int, 2)}
+
+    def __post_init__(self) -> None:
+        validate_fields(self, "FGM / PGD options")
+
+    def sweep(self, steps: int) -> list[EmbeddingAttack]:
+        """One attack per eps of ``eps`` (numbers separated by commas)."""
+        try:
+            budgets = [float(x) for x in self.eps.split(",") if x.strip()]
+        except ValueError:
+            raise ValueError(f"--eps must be numbers separated by commas, not {self.eps!r}") from None
+        if not budgets:
+            raise ValueError("--eps needs at least one number")
+        return [EmbeddingAttack(eps=eps, steps=steps) for eps in budgets]
+
+
+register_attack("fgm", lambda options, records: options.sweep(steps=1), EmbeddingOptions)
+register_attack("pgd", lambda options, records: options.sweep(steps=options.steps), EmbeddingOptions)

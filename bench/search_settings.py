@@ -5,8 +5,11 @@ conventional victims) and ``python -m bench.victims --neural`` (``bert``)::
 
     .venv/bin/python -m bench.search_settings                          # --max-candidates 30, 15, 10
     .venv/bin/python -m bench.search_settings --option stopwords       # --stopwords none, zh
+    .venv/bin/python -m bench.search_settings --option search-method   # greedy, beam:width=2, beam:width=4
+    .venv/bin/python -m bench.search_settings --option goal            # untargeted, targeted:label=1
 
-writing ``bench/results/search_candidates.json`` and ``bench/results/search_stopwords.json``.
+writing ``bench/results/search_candidates.json``, ``search_stopwords.json``, ``search_methods.json`` and
+``search_goals.json``.
 
 - ``max-candidates``: with every op a word has many candidates (a median of 93 on COLD test), and the
   search scores up to ``--max-candidates`` of them at each word, the ops taking turns, so the cap
@@ -14,6 +17,10 @@ writing ``bench/results/search_candidates.json`` and ``bench/results/search_stop
 - ``stopwords``: ``zh`` leaves stopwords-iso's Chinese function words (的, 了, 我们, ...) out of the
   ranking and the substitutions, as TextAttack's Chinese recipe does: fewer deletion queries, fewer
   words to cloak.
+- ``search-method``: the greedy search against a beam of 2 and of 4 texts, on the same budget (a beam
+  spends its width in queries at every word, so it reaches fewer words).
+- ``goal``: untargeted against ``targeted:label=1``, the false-positive attack (benign posts edited until
+  the detector flags them; every offensive post is skipped).
 
 The same command for each value, differing only in that option::
 
@@ -35,7 +42,9 @@ from bench.common import (BIN, CONVENTIONAL, RESULTS, WORK, cold_test, machine_i
                           read_json, require, run, search_figures, victim_flags, write_result)
 
 # option -> (the values compared by default, the results file)
-OPTIONS = {"max-candidates": ("30,15,10", "search_candidates.json"), "stopwords": ("none,zh", "search_stopwords.json")}
+OPTIONS = {"max-candidates": ("30,15,10", "search_candidates.json"), "stopwords": ("none,zh", "search_stopwords.json"),
+           "search-method": ("greedy,beam:width=2,beam:width=4", "search_methods.json"),
+           "goal": ("untargeted,targeted:label=1", "search_goals.json")}
 
 
 def victim_groups(args) -> list[tuple[str, list[Path], int]]:

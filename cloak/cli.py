@@ -13,10 +13,11 @@ from collections.abc import Callable
 from types import ModuleType
 
 import click
+from click.core import ParameterSource
 
 from .convert import FORMATS, convert_file
 from .edits import apply_edits
-from .commands import fail, plural, reports_errors, target_options
+from .commands import dataclass_options, fail, plural, reports_errors, target_options
 from .io import ON_ERROR, check_files, read_records
 from .mining import mines
 from .ops import available_ops, cloakable, make_op
@@ -25,6 +26,7 @@ from .perturber import Perturber
 from .rng import Rng
 from .show import show_records
 from .targets import default_lexicon
+from .unveil import Unveiler
 
 EXAMPLES = """
 \b
@@ -242,30 +244,14 @@ def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate,
               help="Input JSONL records ({\"text\": ...} per line), cloaked or not; - for standard input.")
 @click.option("--out", "out_path", required=True, metavar="FILE|-",
               help="Output JSONL; written to FILE.partial and renamed when complete. - for stdout.")
-@click.option("--families", default=None, metavar="F+F...", help=(
-    "What to read back, joined by +: sound (homophones, pinyin, initials), shape (split characters, "
-    "look-alikes), emoji, script (traditional, variant), typography (zero-width, full-width, noise), english, "
-    "order (swapped characters) [default: all]."))
-@target_options()
-@click.option("--common", type=click.IntRange(0), default=None, metavar="N",
-              help="Pinyin written out may also be read as one of the N commonest words (0: terms only) "
-                   "[default: 20000].")
-@click.option("--scorer", default=None, metavar="NAME",
-              help="The context scorer: ngram (a character n-gram model, no weights) or one a package adds "
-                   "(mmbert's mlm: a masked language model) [default: ngram].")
-@click.option("--model", default=None, metavar="FILE|DIR|NAME",
-              help="The scorer's model: an n-gram file of `cloak fit-lm`, a masked language model's folder or hub "
-                   "name [default: the n-gram model fitted on the bundled COLD sample].")
-@click.option("--threshold", type=float, default=None,
-              help="How much likelier (natural log) a text must read with a cloak read back [default: the value "
-                   "chosen on COLD dev cloaks, for the default scorer].")
 @click.option("--settings", "spec", default=None, metavar="SPEC",
               help="All of the above as one string, unveil:families=sound+shape:threshold=2 (what an unveiled "
                    "record's unveil.settings holds); options given beside it override it.")
 @run_options("your own scorer")
+@click.pass_context
 @_errors_reported
-def unveil(in_path, out_path, families, targets, lexicon, mine_from, common, scorer, model, threshold, spec, workers,
-           shard, engine, address, on_error, resume, text_field, plugins, quiet) -> None:
+def unveil(ctx, in_path, out_path, spec, workers, shard, engine, address, on_error, resume, text_field, plugins,
+           quiet, **settings) -> None:
     """Read cloaks back: each record's text with its homophones, pinyin, split characters, look-alikes,
     emoji, traditional forms, noise ... restored where the context supports it.
 
@@ -274,16 +260,18 @@ def unveil(in_path, out_path, families, targets, lexicon, mine_from, common, sco
     unveiled_from). Ends with a one-line summary on stderr.
     """
     modules = [import_plugin(module) for module in plugins]
-    from .unveil import Unveiler
     from .unveil.records import Unveiling
 
-    given = {"families": families, "targets": None if targets == "lexicon" else targets, "lexicon": lexicon,
-             "mine_from": mine_from, "common": common, "scorer": scorer, "model": model, "threshold": threshold}
-    given = {k: v for k, v in given.items() if v is not None}
+    given = {k: v for k, v in settings.items() if ctx.get_parameter_source(k) is not ParameterSource.DEFAULT}
+    check_files([v for k, v in given.items() if v and next(f for f in dataclasses.fields(Unveiler)
+                                                            if f.name == k).metadata.get("file")])
     unveiler = dataclasses.replace(Unveiler.from_spec(spec), **given) if spec else Unveiler(**given)
     run_command("unveil", Unveiling(unveiler), in_path, out_path, workers=workers, shard=shard, engine=engine,
                 address=address, on_error=on_error, resume=resume, text_field=text_field, modules=modules,
                 quiet=quiet)
+
+
+unveil.params[2:2] = dataclass_options([Unveiler])  # after --in and --out: the Unveiler's parameters
 
 
 @main.command("fit-lm")

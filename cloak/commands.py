@@ -1,4 +1,5 @@
-"""What every mmcloak command line shares: one-line errors, Ctrl-C that says what was kept, output checks.
+"""What every mmcloak command line shares: one-line errors, Ctrl-C that says what was kept, output checks, and
+options made from a dataclass's fields.
 
 ``cloak``, ``mmbert`` and ``attacks`` (and the ``render`` / ``speech`` subcommands of ``cloak``) end a
 bad run the same way: ``PROG: error: WHAT`` on stderr and exit 1, never a traceback; Ctrl-C ends with
@@ -6,15 +7,18 @@ bad run the same way: ``PROG: error: WHAT`` on stderr and exit 1, never a traceb
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
-from collections.abc import Callable, Mapping
-from typing import NoReturn
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn
 
 import click
 
 from .io import RecordError
+from .params import Interval, Options, declaration_of
 
 
 def fail(prog: str, message: str) -> NoReturn:
@@ -106,3 +110,51 @@ def check_out_folder(option: str, path: str) -> None:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``1 epoch``, ``2 epochs``; ``1 query``, ``2 queries`` (``many``)."""
     return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def dataclass_options(classes: Sequence[type]) -> list[click.Option]:
+    """The click options of the fields that ``cloak.params.param`` declared in ``classes``, one per field name:
+    ``--query-budget`` for ``query_budget``, its type, range or choices from the field's declaration
+    (``_parameter_constraints``: ``Interval`` as a range, ``Options`` as choices; a bool a flag, a tuple a
+    repeatable option). A field in several classes is one option; each class adds its help text to it,
+    and they must agree on its default."""
+    fields: dict[str, tuple[dataclasses.Field, Any, list[str]]] = {}
+    for cls in dict.fromkeys(classes):
+        declared, hints = declaration_of(cls), typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if "help" not in f.metadata:
+                continue
+            if f.name not in fields:
+                fields[f.name] = (f, _click_type(hints[f.name], declared.get(f.name)), [f.metadata["help"]])
+            elif fields[f.name][0].default != f.default:
+                raise TypeError(f"{cls.__name__}.{f.name}: default {f.default!r}, another's {fields[f.name][0].default!r}")
+            elif f.metadata["help"] not in fields[f.name][2]:
+                fields[f.name][2].append(f.metadata["help"])
+    return [_dataclass_option(f, kind, " ".join(helps)) for f, kind, helps in fields.values()]
+
+
+def _dataclass_option(field: dataclasses.Field, kind: Any, help: str) -> click.Option:
+    flags = list(field.metadata.get("flags") or ["--" + field.name.replace("_", "-")])
+    shown = field.default not in (None, "", ())
+    settings = {"is_flag": True} if kind is bool else {"type": kind[0], "multiple": kind[1]}
+    return (Renamed if len(flags) > 1 else click.Option)(
+        [*flags, field.name], default=field.default, show_default=shown, metavar=field.metadata.get("metavar"),
+        help=help, **settings)
+
+
+def _click_type(hint: Any, declared: Any) -> Any:
+    """bool for a flag, else (click type, multiple): a tuple[X, ...] is a repeatable option of X's."""
+    args = typing.get_args(hint)
+    if hint is bool:
+        return bool
+    if typing.get_origin(hint) is tuple:
+        return _click_type(args[0], declared)[0], True
+    first = next((c for c in (declared if isinstance(declared, list) else [declared]) if c is not None), None)
+    if isinstance(first, Options):
+        return click.Choice([str(v) for v in first.values]), False
+    if isinstance(first, Interval) and (first.low is not None or first.high is not None):
+        ranged = click.IntRange if first.kind is int else click.FloatRange
+        return ranged(first.low, first.high, min_open=first.closed in ("right", "neither"),
+                      max_open=first.closed in ("left", "neither")), False
+    base = next((a for a in (args or (hint,)) if a in (int, float, str)), str)
+    return {int: click.INT, float: click.FLOAT, str: click.STRING}[base], False

@@ -212,13 +212,21 @@ def validate_fields(obj: Any, where: str) -> None:
         object.__setattr__(obj, name, value)
 
 
-# -- specs: ``name:key=value:key=value``, the command-line form of an op (``homophone:tone=fuzzy``) or of an
-# unveiler (``unveil:families=sound+shape``)
+# -- parts made by name on the command line: ``name:key=value:key=value`` -----------------------------------
 
-def _coerce(value: str, annotation: object, field: str, where: str):
-    kind = annotation if isinstance(annotation, type) else None
-    if isinstance(annotation, str):  # postponed annotations
-        kind = {"int": int, "float": float, "bool": bool, "str": str}.get(annotation)
+
+def param(default: Any, help: str, **cli: Any) -> Any:
+    """A dataclass field that is a command-line option: its default, its help text and how the command shows
+    it (``cli``: ``metavar``; ``flags``, the option's names, the first shown, the others old spellings kept
+    working; ``file``, a path the command checks before it starts). ``cloak.commands.dataclass_options``
+    makes the options."""
+    return dataclasses.field(default=default, metadata={"help": help, **cli})
+
+
+def _coerce(value: str, annotation: object, where: str, field: str) -> Any:
+    """A ``key=value``'s value read as its field's type (bool, int, float or str; the first of a union)."""
+    args = typing.get_args(annotation) if typing.get_origin(annotation) in (Union, types.UnionType) else (annotation,)
+    kind = next((a for a in args if a in (bool, int, float, str)), str)
     try:
         if kind is bool:
             if value.lower() in ("1", "true", "yes", "on"):
@@ -228,31 +236,70 @@ def _coerce(value: str, annotation: object, field: str, where: str):
             raise ValueError
         return kind(value) if kind in (int, float) else value
     except ValueError:
-        wanted = {bool: "true or false", int: "an integer", float: "a number"}.get(kind, kind)
-        raise ValueError(f"{where}: '{field}' must be {wanted}, got {value!r}") from None
+        wanted = {bool: "true or false", int: "an integer", float: "a number"}[kind]
+        raise ParameterError(f"{where}: '{field}' must be {wanted}, got {value!r}") from None
 
 
-def spec_arguments(cls: type, params: Sequence[str], where: str) -> dict[str, Any]:
-    """A dataclass's keyword arguments from the ``key=value`` parts of a spec, each converted to its
-    field's type; an unknown key gets the did-you-mean error. ``where`` starts every error (``op split``)."""
+def parse_spec(spec: str, classes: Mapping[str, type], kind: str) -> Any:
+    """``classes[name](**values)`` from a command-line form ``name[:key=value[:key=value...]]`` (``kind``
+    names what it makes in errors: ``op``, ``goal``): each value read as its field's type, an unknown name or
+    key refused with the closest known one."""
+    name, *params = spec.strip().split(":")
+    if name not in classes:
+        raise unknown_key(name, sorted(classes), "", kind=kind)
+    cls = classes[name]
     hints = typing.get_type_hints(cls)
-    fields = [f.name for f in dataclasses.fields(cls) if f.init]
+    fields = [f.name for f in dataclasses.fields(cls)]
     kwargs = {}
-    for param in params:
-        key, sep, value = param.partition("=")
+    for item in params:
+        key, sep, value = item.partition("=")
         if not sep:
-            raise ValueError(f"{where}: parameter {param!r} needs a value: {param}=VALUE")
+            raise ParameterError(f"{kind} {name}: parameter {item!r} needs a value: {item}=VALUE")
         if key not in fields:
             if not fields:
-                raise ValueError(f"{where}: takes no parameters, got {key!r}")
-            raise unknown_key(key, fields, where)
-        kwargs[key] = _coerce(value, hints.get(key, str), key, where)
-    return kwargs
+                raise ParameterError(f"{kind} {name}: takes no parameters, got {key!r}")
+            raise unknown_key(key, fields, f"{kind} {name}")
+        kwargs[key] = _coerce(value, hints.get(key, str), f"{kind} {name}", key)
+    return cls(**kwargs)
 
 
-def spec_string(name: str, obj: Any) -> str:
-    """``name`` and each field of the dataclass ``obj`` that is not at its default: ``name:key=value...``,
-    which ``spec_arguments`` reads back."""
-    changed = [f"{f.name}={getattr(obj, f.name)}" for f in dataclasses.fields(obj)
-               if f.init and getattr(obj, f.name) != f.default]
-    return ":".join([name, *changed])
+def spec_of(part: Any) -> str:
+    """The command-line form of a named dataclass (``part.name``), its parameters away from their defaults:
+    ``homophone:tone=fuzzy``, ``targeted:label=1``."""
+    changed = [f"{f.name}={getattr(part, f.name)}" for f in dataclasses.fields(part)
+               if getattr(part, f.name) != f.default]
+    return ":".join([part.name, *changed])
+
+
+class Named:
+    """A part made by name (a goal, a constraint, a search method): a dataclass whose fields are its
+    parameters, checked when it is made, and whose ``spec()`` is its command-line form. Subclasses set
+    ``name``; their family's :class:`Registry` sets ``family``, what errors call them."""
+
+    name: typing.ClassVar[str] = ""
+    family: typing.ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        validate_fields(self, f"{self.family} {self.name}")
+
+    def spec(self) -> str:
+        return spec_of(self)
+
+
+class Registry(dict):
+    """The classes of one family of :class:`Named` parts by name: ``register`` (a class decorator, for
+    parts of your own too) and ``make`` (a part from its command-line form, or the part itself)."""
+
+    def __init__(self, family: str) -> None:
+        super().__init__()
+        self.family = family
+
+    def register(self, cls: type) -> type:
+        if not cls.name or not dataclasses.is_dataclass(cls):
+            raise TypeError(f"{cls.__name__}: a {self.family} is a dataclass with a class attribute `name`")
+        cls.family = self.family
+        self[cls.name] = cls
+        return cls
+
+    def make(self, spec: str | Named) -> Any:
+        return spec if isinstance(spec, Named) else parse_spec(spec, self, self.family)

@@ -40,7 +40,7 @@ class MMBertConfig(BertConfig):
         "open_clip": version, "preprocess": {...}}``, ``{"encoder": "transformers", "model": ...}`` or
         ``{"encoder": "glyph-cnn", ...}`` (None while a glyph CNN still trains). The table itself is in
         the model, so a saved MMBERT predicts without that encoder or its weights.
-    moe_top_k: 0 routes every token through all experts, weighted (the paper); 1 or 2 keeps only the
+    moe_top_k: 0 routes every token through all experts, weighted (Xue et al. 2025); 1 or 2 keeps only the
         top-k weights per token (renormalised) and runs each expert on its tokens only.
     aux_loss_weight: weight of the load-balancing loss ``N * sum_i p_i f_i`` in the training loss.
     pooling: what the classification head reads: ``cls`` (BERT's pooler on [CLS]) or ``mean`` (the

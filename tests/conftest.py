@@ -121,14 +121,18 @@ def stages(run, data, tmp_path_factory):
 @pytest.fixture(scope="session")
 def backbone(tmp_path_factory):
     """A tiny random BERT masked-LM folder with mmcloak's tokenizer, as `mmbert pretrain` writes one."""
-    torch = pytest.importorskip("torch")
-    from transformers import BertConfig, BertForMaskedLM
-
+    pytest.importorskip("torch")
     from mmbert.tokenization import build_tokenizer
 
-    folder = tmp_path_factory.mktemp("backbone")
+    return save_tiny_backbone(tmp_path_factory.mktemp("backbone"), build_tokenizer())
+
+
+def save_tiny_backbone(folder: Path, tokenizer) -> str:
+    """A tiny random BERT masked-LM (seeded) over ``tokenizer``'s vocabulary, saved with it into ``folder``."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
     torch.manual_seed(0)
-    tokenizer = build_tokenizer()
     BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                intermediate_size=64, max_position_embeddings=64)).save_pretrained(folder)
     tokenizer.save_pretrained(folder)

@@ -291,16 +291,32 @@ def test_the_search_ranks_words_by_the_gradient_where_the_victim_has_one(tfidf, 
     with pytest.raises(ParameterError, match="importance"):
         SearchAttack(importance="random")
     # the words are visited in the saliency's order: all of it on the last word, that word is tried first
-    search = SearchAttack(ops="homophone", chunk=1)
-    row = next(r for r in posts[2] if len([w for w in search.words.target_spans(r["text"], None, [])
-                                           if search.span_candidates(r["text"], *w)]) >= 3)
+    search = SearchAttack(ops="homophone", method="greedy:chunk=1")
+    words, candidates = search.transformation.words, search.transformation.candidates
+    row = next(r for r in posts[2] if len([w for w in words(r["text"]) if candidates(r["text"], *w)]) >= 3)
     text = row["text"]
-    start, end = [w for w in search.words.target_spans(text, None, []) if search.span_candidates(text, *w)][-1]
+    start, end = [w for w in words(text) if candidates(text, *w)][-1]
     saliency = np.zeros(len(text))
     saliency[start:end] = 1.0
     clean = np.eye(2)[int(row["label"])]  # the victim gets it right: it is searched
     (first,) = next(search.search(row, clean, saliency))
     assert first != text and first.startswith(text[:start]) and first.endswith(text[end:])
+
+
+def test_a_targeted_search_follows_the_gradient_of_its_target(tiny_bert, posts, monkeypatch):
+    from attacks.search import SearchAttack
+
+    rows, asked = posts[2], []
+    clean = tiny_bert.predict_proba([r["text"] for r in rows])
+    real = tiny_bert.saliency
+    monkeypatch.setattr(tiny_bert, "saliency", lambda texts, labels: asked.append(list(labels)) or real(texts, labels))
+    outcomes = SearchAttack(ops="similar,homophone", goal="targeted:label=1", query_budget=40).attack(
+        tiny_bert, rows, range(len(rows)), clean)
+    at_target = [r["label"] == 1 or p.argmax() == 1 for r, p in zip(rows, clean)]
+    assert asked == [[1] * at_target.count(False)]  # the target's loss, for the posts attacked only
+    for skip, out in zip(at_target, outcomes):
+        assert (out.details["status"] == "skipped") == skip
+        assert skip or (out.details["importance"] == "gradient" and out.queries <= 40)
 
 
 def test_the_search_leaves_stop_words_alone_when_asked(tfidf, posts, tmp_path):
@@ -313,17 +329,17 @@ def test_the_search_leaves_stop_words_alone_when_asked(tfidf, posts, tmp_path):
     assert {"的", "了", "我们"} <= stopwords and "黑人" not in stopwords
     free, held = (SearchAttack(ops="similar,homophone", stopwords=s).attack(tfidf, rows, range(len(rows)), clean)
                   for s in ("none", "zh"))
-    words_of = SearchAttack(ops="similar,homophone").words.target_spans
+    words_of = SearchAttack(ops="similar,homophone").transformation.words
 
     def cloaked(outcomes):  # the words the edits fall in
-        return [r["text"][s:e] for r, o in zip(rows, outcomes) for s, e in words_of(r["text"], None, [])
+        return [r["text"][s:e] for r, o in zip(rows, outcomes) for s, e in words_of(r["text"])
                 for edit in o.edits if s <= edit["start"] < e]
 
     assert any(w in stopwords for w in cloaked(free))  # without the constraint the search does cloak them
     assert cloaked(held) and not any(w in stopwords for w in cloaked(held))
     # nor is a stop word ranked: the deletion pass asks about the other words only
     row = rows[0]
-    words = words_of(row["text"], None, [])
+    words = words_of(row["text"])
     n_stop = sum(row["text"][s:e] in stopwords for s, e in words)
     clean_row = np.eye(2)[int(row["label"])]
     deletions = [next(SearchAttack(ops="similar,homophone", stopwords=s).search(row, clean_row)) for s in ("none", "zh")]
@@ -419,16 +435,20 @@ def test_the_search_tries_each_ops_best_substitution_before_any_seconds():
     from attacks.search import SearchAttack
 
     text, start, end = "白人都是垃圾", 0, 2
-    search = SearchAttack(max_candidates=6)
+    search = SearchAttack(max_candidates=6).transformation
     per_op = [op.candidates(text, start, end) for op in search.op_list]
     keys = [[(c.start, c.end, c.dst) for c in found] for found in per_op if found]
     assert len(keys) > 6  # more ops can change the word than the cap lets in
-    merged = [(c.start, c.end, c.dst) for c in search.span_candidates(text, start, end)]
+    merged = [(c.start, c.end, c.dst) for c in search.candidates(text, start, end)]
     assert len(merged) == len(set(merged)) == 6
     assert merged == list(dict.fromkeys(k[0] for k in keys))[:6]  # one from each op in turn, the best of each
-    assert [(c.start, c.end, c.dst) for c in SearchAttack(max_candidates=4).span_candidates(text, start, end)] \
-        == merged[:4]
-    everything = [(c.start, c.end, c.dst) for c in SearchAttack(max_candidates=1000).span_candidates(text, start, end)]
+
+    def capped(n):
+        found = SearchAttack(max_candidates=n).transformation.candidates(text, start, end)
+        return [(c.start, c.end, c.dst) for c in found]
+
+    assert capped(4) == merged[:4]
+    everything = capped(1000)
     assert set(everything) == {k for found in keys for k in found}
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from ..edits import Edit
-from ..params import Interval, spec_arguments, spec_string, unknown_key, validate_fields
+from ..params import Interval, parse_spec, spec_of, unknown_key, validate_fields
 from ..rng import Rng
 
 Span = tuple[int, int]
@@ -94,7 +94,7 @@ class Op:
 
     def spec(self) -> str:
         """The command-line form of this op and its parameters, e.g. ``homophone:tone=fuzzy``."""
-        return spec_string(self.name, self)
+        return spec_of(self)
 
     # -- helper shared by ops that swap single characters ----------------------------------------
 
@@ -191,13 +191,7 @@ def available_ops() -> dict[str, type[Op]]:
 
 def make_op(spec: str | Op) -> Op:
     """An op from its command-line form ``name[:param=value[:param=value...]]``."""
-    if isinstance(spec, Op):
-        return spec
-    name, *params = spec.strip().split(":")
-    if name not in _REGISTRY:
-        raise unknown_key(name, sorted(_REGISTRY), "", kind="op")
-    cls = _REGISTRY[name]
-    return cls(**spec_arguments(cls, params, f"op {name}"))
+    return spec if isinstance(spec, Op) else parse_spec(spec, _REGISTRY, "op")
 
 
 def parse_ops(specs: str | Sequence[str | Op]) -> list[Op]:

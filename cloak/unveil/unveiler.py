@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..edits import Edit, compose_edits, splice
-from ..params import Interval, Satisfies, spec_arguments, spec_string, unknown_key, validate_fields
+from ..params import Interval, Satisfies, param, parse_spec, spec_of, unknown_key, validate_fields
 from ..perturber import Cloaked
 from .index import Candidate, TermIndex, changed_span
 from .normalise import READERS as CHARACTER_READERS
@@ -64,14 +64,27 @@ class Unveiler:
     '白人都是垃圾'
     """
 
-    families: str = DEFAULT_FAMILIES
-    targets: str = "lexicon"
-    lexicon: str = ""
-    mine_from: str = ""
-    common: int = 20_000
-    scorer: str = "ngram"
-    model: str = ""
-    threshold: float = 5.5
+    families: str = param(DEFAULT_FAMILIES, (
+        "What to read back, joined by +: sound (homophones, pinyin, initials), shape (split characters, "
+        "look-alikes), emoji, script (traditional, variant), typography (zero-width, full-width, noise), english, "
+        "order (swapped characters)."), metavar="F+F...")
+    targets: str = param("lexicon", (
+        "The terms to read back, chosen as cloak perturb chooses what to cloak: the lexicon's, the terms most "
+        "associated with the offensive label in --mine-from's records, or both."),
+        metavar="lexicon[:FILE]|mined|lexicon+mined")
+    lexicon: str | None = param(None, "The lexicon instead of the default one (what `cloak mine-terms` writes).",
+                                metavar="FILE", file=True)
+    mine_from: str | None = param(None, "--targets mined / lexicon+mined: the labelled records to mine.",
+                                  metavar="FILE", file=True)
+    common: int = param(20_000, "Pinyin written out may also be read as one of the N commonest words (0: terms "
+                                "only).", metavar="N")
+    scorer: str = param("ngram", "The context scorer: ngram (a character n-gram model, no weights) or one a package "
+                                 "adds (mmbert's mlm: a masked language model).", metavar="NAME")
+    model: str | None = param(None, "The scorer's model: an n-gram file of `cloak fit-lm`, a masked language "
+                                    "model's folder or hub name [default: the n-gram model fitted on the bundled "
+                                    "COLD sample].", metavar="FILE|DIR|NAME")
+    threshold: float = param(5.5, "How much likelier (natural log) a text must read with a cloak read back (chosen "
+                                  "on COLD dev cloaks for the default scorer; choose your own for another).")
     name: ClassVar[str] = "unveil"
     _parameter_constraints: ClassVar[dict] = {
         "common": Interval(int, 0), "targets": Satisfies(lambda t: t.partition(":")[0] != "all",
@@ -83,22 +96,19 @@ class Unveiler:
             if family not in FAMILIES:
                 raise unknown_key(family, list(FAMILIES), "unveil", kind="family")
         self.readers = frozenset(r for f in self.families.split("+") for r in FAMILIES[f])
-        self._scorer: Scorer = make_scorer(self.scorer, self.model)
+        self._scorer: Scorer = make_scorer(self.scorer, self.model or "")
         self._index: TermIndex | None = None
         self._memo: dict[str, Unveiled] = {}
 
     @classmethod
     def from_spec(cls, spec: str) -> Unveiler:
         """An unveiler from its spec, ``unveil[:key=value...]`` (what ``spec()`` gives)."""
-        name, *params = spec.strip().split(":")
-        if name != cls.name:
-            raise unknown_key(name, [cls.name], "", kind="defence")
-        return cls(**spec_arguments(cls, params, cls.name))
+        return parse_spec(spec, {cls.name: cls}, "defence")
 
     def spec(self) -> str:
         """Its settings as one string, e.g. ``unveil:families=sound+shape:threshold=1.5``; ``from_spec`` reads
         it back (the settings a defended detector records)."""
-        return spec_string(self.name, self)
+        return spec_of(self)
 
     def settings(self) -> dict:
         """Its settings as a mapping (every field, defaults included)."""
@@ -112,7 +122,7 @@ class Unveiler:
         if self._index is None:
             from ..mining import build_targets
 
-            terms = build_targets(self.targets, lexicon=self.lexicon or None, labelled=self.mine_from or None)
+            terms = build_targets(self.targets, lexicon=self.lexicon, labelled=self.mine_from)
             self._index = TermIndex(terms.terms, self.readers, self.common)
         self._index.prepare()
         self._scorer.prepare()
