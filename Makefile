@@ -56,14 +56,15 @@ weights: $(INSTALLED)
 
 ## demo: the toolkit's question on the bundled COLD sample: how much does a detector lose when posters
 ## cloak, and does training on cloaked posts help? Cloak 2,000 training posts (the lexicon's terms and
-## those mined from the posts, whole, as posters write them) with six ops, train tfidf-lr on the clean
-## posts and on clean + cloaked, attack both with every op and the search attack on 300 test posts, and
-## write demo_out/report.html
+## those mined from the posts, whole, as posters write them; each post its own label's words, so that
+## non-offensive posts are cloaked as often and as heavily and a cloak does not mean offensive) with six
+## ops, train tfidf-lr on the clean posts and on clean + cloaked, attack both with every op and the search
+## attack on 300 test posts, and write demo_out/report.html
 DEMO := demo_out
 demo: $(DEMO_INSTALLED)
 	rm -rf $(DEMO) && mkdir -p $(DEMO)  # a fresh run: evaluate would resume outcomes of older victims
 	$(BIN)/cloak perturb --in samples/cold/cold_train_2000.jsonl --out $(DEMO)/train_cloaked.jsonl \
-		--ops $(DEMO_OPS) --targets lexicon+mined --strength poster --seed 0
+		--ops $(DEMO_OPS) --targets lexicon+mined --balance --strength poster --seed 0
 	$(BIN)/cloak show $(DEMO)/train_cloaked.jsonl --limit 4
 	cat samples/cold/cold_train_2000.jsonl $(DEMO)/train_cloaked.jsonl > $(DEMO)/train_augmented.jsonl
 	$(BIN)/attacks train --model tfidf-lr --train samples/cold/cold_train_2000.jsonl --out $(DEMO)/tfidf-lr -q
@@ -115,6 +116,8 @@ bench: need-cold $(BENCH_INSTALLED)
 	$(PY) bench.demo   # make demo on a fresh virtual environment, pip install included
 	$(PY) bench.ray_scale --cold $(COLD)   # cloak perturb --engine ray vs --workers 2, 1M posts
 	$(PY) bench.command_vs_rev --cold $(COLD) --rev 7156814 --rounds 5   # the local path against before Ray
+	$(PY) bench.unveil --cold $(COLD) --tune   # ~70 min: cloak unveil on COLD test's cloaks, clean posts, speed
+	$(PY) bench.balanced_augmentation --cold $(COLD)   # ~25 min: false positives with and without --balance
 
 ## bench-mmbert: MMBERT speed, and MMBERT vs text-only under cloaking on COLD with real Kokoro + Whisper
 ## weights (WEIGHTS=folder `make weights` fills, weights/ by default); about 5 hours on 2 CPU cores, most

@@ -25,8 +25,8 @@ import json
 import time
 from pathlib import Path
 
-from bench.common import BIN, RESULTS, WORK, cold_jsonl, folder, machine_info, parser, run, write_result
-from cloak.io import read_records, write_records
+from bench.common import BIN, RESULTS, WORK, cold_work, machine_info, parser, records, run, run_once, write_result
+from cloak.io import write_records
 from cloak.ops import available_ops, example_specs
 
 MODEL = "tfidf-lr"
@@ -40,14 +40,6 @@ def styles() -> dict[str, str]:
     return found
 
 
-def read(path: Path) -> list[dict]:
-    return [record for _, record in read_records(str(path))]
-
-
-def step(name: str, output: Path, command: list, steps: dict) -> None:
-    """Run ``command`` unless ``output`` is already there (a rerun continues where it stopped)."""
-    if not output.exists():
-        run(command, steps, name)
 
 
 def recall(outcomes: list[dict], ids: set[str]) -> float:
@@ -55,10 +47,10 @@ def recall(outcomes: list[dict], ids: set[str]) -> float:
     return sum(hit) / max(1, len(hit))
 
 
-def train(name: str, records: list[dict], work: Path, steps: dict) -> Path:
+def train(name: str, posts: list[dict], work: Path, steps: dict) -> Path:
     data, victim = work / f"train_{name}.jsonl", work / f"victim_{name}"
     if not (victim / "victim.json").exists():
-        write_records(str(data), records)
+        write_records(str(data), posts)
         run([BIN / "attacks", "train", "--model", MODEL, "--train", data, "--out", victim], steps, f"train {name}")
     return victim
 
@@ -66,18 +58,18 @@ def train(name: str, records: list[dict], work: Path, steps: dict) -> Path:
 def augmented(train_path: Path, ops: list[str], copies: int, work: Path, tag: str, steps: dict) -> list[dict]:
     """COLD train plus the cloaked copies (by ``ops``) that changed."""
     out = work / f"cloaked_train_{tag}.jsonl"
-    step(f"cloak train {tag}", out, [BIN / "cloak", "perturb", "--in", train_path, "--out", out, "--ops", ",".join(ops),
+    run_once(f"cloak train {tag}", out, [BIN / "cloak", "perturb", "--in", train_path, "--out", out, "--ops", ",".join(ops),
                                      "--targets", "lexicon", "--variants", copies, "-q"], steps)
-    copies_changed = [r for r in read(out) if r["cloak"]["edits"]]
+    copies_changed = [r for r in records(out) if r["cloak"]["edits"]]
     for r in copies_changed:
         r["id"] = f"{r['id']}-cloak{r['cloak']['variant']}"
-    return read(train_path) + copies_changed
+    return records(train_path) + copies_changed
 
 
 def trained_victims(work: Path, copies: int, held_out: bool, steps: dict) -> dict[str, Path]:
     """``base``, ``augmented`` (every op) and, with ``held_out``, one model augmented without each op."""
     all_ops = sorted(available_ops())
-    victims = {"base": train("base", read(work / "train.jsonl"), work, steps),
+    victims = {"base": train("base", records(work / "train.jsonl"), work, steps),
                "augmented": train("augmented", augmented(work / "train.jsonl", all_ops, copies, work, "all",
                                                          steps), work, steps)}
     if held_out:
@@ -91,9 +83,9 @@ def trained_victims(work: Path, copies: int, held_out: bool, steps: dict) -> dic
 def scores(victims: dict[str, Path], victim: str, data: Path, tag: str, work: Path, steps: dict) -> list[dict]:
     """``attacks predict`` of a victim on a test file, once."""
     out = work / f"pred_{victim}_{tag}.jsonl"
-    step(f"predict {victim} {tag}", out, [BIN / "attacks", "predict", "--victim", victims[victim],
+    run_once(f"predict {victim} {tag}", out, [BIN / "attacks", "predict", "--victim", victims[victim],
                                           "--in", data, "--out", out], steps)
-    return read(out)
+    return records(out)
 
 
 def style_row(spec: str, op: str, victims: dict[str, Path], clean: dict[str, list[dict]], offensive: set[str],
@@ -101,9 +93,9 @@ def style_row(spec: str, op: str, victims: dict[str, Path], clean: dict[str, lis
     """One style's figures: recall on the offensive posts it changed, clean and cloaked, for each model."""
     tag = spec.replace(":", "_").replace("=", "-")
     data = work / f"test_{tag}.jsonl"
-    step(f"cloak test {spec}", data, [BIN / "cloak", "perturb", "--in", work / "test.jsonl", "--out", data,
+    run_once(f"cloak test {spec}", data, [BIN / "cloak", "perturb", "--in", work / "test.jsonl", "--out", data,
                                       "--ops", spec, "--targets", "lexicon", "-q"], steps)
-    changed = {r["id"] for r in read(data) if r["cloak"]["edits"]} & offensive
+    changed = {r["id"] for r in records(data) if r["cloak"]["edits"]} & offensive
     row = {"op": op, "offensive_changed": len(changed)}
     for v in ["base", "augmented"] + ([f"without-{op}"] if held_out else []):
         key = "held_out" if v.startswith("without-") else v
@@ -142,11 +134,8 @@ def main() -> None:
     ap.add_argument("--held-out", action="store_true", help="also one model per op, augmented without it")
     args = ap.parse_args()
     started = time.perf_counter()
-    work = folder(args.work)
-    steps: dict = {}
-    for split in ("train", "test"):
-        cold_jsonl(args.cold, split, work / f"{split}.jsonl", steps)
-    offensive = {r["id"] for r in read(work / "test.jsonl") if r["label"] == 1}
+    work, steps = cold_work(args, ("train", "test"))
+    offensive = {r["id"] for r in records(work / "test.jsonl") if r["label"] == 1}
     victims = trained_victims(work, args.copies, args.held_out, steps)
     clean = {v: scores(victims, v, work / "test.jsonl", "clean", work, steps) for v in victims}
     results = {spec: style_row(spec, op, victims, clean, offensive, args.held_out, work, steps)

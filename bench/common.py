@@ -37,7 +37,7 @@ What is here:
 - Commands: ``measure`` (a command's exit code, wall and CPU time, peak memory and last stderr line; a
   ``watch`` called while it runs polls what it started),
   ``run`` (the same, printed first, stopped with the command's error if it fails, and recorded in
-  a ``steps`` dict under a name where one is given), ``shown`` (a command as text, repository paths
+  a ``steps`` dict under a name where one is given), ``run_once`` (unless its output is there), ``shown`` (a command as text, repository paths
   relative), ``victim_flags``, ``log`` (a progress line with the time), ``timed`` (a call and its seconds).
 - Order: ``require(path, command)`` stops a benchmark with one line naming the command that makes
   what it needs (``make bench*`` runs them in order).
@@ -45,12 +45,15 @@ What is here:
   ``--weights``; ``encoder_options`` adds a fine-tuning benchmark's encoder options), ``machine_info``
   (what it ran on, and the command), ``write_result`` (the JSON, atomically, its paths made ``portable``),
   ``read_json``, ``print_summary`` (the closing table), ``relative``, ``ratio``.
-- Data: ``folder`` (made if missing), ``cold_records`` (a COLD split as records), ``write_cycled`` (records
+- Data: ``folder`` (made if missing), ``cold_records`` (a COLD split as records), ``records`` (a JSONL
+  file's), ``cold_work`` (a work folder with COLD's splits converted into it), ``write_cycled`` (records
   over and over to a given count, the large inputs of the ``cloak perturb`` runs, which use the op mix
   ``MIX``), ``cold_jsonl``
   (converted once by ``cloak convert`` into a work folder), ``corpus`` (the texts the shared backbone
   learns from), ``backbone_log``, ``backbone_info`` (any encoder folder), ``resumable``,
   ``epoch_seconds``; JSON Lines are written with ``cloak.io.write_records``.
+- Figures: ``share_interval`` (a share of items and its bootstrap 95% interval, resampling the posts they
+  belong to), ``share_difference`` (two shares of the same posts, their difference's paired interval), ``cpu_rate`` (items a CPU-second of one function, the machine's other load aside).
 - ``attacks evaluate`` summaries: ``CONVENTIONAL`` (the conventional victims the tables attack),
   ``cold_test`` (the COLD test records ``bench.robustness`` converts, which others attack too),
   ``victim_table``, ``search_figures``, ``kept_timings``.
@@ -147,6 +150,13 @@ def run(command: list, steps: dict | None = None, name: str | None = None) -> di
     if result["exit"] != 0:
         raise SystemExit(f"{name or text} failed: {result['stderr']}")
     return result
+
+
+def run_once(name: str, output: Path, command: list, steps: dict) -> Path:
+    """``run`` the command unless ``output`` is already there (a rerun continues where it stopped); ``output``."""
+    if not Path(output).exists():
+        run(command, steps, name)
+    return output
 
 
 def log(message: str) -> None:
@@ -345,6 +355,22 @@ def cold_records(cold: Path, split: str) -> list[dict]:
     return list(read_dataset("cold", str(Path(cold) / f"{split}.csv")))
 
 
+def records(path: Path) -> list[dict]:
+    """The records of a JSONL file."""
+    from cloak.io import read_records
+
+    return [record for _, record in read_records(str(path))]
+
+
+def cold_work(args, splits: tuple[str, ...] = ("train", "test")) -> tuple[Path, dict]:
+    """A benchmark's work folder (``--work``, made if missing) with COLD's ``splits`` converted into it
+    (``SPLIT.jsonl``), and the steps record they began."""
+    work, steps = folder(args.work), {}
+    for split in splits:
+        cold_jsonl(args.cold, split, work / f"{split}.jsonl", steps)
+    return work, steps
+
+
 def write_cycled(path: str, records: list[dict], n: int) -> int:
     """``n`` records, ``records`` over and over (ids made unique by the round); returns the file's bytes."""
     write_records(path, ({"id": f"{r['id']}-{i // len(records)}", "text": r["text"], "label": r["label"]}
@@ -402,6 +428,48 @@ def epoch_seconds(log: list[dict]) -> float | None:
     """Mean seconds an epoch of a ``mmbert.loop`` log (training and the dev pass; a resumed epoch counts whole)."""
     seconds = [e["seconds"] for e in log if "seconds" in e]
     return round(sum(seconds) / len(seconds), 2) if seconds else None
+
+
+# ------------------------------------------------------------------------------------------------- figures
+
+def share_interval(hits: list[int], totals: list[int]) -> dict:
+    """The share sum(hits) / sum(totals) of items counted post by post (``hits[i]`` of ``totals[i]`` in post
+    i), with its 95% bootstrap interval: posts drawn with replacement (``attacks.bootstrap``'s draws), the
+    share taken on each draw."""
+    import numpy as np
+
+    from attacks.bootstrap import interval, resamples
+
+    hit, total = np.asarray(hits, dtype=float), np.asarray(totals, dtype=float)
+    if not len(total) or total.sum() == 0:
+        return {"share": None, "items": 0, "interval": None}
+    draws = [hit[rows].sum(1) / np.maximum(1, total[rows].sum(1)) for rows in resamples(len(total))]
+    return {"share": round(float(hit.sum() / total.sum()), 4), "items": int(total.sum()),
+            "interval": [round(x, 4) for x in interval(np.concatenate(draws))]}
+
+
+def share_difference(first: list[int], second: list[int]) -> dict:
+    """The difference of two shares taken on the same posts (``first[i]`` and ``second[i]`` of post i, 0 or
+    1), with its paired 95% bootstrap interval: each draw of posts takes both."""
+    import numpy as np
+
+    from attacks.bootstrap import interval, resamples
+
+    a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    draws = [a[rows].mean(1) - b[rows].mean(1) for rows in resamples(len(a))]
+    return {"difference": round(float(a.mean() - b.mean()), 4),
+            "interval": [round(x, 4) for x in interval(np.concatenate(draws))]}
+
+
+def cpu_rate(func: Callable, items: list) -> dict:
+    """``func(item)`` over ``items``: items a second of this process's CPU time (what one core does, however
+    loaded the machine) and a second of wall time."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    for item in items:
+        func(item)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return {"items": len(items), "cpu_s": round(cpu, 3), "wall_s": round(wall, 3),
+            "per_cpu_second": round(len(items) / cpu, 1), "per_wall_second": round(len(items) / wall, 1)}
 
 
 # ------------------------------------------------------------------------------ attacks evaluate summaries

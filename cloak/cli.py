@@ -14,19 +14,20 @@ from collections.abc import Callable
 from types import ModuleType
 
 import click
+from click.core import ParameterSource
 
 from .convert import FORMATS, convert_file
 from .edits import apply_edits
-from .commands import fail, plural, reports_errors, target_options
+from .commands import dataclass_options, fail, plural, reports_errors, target_options
 from .io import ON_ERROR, check_files, read_records
 from .mining import mines
 from .ops import available_ops, cloakable, make_op
 from .ops.base import STRENGTHS
 from .perturber import Perturber
 from .rng import Rng
-from .run import perturb_file
 from .show import show_records
 from .targets import default_lexicon
+from .unveil import Unveiler
 
 EXAMPLES = """
 \b
@@ -36,6 +37,8 @@ Examples:
   cloak mine-terms --train cold_train.jsonl --out terms.tsv
   cloak perturb --in cold_test.jsonl --out cloaked.jsonl --lexicon terms.tsv --strength poster
   cloak show cloaked.jsonl --limit 10
+  cloak unveil --in cloaked.jsonl --out unveiled.jsonl --lexicon terms.tsv
+  cloak fit-lm --train cold_train.jsonl --out cold.lm
 """
 
 
@@ -47,7 +50,8 @@ def _kept(kwargs: dict) -> str:
 
 # cloak's own commands say an error as it says itself (an OS error's "[Errno 2] ...", a plugin's import error)
 _errors_reported = reports_errors("cloak", failures={OSError: "", ImportError: ""},
-                                  interrupted={"perturb": _kept, "convert": "; nothing was written"})
+                                  interrupted={"perturb": _kept, "unveil": _kept,
+                                                               "convert": "; nothing was written"})
 
 
 def import_plugin(name: str) -> ModuleType:
@@ -102,6 +106,60 @@ def ray_options(local: str, ray: str) -> Callable:
     return options
 
 
+def run_options(plugin_help: str) -> Callable:
+    """The options of a command that transforms a file record by record through ``cloak.run`` (``cloak
+    perturb``, ``cloak unveil``): workers, shard, engine, errors, resume, text field, plugins, quiet."""
+    def options(command: Callable) -> Callable:
+        for option in reversed([
+            click.option("--workers", type=WORKERS, default="auto", show_default=True, metavar="N|auto",
+                         help="Worker processes; auto: one per CPU (one for short inputs). The output is "
+                              "identical for any number."),
+            click.option("--shard", default=None, metavar="i/n",
+                         help="Process only the i-th of n contiguous blocks of lines (0-based); shards "
+                              "concatenated in order equal the unsharded output."),
+            ray_options("this machine's processes",
+                        "--workers then counts Ray actors, auto: one per CPU of the cluster"),
+            click.option("--on-error", type=click.Choice(ON_ERROR), default="fail", show_default=True,
+                         help="On a bad line: stop with an error naming it, or skip it and count it."),
+            click.option("--resume", is_flag=True,
+                         help="Continue an interrupted run from FILE.partial instead of starting over."),
+            click.option("--overwrite", is_flag=True,
+                         help="Start over, throwing away what an interrupted run left in FILE.partial."),
+            click.option("--text-field", default="text", show_default=True, help="Field holding the text."),
+            click.option("--plugin", "plugins", multiple=True, metavar="MODULE|FILE.py",
+                         help=f"Import MODULE (or FILE.py) first, e.g. one that registers {plugin_help}."),
+            click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary line.")]):
+            command = option(command)
+        return command
+    return options
+
+
+def run_command(name: str, transform, in_path: str, out_path: str, *, workers, shard, engine, address, on_error,
+                resume, overwrite, text_field, modules, quiet) -> None:
+    """Run ``transform`` over a file as ``cloak NAME`` does (locally or on Ray), ending with its summary line."""
+    from .run import run_file
+
+    started = time.perf_counter()
+    if address and engine != "ray":
+        raise ValueError("--address is for --engine ray")
+    runner = None
+    if engine == "ray":
+        from .ray import RayEngine
+
+        runner = RayEngine(address, workers, plugins=modules)
+    else:
+        transform.prepare()  # here, once: the local workers inherit the tables
+    setup = time.perf_counter() - started
+    stats = run_file(in_path, out_path, transform, workers=workers, shard=shard, on_error=on_error, resume=resume,
+                     overwrite=overwrite, text_field=text_field, progress=False if quiet else None, engine=runner,
+                     desc=f"cloak {name}")
+    stats.setup_seconds = setup
+    if not quiet:
+        click.echo(f"cloak {name}: {stats.summary()}", err=True)
+        for example in stats.skipped.examples:
+            click.echo(f"  skipped {example}", err=True)
+
+
 class _Commands(click.Group):
     """cloak's own commands, and those of the packages built on it (``render``, ``speech``), which
     register under the entry-point group ``mmcloak.cloak_commands``: cloak never imports them itself,
@@ -154,29 +212,17 @@ def main() -> None:
               help="Cloaked copies written per record (cloak.variant tells them apart).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed; with the line number and variant it fixes every choice.")
-@click.option("--workers", type=WORKERS, default="auto", show_default=True, metavar="N|auto",
-              help="Worker processes; auto: one per CPU (one for short inputs). The output is identical "
-                   "for any number.")
-@click.option("--shard", default=None, metavar="i/n",
-              help="Process only the i-th of n contiguous blocks of lines (0-based); shards "
-                   "concatenated in order equal the unsharded output.")
-@ray_options("this machine's processes", "--workers then counts Ray actors, auto: one per CPU of the cluster")
-@click.option("--on-error", type=click.Choice(ON_ERROR), default="fail", show_default=True,
-              help="On a bad line: stop with an error naming it, or skip it and count it.")
-@click.option("--resume", is_flag=True,
-              help="Continue an interrupted run from FILE.partial instead of starting over.")
-@click.option("--overwrite", is_flag=True,
-              help="Start over, throwing away what an interrupted run left in FILE.partial.")
+@click.option("--balance/--no-balance", default=True, show_default=True,
+              help="With mined targets: add the words that mark the non-offensive posts, so that they are cloaked "
+                   "as often and as heavily as the offensive ones and a detector trained on the cloaks cannot learn "
+                   "that a cloak means offensive; or the offensive posts' words alone (what attacks cloak).")
 @click.option("--protect", default=None, metavar="REGEX",
               help="Extra spans never to touch (URLs, @mentions, #topics# and [emoticons] always are). "
                    "Records may also carry \"protected\": [[start, end], ...].")
-@click.option("--text-field", default="text", show_default=True, help="Field holding the text.")
-@click.option("--plugin", "plugins", multiple=True, metavar="MODULE|FILE.py",
-              help="Import MODULE (or FILE.py) first, e.g. one that registers your own ops.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary line.")
+@run_options("your own ops")
 @_errors_reported
-def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate, variants, seed, workers, shard,
-            engine, address, on_error, resume, overwrite, protect, text_field, plugins, quiet) -> None:
+def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate, variants, seed, balance, protect,
+            workers, shard, engine, address, on_error, resume, overwrite, text_field, plugins, quiet) -> None:
     """Cloak each record's text and write the cloaked records.
 
     Every output record keeps all input fields, replaces `text`, and adds `source_text` and
@@ -184,34 +230,80 @@ def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate,
     source_text), enough to replay or invert the change. Ends with a one-line summary on stderr.
     """
     modules = [import_plugin(module) for module in plugins]
+    from .run import Cloaking
     from .targets import DEFAULT_PROTECT
 
-    started = time.perf_counter()
     pattern = DEFAULT_PROTECT + (f"|{protect}" if protect else "")
     mine_from = mine_from or in_path
     if mines(targets) and mine_from == "-":
         raise ValueError(f"--targets {targets} reads its records twice (to mine, then to cloak): give a file, "
                          "or --mine-from FILE")
     perturber = Perturber(ops=ops, targets=targets, lexicon=lexicon, mine_from=mine_from, rate=rate, seed=seed,
-                          protect=pattern, strength=strength)
-    if address and engine != "ray":
-        raise ValueError("--address is for --engine ray")
-    runner = None
-    if engine == "ray":
-        from .ray import RayEngine
+                          protect=pattern, strength=strength, balance=balance)
+    run_command("perturb", Cloaking(perturber, variants), in_path, out_path, workers=workers, shard=shard,
+                engine=engine, address=address, on_error=on_error, resume=resume, overwrite=overwrite,
+                text_field=text_field, modules=modules, quiet=quiet)
 
-        runner = RayEngine(address, workers, plugins=modules)
-    else:
-        perturber.prepare()  # here, once: the local workers inherit the tables
-    setup = time.perf_counter() - started
-    stats = perturb_file(in_path, out_path, perturber, variants=variants, workers=workers,
-                         shard=shard, on_error=on_error, resume=resume, overwrite=overwrite, text_field=text_field,
-                         progress=False if quiet else None, engine=runner)
-    stats.setup_seconds = setup
-    if not quiet:
-        click.echo(f"cloak perturb: {stats.summary()}", err=True)
-        for example in stats.skipped.examples:
-            click.echo(f"  skipped {example}", err=True)
+
+@main.command()
+@click.option("--in", "in_path", required=True, metavar="FILE|-",
+              help="Input JSONL records ({\"text\": ...} per line), cloaked or not; - for standard input.")
+@click.option("--out", "out_path", required=True, metavar="FILE|-",
+              help="Output JSONL; written to FILE.partial and renamed when complete. - for stdout.")
+@click.option("--settings", "spec", default=None, metavar="SPEC",
+              help="All of the above as one string, unveil:families=sound+shape:threshold=2 (what an unveiled "
+                   "record's unveil.settings holds); options given beside it override it.")
+@run_options("your own scorer")
+@click.pass_context
+@_errors_reported
+def unveil(ctx, in_path, out_path, spec, workers, shard, engine, address, on_error, resume, overwrite, text_field,
+           plugins, quiet, **settings) -> None:
+    """Read cloaks back: each record's text with its homophones, pinyin, split characters, look-alikes,
+    emoji, traditional forms, noise ... restored where the context supports it.
+
+    Every output record keeps all input fields, replaces `text`, and adds `unveiled_from` (the text as
+    read) and `unveil` = {ops, settings, edits: [{op, start, end, src, dst}]} (start/end index
+    unveiled_from). Ends with a one-line summary on stderr.
+    """
+    modules = [import_plugin(module) for module in plugins]
+    from .unveil.records import Unveiling
+
+    given = {k: v for k, v in settings.items() if ctx.get_parameter_source(k) is not ParameterSource.DEFAULT}
+    check_files([v for k, v in given.items() if v and next(f for f in dataclasses.fields(Unveiler)
+                                                            if f.name == k).metadata.get("file")])
+    unveiler = dataclasses.replace(Unveiler.from_spec(spec), **given) if spec else Unveiler(**given)
+    run_command("unveil", Unveiling(unveiler), in_path, out_path, workers=workers, shard=shard, engine=engine,
+                address=address, on_error=on_error, resume=resume, overwrite=overwrite, text_field=text_field,
+                modules=modules, quiet=quiet)
+
+
+unveil.params[2:2] = dataclass_options([Unveiler])  # after --in and --out: the Unveiler's parameters
+
+
+@main.command("fit-lm")
+@click.option("--train", "train_path", required=True, metavar="FILE",
+              help="Clean posts (JSONL records) to fit on: the kind of text cloaks are read back in.")
+@click.option("--out", "out_path", required=True, metavar="FILE", help="The model (a gzip TSV): give it to "
+              "`cloak unveil --model`.")
+@click.option("--order", type=click.IntRange(1, 8), default=4, show_default=True, help="Characters an n-gram spans.")
+@click.option("--min-count", type=click.IntRange(1), default=2, show_default=True,
+              help="N-grams seen fewer times are left out (a smaller file; 1 keeps them all).")
+@click.option("--dictionary", type=click.IntRange(0), default=100, show_default=True, metavar="F",
+              help="Also fit on the words of jieba's dictionary this frequent (0: none): which characters make "
+                   "words beyond what the posts hold.")
+@click.option("--text-field", default="text", show_default=True, help="Field holding the text.")
+@_errors_reported
+def fit_lm(train_path, out_path, order, min_count, dictionary, text_field) -> None:
+    """Fit the character n-gram model `cloak unveil` weighs candidates with (interpolated Kneser-Ney)."""
+    from .unveil.ngram import CharNgramLM, dictionary_words
+
+    check_files([train_path], [out_path])
+    texts = [r[text_field] for _, r in read_records(train_path, text_field=text_field)]
+    lm = CharNgramLM.fit(texts, order=order, min_count=min_count, words=dictionary_words(dictionary))
+    lm.save(out_path)
+    click.echo(f"cloak fit-lm: {plural(len(lm.logprob_), 'n-gram')} of up to {order} characters from "
+               f"{plural(len(texts), 'post')}{f' and jieba words of frequency {dictionary}+' if dictionary else ''} "
+               f"-> {out_path}", err=True)
 
 
 @main.command("mine-terms")

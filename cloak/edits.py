@@ -76,3 +76,49 @@ def invert_edits(text: str, edits: Iterable[Edit | Mapping]) -> str:
         pos = end
     parts.append(text[pos:])
     return "".join(parts)
+
+
+def splice(text: str, edits: Iterable[Edit]) -> str:
+    """``text`` with ``edits`` (sorted, disjoint, known to fit) applied: ``apply_edits`` without its checks,
+    where the edits were just made from the text."""
+    parts: list[str] = []
+    pos = 0
+    for e in edits:
+        parts.append(text[pos:e.start])
+        parts.append(e.dst)
+        pos = e.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def compose_edits(source: str, first: Iterable[Edit | Mapping], then: Iterable[Edit | Mapping]) -> list[Edit]:
+    """One list of edits of ``source`` doing ``first`` (edits of ``source``) and then ``then`` (edits of what
+    ``first`` made). Edits of the two that overlap (one inside the other; a character ``first`` removed
+    strictly inside an edit of ``then``) become one edit, named by the edit of ``then``."""
+    first, then = _as_edits(first), _as_edits(then)
+    spans = output_spans(first)
+    shifts = [(at, end, len(e.dst) - (e.end - e.start)) for e, at, end in spans]
+    blocks = sorted([(at, end, e, True) for e, at, end in spans] + [(e.start, e.end, e, False) for e in then],
+                    key=lambda b: (b[0], b[1]))
+    groups: list[list] = []
+    for block in blocks:
+        if groups and block[0] < groups[-1][1]:
+            groups[-1][1] = max(groups[-1][1], block[1])
+            groups[-1][2].append(block)
+        else:
+            groups.append([block[0], block[1], [block]])
+    middle = splice(source, first)
+    edits = []
+    for lo, hi, members in groups:
+        later = [e._replace(start=e.start - lo, end=e.end - lo) for _, _, e, is_first in members if not is_first]
+        start = min(e.start if is_first else _back(e.start, shifts, True) for _, _, e, is_first in members)
+        end = max(e.end if is_first else _back(e.end, shifts, False) for _, _, e, is_first in members)
+        op = later[0].op if later else members[0][2].op
+        edits.append(Edit(op, start, end, source[start:end], splice(middle[lo:hi], later)))
+    return edits
+
+
+def _back(pos: int, shifts: list[tuple[int, int, int]], start: bool) -> int:
+    """Where a place of the edited text was in the source; a character removed right there (an empty
+    output at ``pos``) lies before a start and after an end."""
+    return pos - sum(d for at, end, d in shifts if end < pos or (end == pos and (at < pos or start)))

@@ -66,12 +66,12 @@ def candidate_terms(text: str, words: WordTargets | None = None) -> set[str]:
 def drop_fragments(terms: Sequence[MinedTerm], share: float = FRAGMENT_SHARE) -> list[MinedTerm]:
     """Terms that are not mostly a piece of a longer kept term: 族歧 (543 offensive posts) goes, since 种族歧视
     (538) holds nearly every one of its occurrences; 歧视 (3,040) stays beside 歧视黑人 (621)."""
-    kept = []
-    for term in terms:
-        longer = [t for t in terms if len(t.term) > len(term.term) and term.term in t.term]
-        if not any(t.offensive >= share * term.offensive for t in longer):
-            kept.append(term)
-    return kept
+    most: dict[str, int] = {}  # substring -> the most offensive posts of a longer term holding it
+    for t in terms:
+        pieces = {t.term[i:j] for i in range(len(t.term)) for j in range(i + 1, len(t.term) + 1)} - {t.term}
+        for piece in pieces:
+            most[piece] = max(most.get(piece, 0), t.offensive)
+    return [term for term in terms if most.get(term.term, -1) < share * term.offensive]
 
 
 def score_terms(offensive: Counter, other: Counter) -> dict[str, float]:
@@ -87,22 +87,26 @@ def score_terms(offensive: Counter, other: Counter) -> dict[str, float]:
     return scores
 
 
-def mine_terms(records: Iterable[dict], *, z: float = 2.0, min_count: int = 5) -> list[MinedTerm]:
+def mine_terms(records: Iterable[dict], *, z: float = 2.0, min_count: int = 5,
+               label: int | None = None) -> list[MinedTerm]:
     """The terms of labelled records (label 0: not offensive; any other: offensive) whose z-score reaches
-    ``z`` and which at least ``min_count`` offensive posts hold, the highest z first."""
+    ``z`` and which at least ``min_count`` of the posts mined hold, the highest z first. The posts mined
+    are the offensive ones against the others, or with ``label``, those of that label against the rest
+    (label 0: the words that mark non-offensive posts); ``MinedTerm.offensive`` counts the posts mined."""
     words = WordTargets()
-    offensive, other = Counter(), Counter()
+    mined, rest = Counter(), Counter()
     labels = set()
     for record in records:
-        label = int(record["label"])
-        labels.add(label != 0)
-        (offensive if label != 0 else other).update(candidate_terms(record["text"], words))
+        own = int(record["label"])
+        labels.add(own != 0)
+        inside = own != 0 if label is None else own == label
+        (mined if inside else rest).update(candidate_terms(record["text"], words))
     if labels != {True, False}:
         raise ValueError("mining terms needs offensive (label >= 1) and non-offensive (label 0) posts "
                          "(give labelled posts with --mine-from, or cloak the lexicon's terms: --targets lexicon)")
-    scores = score_terms(offensive, other)
-    kept = [MinedTerm(t, s, offensive[t], other[t]) for t, s in scores.items()
-            if s >= z and offensive[t] >= min_count and not is_function_phrase(t, words)]
+    scores = score_terms(mined, rest)
+    kept = [MinedTerm(t, s, mined[t], rest[t]) for t, s in scores.items()
+            if s >= z and mined[t] >= min_count and not is_function_phrase(t, words)]
     return sorted(drop_fragments(kept), key=lambda m: (-m.z, m.term))
 
 
@@ -142,12 +146,13 @@ def mines(spec: str) -> bool:
 
 def build_targets(spec: str, *, lexicon: str | None = None,
                   labelled: Iterable[dict] | str | os.PathLike | None = None,
-                  z: float = 2.0, min_count: int = 5) -> Lexicon | str:
+                  z: float = 2.0, min_count: int = 5, label: int | None = None) -> Lexicon | str:
     """What to cloak, from a command line's ``--targets`` (``lexicon``, ``mined``, ``lexicon+mined`` or
     ``all``; ``lexicon:FILE`` as ``lexicon`` with ``--lexicon FILE``), ``--lexicon FILE`` (the lexicon
     instead of the default one) and ``--mine-from`` (``labelled``: records, or their JSONL file, read only
-    when mining). Every command and the ``Perturber`` choose their targets here. Returns a ``Lexicon``
-    (named after what it holds) or ``"all"``."""
+    when mining; ``label``: mine that label's own words instead of the offensive posts'). Every command and
+    the ``Perturber`` choose their targets here. Returns a ``Lexicon`` (named after what it holds) or
+    ``"all"``."""
     kind, _, path = spec.partition(":")
     if kind not in TARGETS or (path and kind != "lexicon"):
         from .params import unknown_key
@@ -166,17 +171,71 @@ def build_targets(spec: str, *, lexicon: str | None = None,
     if labelled is None:
         raise ValueError(f"--targets {kind} mines terms from labelled records: give them (--mine-from FILE; "
                          "mine_from= in Python)")
-    if isinstance(labelled, (str, os.PathLike)):
-        from .io import read_records
-
-        labelled = [r for _, r in read_records(os.fspath(labelled), labels=True)]
-    mined = mine_terms(labelled, z=z, min_count=min_count)
+    labelled = labelled_records(labelled)
+    mined = mine_terms(labelled, z=z, min_count=min_count, label=label)
     if not mined and kind == "mined":
         raise ValueError(f"no term reaches z >= {z} in at least {min_count} offensive posts: too few posts to mine")
     terms = {m.term: "mined" for m in mined}
     if kind == "lexicon+mined":
         terms = {**terms, **base.categories}
-    return Lexicon(terms, terms, name=kind if not lexicon else f"{kind} ({lexicon})")
+    name = kind if label is None else f"{kind} of label {label}"
+    return Lexicon(terms, terms, name=name if not lexicon else f"{name} ({lexicon})")
+
+
+def labelled_records(labelled: Iterable[dict] | str | os.PathLike) -> list[dict]:
+    """Labelled records, or those of their JSONL file (every one needs a label)."""
+    if isinstance(labelled, (str, os.PathLike)):
+        from .io import read_records
+
+        return [r for _, r in read_records(os.fspath(labelled), labels=True)]
+    return list(labelled)
+
+
+def build_balanced_targets(spec: str, *, lexicon: str | None = None,
+                           labelled: Iterable[dict] | str | os.PathLike | None = None) -> Lexicon:
+    """What ``--balance`` cloaks in every post: the offensive posts' terms as ``build_targets`` mines them,
+    and the words that mark each other label (its weighted log-odds against the rest, the most marked
+    first), as many as make that label's posts hold as many characters of targets on average as the
+    offensive posts hold: a non-offensive post is cloaked as often and as heavily as an offensive one,
+    its own words among what is cloaked, and a cloaked word is as likely in a post of either label as the
+    word itself, so that no cloak tells the labels apart."""
+    if labelled is None:
+        return build_targets(spec, lexicon=lexicon)  # the error that names what is missing
+    records = labelled_records(labelled)
+    texts: dict[int, list[str]] = {}
+    for r in records:
+        texts.setdefault(int(r["label"]), []).append(r["text"])
+    targets = build_targets(spec, lexicon=lexicon, labelled=records)
+    offensive = [t for label, group in texts.items() if label != 0 for t in group]
+    for label in sorted(texts):
+        if label == 0 or len(texts) > 2:
+            ranked = [m.term for m in mine_terms(records, z=0.0, min_count=2, label=label)]
+            targets = _enough(ranked, targets, texts[label], offensive,
+                              name=f"{targets.name}, balanced")
+    return targets
+
+
+def _held(terms: Lexicon, texts: list[str]) -> float:
+    """How many characters of the terms the texts hold, on average (what the ops cloak)."""
+    return sum(e - s for t in texts for s, e in terms.find(t)) / max(1, len(texts))
+
+
+def _enough(ranked: list[str], base: Lexicon, texts: list[str], offensive: list[str], name: str) -> Lexicon:
+    """The base's terms and the fewest of ``ranked`` (in order) with which ``texts`` hold as many characters
+    of them on average as the ``offensive`` texts hold (all of ``ranked`` if never): a binary search."""
+    def lexicon(k: int) -> Lexicon:
+        terms = {**{t: "mined" for t in ranked[:k] if t not in base}, **base.categories}
+        return Lexicon(terms, terms, name=name)
+
+    low, high = 0, len(ranked)
+    while low < high:
+        middle = (low + high) // 2
+        candidate = lexicon(middle)
+        if _held(candidate, texts) >= _held(candidate, offensive):
+            high = middle
+        else:
+            low = middle + 1
+    return lexicon(low)
 
 
 def describe_targets(targets: Lexicon | str) -> dict:

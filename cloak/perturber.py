@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import NamedTuple
 
-from .edits import Edit
+from .edits import Edit, splice
 from .ops import Op, parse_ops
 from .ops.base import STRENGTHS
 from .params import Interval, Options, validate
@@ -53,17 +53,6 @@ def _span_cloaker(op: Op) -> Callable[[str, int, int, Rng], list[Edit]]:
     return lambda text, start, end, rng: op.apply(text, rng, ((start, end),))
 
 
-def _splice(text: str, edits: Sequence[Edit]) -> str:
-    parts = []
-    pos = 0
-    for e in edits:
-        parts.append(text[pos:e.start])
-        parts.append(e.dst)
-        pos = e.end
-    parts.append(text[pos:])
-    return "".join(parts)
-
-
 class Perturber:
     """Cloak texts the way posters do.
 
@@ -73,6 +62,11 @@ class Perturber:
     ``"lexicon+mined"``, ``"all"`` (every word); or a ``Lexicon``;
     lexicon: a lexicon file instead of the default lexicon (``--lexicon FILE``);
     mine_from: labelled records, or their JSONL file, to mine ``mined`` targets from (``--mine-from``);
+    balance: with mined targets, add the words that mark the non-offensive posts, as many as make them hold
+    as many characters of targets as the offensive posts (``cloak.mining.build_balanced_targets``): a
+    non-offensive post is cloaked as often and as heavily as an offensive one, so that a detector trained
+    on the cloaks cannot learn that a cloak means offensive (the default; False: the offensive posts'
+    terms alone, which attacks cloak);
     rate: probability that a target span is cloaked (default 1.0 for lexicon, 0.3 for all);
     strength: how much of each target the ops cloak: ``op`` (each op's own parameters), ``whole``
     (every character of a term, or the term as a unit), ``poster`` (that, and rarer same-sound
@@ -93,12 +87,12 @@ class Perturber:
                  targets: str | Lexicon | LexiconTargets | WordTargets = "lexicon",
                  rate: float | None = None, seed: int = 0,
                  protect: str | None = DEFAULT_PROTECT, strength: str = "op", *, lexicon: str | None = None,
-                 mine_from: Iterable[dict] | str | os.PathLike | None = None) -> None:
+                 mine_from: Iterable[dict] | str | os.PathLike | None = None, balance: bool = True) -> None:
         checked = validate({"rate": rate, "seed": seed, "strength": strength}, self._parameter_constraints,
                            "Perturber")
         self.strength = strength
         self.ops = [op.at_strength(strength) for op in parse_ops(ops)]
-        self.targets = make_targets(targets, lexicon=lexicon, mine_from=mine_from)
+        self.targets = make_targets(targets, lexicon=lexicon, mine_from=mine_from, balance=balance)
         if checked["rate"] is None:
             checked["rate"] = DEFAULT_RATE_ALL if isinstance(self.targets, WordTargets) else 1.0
         self.rate, self.seed = checked["rate"], checked["seed"]
@@ -160,7 +154,7 @@ class Perturber:
         if not edits:
             return Cloaked(text, text, [])
         # Spans are sorted and disjoint, and each op returns its edits in order: already sorted.
-        return Cloaked(_splice(text, edits), text, edits)
+        return Cloaked(splice(text, edits), text, edits)
 
     def augment(self, texts: Iterable[str], n: int = 1, *, epoch: int = 0) -> list[str]:
         """``n`` cloaked copies of each text, text-major; pass the epoch to get fresh ones each epoch."""

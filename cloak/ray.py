@@ -1,9 +1,10 @@
-"""``cloak perturb`` on a Ray cluster: Ray Data reads the lines, a ``map_batches`` of actors cloaks them.
+"""``cloak perturb`` and ``cloak unveil`` on a Ray cluster: Ray Data reads the lines, a ``map_batches`` of
+actors transforms them.
 
-The output is byte-identical to the local command's: each record is cloaked as ``cloak.run`` cloaks it,
-its randomness from (seed, line number, variant), and the lines come back in input order (Ray Data's
-``preserve_order``), so the one file written is the same whatever the cluster. Each actor builds the
-op tables once (in its constructor), not per batch.
+The output is byte-identical to the local command's: each record is transformed as ``cloak.run`` does it
+(a cloak's randomness from (seed, line number, variant)), and the lines come back in input order (Ray
+Data's ``preserve_order``), so the one file written is the same whatever the cluster. Each actor builds
+the tables (the ops', the unveiler's) once, in its constructor, not per batch.
 
 The input file must be readable at the same path on every node (a shared file system), as for Ray's own
 ``read_json``. Ray is an optional extra (``pip install 'mmcloak[ray]'``); nothing else imports this module.
@@ -32,7 +33,7 @@ except ImportError as e:  # the optional extra
 
 from .io import RecordError, check_text, count_lines
 from .perturber import Perturber
-from .run import LineResult, cloak_lines, cloak_record
+from .run import Cloaking, LineResult, RecordTransform, transform_lines
 from .targets import DEFAULT_PROTECT
 
 BLOCK_LINES = 4096  # lines a read task reads at most: a block of about a second of cloaking
@@ -138,16 +139,17 @@ def read_jsonl(path: str, *, start: int = 0, stop: int | None = None, block_line
 
 
 class _Cloak:
-    """The map_batches callable: built once per actor (the op tables with it), then a batch at a time."""
+    """The map_batches callable: built once per actor (the transform's tables with it), then a batch at a
+    time. (Named for what it first did; its actors show as ``MapBatches(_Cloak)``.)"""
 
-    def __init__(self, perturber: Perturber, variants: int, text_field: str, name: str, key: str) -> None:
-        self.perturber = perturber.prepare()
-        self.variants, self.text_field, self.name, self.key = variants, text_field, name, key
+    def __init__(self, transform: RecordTransform, text_field: str, name: str, key: str) -> None:
+        self.transform = transform.prepare()
+        self.text_field, self.name, self.key = text_field, name, key
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         if "raw" in batch.column_names:
-            results = cloak_lines(list(zip(batch["line"].to_pylist(), batch["raw"].to_pylist())), self.perturber,
-                                  self.variants, self.text_field, self.name)
+            results = transform_lines(list(zip(batch["line"].to_pylist(), batch["raw"].to_pylist())),
+                                      self.transform, self.text_field, self.name)
         else:
             results = [self._cloak_record(row) for row in batch.to_pylist()]
         columns: dict[str, list] = {name: [] for name in OUTPUT.names}
@@ -165,7 +167,7 @@ class _Cloak:
             check_text(row[self.text_field], self.name, number, self.text_field)
         except RecordError as e:
             return number, None, 0, (e.path, e.line, e.message, e.field)
-        return number, *cloak_record(self.perturber, number, row, self.variants, self.text_field)
+        return number, *self.transform.transform(number, row, self.text_field)
 
 
 def perturb_dataset(ds: ray.data.Dataset, ops: str | Sequence = "homophone", *, targets="lexicon",
@@ -185,12 +187,18 @@ def perturb_dataset(ds: ray.data.Dataset, ops: str | Sequence = "homophone", *, 
     command writes them), ``changed`` (variants with an edit), ``ops`` (each edit's op) and ``error``
     (for a bad record: JSON of the file, line, message and field; ``jsonl`` is then null).
     """
-    if variants < 1:
-        raise ValueError("variants must be at least 1")
     perturber = perturber or Perturber(ops=ops, targets=targets, rate=rate, seed=seed, protect=protect)
+    return transform_dataset(ds, Cloaking(perturber, variants), text_field=text_field, key=key, workers=workers,
+                             name=name)
+
+
+def transform_dataset(ds: ray.data.Dataset, transform: RecordTransform, *, text_field: str = "text",
+                      key: str = "line", workers: int | None = None, name: str = "<dataset>") -> ray.data.Dataset:
+    """Any record transform (``cloak.run.Cloaking``, ``cloak.unveil.Unveiling``) over a Ray Dataset, as
+    :func:`perturb_dataset` cloaks one: the same rows in, the same columns out."""
     out = ds.map_batches(_Cloak, batch_size=None, batch_format="pyarrow", zero_copy_batch=True,
-                         fn_constructor_kwargs={"perturber": perturber, "variants": variants,
-                                                "text_field": text_field, "name": name, "key": key},
+                         fn_constructor_kwargs={"transform": transform, "text_field": text_field, "name": name,
+                                                "key": key},
                          compute=ray.data.ActorPoolStrategy(size=workers or cluster_cpus()), num_cpus=1)
     out.context.execution_options.preserve_order = True  # the seeds do not need it; the output file does
     out.context.enable_progress_bars = False  # the command shows its own
@@ -198,10 +206,10 @@ def perturb_dataset(ds: ray.data.Dataset, ops: str | Sequence = "homophone", *, 
 
 
 class RayEngine:
-    """``cloak.run.perturb_file``'s engine on Ray: ``perturb_file(..., engine=RayEngine(address))``.
+    """``cloak.run.run_file``'s engine on Ray: ``perturb_file(..., engine=RayEngine(address))``.
 
-    ``workers``: cloaking actors (default: one per CPU of the cluster); ``plugins``: modules of one's own
-    ops, shipped to the workers by value (they need not be installed there).
+    ``workers``: actors (default: one per CPU of the cluster); ``plugins``: modules of one's own ops (or
+    unveil scorers), shipped to the workers by value (they need not be installed there).
     """
 
     def __init__(self, address: str | None = None, workers: int | None = None,
@@ -211,13 +219,12 @@ class RayEngine:
             ray.cloudpickle.register_pickle_by_value(module)
         self.workers = workers or cluster_cpus()
 
-    def results(self, path: str, start: int, stop: int, perturber: Perturber, variants: int,
+    def results(self, path: str, start: int, stop: int, transform: RecordTransform,
                 text_field: str) -> Iterator[LineResult]:
         per_worker = math.ceil((stop - start) / (BLOCKS_PER_WORKER * self.workers))
         ds = read_jsonl(path, start=start, stop=stop, block_lines=min(BLOCK_LINES, max(MIN_BLOCK_LINES, per_worker)),
                         readers=math.ceil(self.workers / WORKERS_PER_READER))
-        cloaked = perturb_dataset(ds, perturber=perturber, variants=variants, text_field=text_field,
-                                  workers=self.workers, name=path)
+        cloaked = transform_dataset(ds, transform, text_field=text_field, workers=self.workers, name=path)
         previous = start
         for batch in cloaked.iter_batches(batch_size=None, batch_format="pyarrow"):
             for line, jsonl, changed, ops, error in zip(*(batch[c].to_pylist() for c in OUTPUT.names)):

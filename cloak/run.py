@@ -1,8 +1,12 @@
-"""Perturb a JSONL file: streaming, in parallel, sharded, resumable — the engine of ``cloak perturb``.
+"""Transform a JSONL file record by record: streaming, in parallel, sharded, resumable — the engine of
+``cloak perturb`` and ``cloak unveil``.
 
-Output is byte-identical whatever the worker count or shard: each record's randomness comes from
-(seed, line number, variant), workers return results in input order, and shard ``i/n`` takes the
-``i``-th contiguous block of lines, so shards concatenated in order are the unsharded output.
+What happens to one record is a :class:`RecordTransform` (``Cloaking``: a ``Perturber``'s cloaks of it;
+``cloak.unveil.Unveiling``: its cloaks read back); the engine reads, parallelises, checkpoints and writes.
+Output is byte-identical whatever the worker count or shard: a transform's output depends only on the
+record and its line number (a cloak's randomness comes from (seed, line number, variant)), workers
+return results in input order, and shard ``i/n`` takes the ``i``-th contiguous block of lines, so shards
+concatenated in order are the unsharded output.
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from .progress import progress_bar
 
@@ -37,14 +41,14 @@ CHECKPOINT_SECONDS = 2.0
 
 
 @dataclass
-class PerturbStats:
+class RunStats:
     read: int = 0
     written: int = 0
     changed: int = 0  # written records with at least one edit
     edits: Counter = field(default_factory=Counter)
     skipped: SkipLog = field(default_factory=SkipLog)
     seconds: float = 0.0  # cloaking the records (the rate's time)
-    setup_seconds: float = 0.0  # building the op tables and targets, before (the command sets it)
+    setup_seconds: float = 0.0  # building the tables and targets, before (the command sets it)
     resumed_from_line: int = 0
     resumed_records: int = 0
     workers: int = 1
@@ -55,7 +59,7 @@ class PerturbStats:
         done_now = self.read - self.resumed_records
         rate = done_now / self.seconds if self.seconds > 0 else 0.0
         resumed = f"; resumed after line {self.resumed_from_line}" if self.resumed_from_line else ""
-        setup = f" ({self.setup_seconds:.1f} s of it building the op tables and targets)" if self.setup_seconds else ""
+        setup = f" ({self.setup_seconds:.1f} s of it building the tables and targets)" if self.setup_seconds else ""
         return (f"read {plural(self.read, 'record')}, skipped {self.skipped.count}, wrote {self.written}, "
                 f"{self.changed} of them changed{share}; edits: {ops}; "
                 f"{self.setup_seconds + self.seconds:.1f} s{setup}, {rate:.0f} records/s"
@@ -99,6 +103,40 @@ def parse_shard(shard: str | tuple[int, int] | None) -> tuple[int, int] | None:
     return i, n
 
 
+@runtime_checkable
+class RecordTransform(Protocol):
+    """What the engine does to one record: ``transform`` gives its output lines (JSONL, ``\\n``-ended), how
+    many of them changed, and the op of every edit. It must depend on the record and its line number only,
+    so that workers, shards and a resumed run give the same bytes. ``prepare`` loads its tables (once,
+    before worker processes fork, and again in a worker that did not inherit them); ``fingerprint``: what
+    a run must share with the one it resumes."""
+
+    def prepare(self) -> RecordTransform: ...
+
+    def transform(self, number: int, record: dict, text_field: str) -> tuple[list[bytes], int, list[str]]: ...
+
+    def fingerprint(self) -> list: ...
+
+
+class Cloaking:
+    """The transform of ``cloak perturb``: ``variants`` cloaked copies of each record (``cloak_record``)."""
+
+    def __init__(self, perturber: Perturber, variants: int = 1) -> None:
+        if variants < 1:
+            raise ValueError("variants must be at least 1")
+        self.perturber, self.variants = perturber, variants
+
+    def prepare(self) -> Cloaking:
+        self.perturber.prepare()
+        return self
+
+    def transform(self, number: int, record: dict, text_field: str) -> tuple[list[bytes], int, list[str]]:
+        return cloak_record(self.perturber, number, record, self.variants, text_field)
+
+    def fingerprint(self) -> list:
+        return [repr(self.perturber), self.variants]
+
+
 def cloak_record(perturber: Perturber, number: int, record: dict, variants: int,
                  text_field: str = "text") -> tuple[list[bytes], int, list[str]]:
     """The output lines of one input record, with (records changed, the op of every edit)."""
@@ -137,31 +175,31 @@ def _dump_cloaked(record: dict, text_field: str, out, seed: int, variant: int) -
 # or (line number, None, 0, the RecordError's arguments) for a bad line.
 LineResult = tuple[int, list[bytes] | None, int, list[str] | tuple]
 
-_worker: tuple[Perturber, int, str, str] | None = None
+_worker: tuple[RecordTransform, str, str] | None = None
 
 
 class Engine(Protocol):
-    """Somewhere else to cloak a file's lines: ``results`` yields a LineResult for each non-blank line
-    ``start < n <= stop`` in input order, each cloaked as ``cloak_lines`` does."""
+    """Somewhere else to transform a file's lines: ``results`` yields a LineResult for each non-blank line
+    ``start < n <= stop`` in input order, each transformed as ``transform_lines`` does."""
 
     workers: int
 
-    def results(self, path: str, start: int, stop: int, perturber: Perturber, variants: int,
+    def results(self, path: str, start: int, stop: int, transform: RecordTransform,
                 text_field: str) -> Iterator[LineResult]: ...
 
 
-def _init_worker(perturber: Perturber, variants: int, text_field: str, name: str) -> None:
+def _init_worker(transform: RecordTransform, text_field: str, name: str) -> None:
     global _worker
-    _worker = (perturber.prepare(), variants, text_field, name)
+    _worker = (transform.prepare(), text_field, name)
 
 
 def _cloak_chunk(chunk: list[tuple[int, bytes]]) -> list[LineResult]:
-    return cloak_lines(chunk, *_worker)  # type: ignore[misc]
+    return transform_lines(chunk, *_worker)  # type: ignore[misc]
 
 
-def cloak_lines(chunk: list[tuple[int, bytes]], perturber: Perturber, variants: int, text_field: str,
-                name: str) -> list[LineResult]:
-    """Parse and cloak raw ``(line number, line)`` pairs of the file ``name`` (in a worker: parsing is
+def transform_lines(chunk: list[tuple[int, bytes]], transform: RecordTransform, text_field: str,
+                    name: str) -> list[LineResult]:
+    """Parse and transform raw ``(line number, line)`` pairs of the file ``name`` (in a worker: parsing is
     half the work, so it is done there too)."""
     results: list[LineResult] = []
     for number, raw in chunk:
@@ -170,7 +208,7 @@ def cloak_lines(chunk: list[tuple[int, bytes]], perturber: Perturber, variants: 
         except RecordError as e:
             results.append((number, None, 0, (e.path, e.line, e.message, e.field)))
             continue
-        results.append((number, *cloak_record(perturber, number, record, variants, text_field)))
+        results.append((number, *transform.transform(number, record, text_field)))
     return results
 
 
@@ -211,15 +249,24 @@ def _interrupts_between_records():
 def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants: int = 1,
                  workers: int | None = 1, shard: str | tuple[int, int] | None = None,
                  on_error: str = "fail", resume: bool = False, overwrite: bool = False, text_field: str = "text",
-                 progress: bool | None = None, engine: Engine | None = None) -> PerturbStats:
+                 progress: bool | None = None, engine: Engine | None = None) -> RunStats:
     """Cloak every record of ``in_path`` into ``out_path`` (``-`` for stdin / stdout).
 
     ``workers``: processes to cloak in; None chooses (``auto_workers``). The output is the same for any.
     ``engine``: where the records are cloaked instead of this machine's processes (``cloak.ray.RayEngine``:
     a Ray cluster); the output is the same.
     """
-    if variants < 1:
-        raise ValueError("variants must be at least 1")
+    return run_file(in_path, out_path, Cloaking(perturber, variants), workers=workers, shard=shard,
+                    on_error=on_error, resume=resume, overwrite=overwrite, text_field=text_field, progress=progress,
+                    engine=engine, desc="cloak perturb")
+
+
+def run_file(in_path: str, out_path: str, transform: RecordTransform, *, workers: int | None = 1,
+             shard: str | tuple[int, int] | None = None, on_error: str = "fail", resume: bool = False,
+             overwrite: bool = False, text_field: str = "text", progress: bool | None = None, engine: Engine | None = None,
+             desc: str = "cloak") -> RunStats:
+    """Transform every record of ``in_path`` into ``out_path`` (``-`` for stdin / stdout), as
+    ``perturb_file`` cloaks them; ``desc`` names the run on its progress bar."""
     if on_error not in ("fail", "skip"):
         raise ValueError(f"on_error must be fail or skip, not {on_error!r}")
     if workers is not None and workers < 1:
@@ -240,23 +287,22 @@ def perturb_file(in_path: str, out_path: str, perturber: Perturber, *, variants:
     elif workers is None:
         workers = auto_workers(None if hi is None else hi - lo)
 
-    stats = PerturbStats(workers=workers)
+    stats = RunStats(workers=workers)
     fingerprint = ""
     if in_path != "-":
         st = os.stat(in_path)
-        fingerprint = json.dumps([os.path.abspath(in_path), st.st_size, st.st_mtime_ns, repr(perturber),
-                                  variants, shard, text_field, on_error])
+        fingerprint = json.dumps([os.path.abspath(in_path), st.st_size, st.st_mtime_ns, *transform.fingerprint(),
+                                  shard, text_field, on_error])
     started = time.perf_counter()
     with AtomicWriter(out_path, resume=resume, overwrite=overwrite, fingerprint=fingerprint, resumable=True) as out:
         if out.resumed_state:
             stats.restore(out.resumed_state)
             lo = max(lo, out.resumed_state["line"])
         last_line = lo
-        bar = progress_bar(total=None if hi is None else hi - lo, unit="line", desc="cloak perturb",
-                           progress=progress)
+        bar = progress_bar(total=None if hi is None else hi - lo, unit="line", desc=desc, progress=progress)
         last_checkpoint = time.monotonic()
-        initargs = (perturber, variants, text_field, input_name(in_path))
-        results = engine.results(in_path, lo, hi, perturber, variants, text_field) if engine is not None else \
+        initargs = (transform, text_field, input_name(in_path))
+        results = engine.results(in_path, lo, hi, transform, text_field) if engine is not None else \
             _results(batched(read_lines(in_path, lo, hi), CHUNK), workers, initargs)
         # closing(): the workers stop here, before an exception leaves, not whenever it is collected.
         with _interrupts_between_records() as interrupted, contextlib.closing(results):

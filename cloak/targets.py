@@ -34,12 +34,14 @@ _LATIN_RUN = re.compile(r"[A-Za-z0-9]+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _matches(matcher, text: str) -> list[tuple[int, int, int]]:
-    """Leftmost-longest matches; lone surrogates (which the Rust matcher cannot take) match nothing."""
+def matches(matcher, text: str, overlapping: bool = False) -> list[tuple[int, int, int]]:
+    """An ahocorasick-rs matcher's matches (pattern, start, end) in ``text``: leftmost-longest, or every one
+    with ``overlapping`` (a standard matcher); lone surrogates (which the Rust matcher cannot take) match
+    nothing."""
     try:
-        return matcher.find_matches_as_indexes(text)
+        return matcher.find_matches_as_indexes(text, overlapping=overlapping)
     except UnicodeEncodeError:  # U+FFFD keeps every code point where it was
-        return matcher.find_matches_as_indexes(_SURROGATE.sub("\ufffd", text))
+        return matcher.find_matches_as_indexes(_SURROGATE.sub("\ufffd", text), overlapping=overlapping)
 
 
 class Lexicon:
@@ -72,7 +74,7 @@ class Lexicon:
 
             self._matcher = ahocorasick_rs.AhoCorasick(
                 self.terms, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
-        return [(s, e) for _, s, e in _matches(self._matcher, text)]
+        return [(s, e) for _, s, e in matches(self._matcher, text)]
 
     def __getstate__(self) -> dict:  # the Rust matcher does not pickle; workers rebuild it
         return {**self.__dict__, "_matcher": None}
@@ -137,7 +139,7 @@ class WordTargets:
     """Targets are all words (dictionary words, other Chinese characters, Latin/digit runs)."""
 
     def spans(self, text: str) -> list[Span]:
-        found = _matches(_dictionary_matcher(), text)
+        found = matches(_dictionary_matcher(), text)
         if not _LATIN_RUN.search(text):
             return [(start, end) for _, start, end in found]
         spans: list[Span] = []
@@ -158,17 +160,21 @@ class WordTargets:
 
 
 def make_targets(spec: str | Lexicon | LexiconTargets | WordTargets, *, lexicon: str | None = None,
-                 mine_from: Iterable[dict] | str | os.PathLike | None = None) -> LexiconTargets | WordTargets:
+                 mine_from: Iterable[dict] | str | os.PathLike | None = None,
+                 balance: bool = False) -> LexiconTargets | WordTargets:
     """Targets from a ``Lexicon``, or from what ``cloak perturb`` takes: ``spec`` as its ``--targets``
     (``lexicon``, ``lexicon:FILE``, ``mined``, ``lexicon+mined``, ``all``), ``lexicon`` as ``--lexicon FILE``
     and ``mine_from`` as ``--mine-from`` (labelled records, or their JSONL file): see
-    ``cloak.mining.build_targets``, which every command chooses its targets through."""
+    ``cloak.mining.build_targets``, which every command chooses its targets through. ``balance``: targets
+    that mine add the words that mark the other labels (``cloak.mining.build_balanced_targets``)."""
     if isinstance(spec, (LexiconTargets, WordTargets, Lexicon)):
         if lexicon is not None or mine_from is not None:
             raise ValueError("lexicon and mine_from go with targets named as on the command line (a string)")
         return LexiconTargets(spec) if isinstance(spec, Lexicon) else spec
-    from .mining import build_targets  # mining builds on this module's lexicons
+    from .mining import build_balanced_targets, build_targets, mines  # mining builds on this module's lexicons
 
+    if balance and mines(spec):
+        return LexiconTargets(build_balanced_targets(spec, lexicon=lexicon, labelled=mine_from))
     built = build_targets(spec, lexicon=lexicon, labelled=mine_from)
     return LexiconTargets(built) if isinstance(built, Lexicon) else WordTargets()
 

@@ -42,6 +42,19 @@ def cli_in_fresh_python(cli: str, args: list[str], modules: tuple[str, ...]) -> 
     return tuple(json.loads(result.stdout.splitlines()[-1]))
 
 
+def interrupted_after(calls: int, real):
+    """A stand-in for ``cloak.run._cloak_chunk`` (``real``) that is Ctrl-C on its ``calls``-th chunk."""
+    made = []
+
+    def chunk(lines):
+        made.append(1)
+        if len(made) == calls:
+            raise KeyboardInterrupt
+        return real(lines)
+
+    return chunk
+
+
 def read_jsonl(path) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]

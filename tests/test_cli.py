@@ -187,6 +187,6 @@ def test_the_summary_counts_building_the_tables(tmp_path, sample_path, monkeypat
     result = CliRunner().invoke(main, ["perturb", "--in", str(sample_path), "--out", str(tmp_path / "out.jsonl"),
                                        "--ops", "homophone", "--workers", "1"])
     assert result.exit_code == 0, result.output
-    total, setup = map(float, re.search(r"; ([\d.]+) s \(([\d.]+) s of it building the op tables and targets\)",
+    total, setup = map(float, re.search(r"; ([\d.]+) s \(([\d.]+) s of it building the tables and targets\)",
                                         result.stderr).groups())
     assert setup >= 1.0 and total >= setup

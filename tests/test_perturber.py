@@ -52,10 +52,10 @@ def test_targets_chosen_in_python_as_on_the_command_line(tmp_path, sample_path):
     texts = [p["text"] for p in posts[:60]]
     built = Perturber(ops="homophone", targets=build_targets("lexicon+mined", labelled=posts), seed=2)
     for mine_from in (posts, sample_path, str(sample_path)):
-        named = Perturber(ops="homophone", targets="lexicon+mined", mine_from=mine_from, seed=2)
+        named = Perturber(ops="homophone", targets="lexicon+mined", mine_from=mine_from, seed=2, balance=False)
         assert named.targets.lexicon.terms == built.targets.lexicon.terms
         assert [named(t) for t in texts] == [built(t) for t in texts]
-    mined = Perturber(targets="mined", mine_from=posts).targets.lexicon
+    mined = Perturber(targets="mined", mine_from=posts, balance=False).targets.lexicon
     assert set(mined.terms) < set(built.targets.lexicon.terms)
     assert "直男" in mined and "直男" not in default_lexicon()
     path = tmp_path / "terms.txt"
@@ -125,3 +125,47 @@ def test_bad_arguments():
         Perturber(targets="everything")
     with pytest.raises(TypeError, match="text must be str"):
         Perturber()(None)
+
+
+def test_balanced_targets_cloak_each_label_as_often_and_as_heavily(sample_path):
+    """--balance: the words that mark the non-offensive posts join the targets, as many as make those posts
+    hold as many characters of targets on average as the offensive posts hold."""
+    from cloak.mining import build_balanced_targets, build_targets
+
+    from .conftest import read_jsonl
+
+    posts = read_jsonl(sample_path)
+    offensive, balanced = build_targets("lexicon+mined", labelled=posts), build_balanced_targets("lexicon+mined",
+                                                                                                  labelled=posts)
+    assert set(offensive.terms) < set(balanced.terms)
+
+    def held(terms, label):
+        texts = [p["text"] for p in posts if p["label"] == label]
+        return sum(e - s for t in texts for s, e in terms.find(t)) / len(texts)
+
+    assert held(offensive, 0) < held(offensive, 1) and held(balanced, 0) >= held(balanced, 1)
+    assert Perturber(targets="lexicon+mined", mine_from=posts).targets.lexicon.terms == balanced.terms
+    assert Perturber(targets="lexicon+mined", mine_from=posts, balance=False).targets.lexicon.terms == offensive.terms
+    assert Perturber(targets="lexicon", mine_from=posts).targets.lexicon.terms == default_lexicon().terms
+
+
+def test_cloak_perturb_balances_mined_targets_unless_told_not_to(tmp_path, sample_path):
+    from click.testing import CliRunner
+
+    from cloak.cli import main
+
+    from .conftest import read_jsonl
+
+    outputs = {}
+    for flags in (["--balance"], ["--no-balance"], []):
+        out = tmp_path / f"out{len(outputs)}.jsonl"
+        result = CliRunner().invoke(main, ["perturb", "--in", str(sample_path), "--out", str(out), "--targets",
+                                           "lexicon+mined", "--seed", "1", "-q", *flags])
+        assert result.exit_code == 0, result.output
+        outputs[" ".join(flags) or "default"] = read_jsonl(out)
+    assert outputs["default"] == outputs["--balance"]
+    edits = {flag: {label: sum(len(r["cloak"]["edits"]) for r in records if r["label"] == label)
+                    / sum(r["label"] == label for r in records) for label in (0, 1)}
+             for flag, records in outputs.items()}
+    assert edits["--no-balance"][0] < 0.8 * edits["--no-balance"][1]  # the cloaks told the labels apart
+    assert edits["--balance"][0] > 0.9 * edits["--balance"][1]

@@ -1,13 +1,15 @@
-"""Results: cloaking (speed, realism, coverage, augmentation, long posts, Ray) and the demo."""
+"""Results: cloaking (speed, realism, coverage, augmentation, long posts, Ray), reading cloaks back, and the
+demo."""
 from __future__ import annotations
 
-from . import Table, f3, num, pct
+from . import Table, f3, interval, num, pct
 
 PAGE = "cloak.md"
 TITLE = "Cloaking"
 INTRO = """
 How fast `cloak perturb` runs and how true its cloaks are to what posters write, how many posts the targets
-reach, whether training on cloaks helps a detector, and `make demo` itself.
+reach, whether training on cloaks helps a detector (and whether it teaches that a cloak means offensive),
+how well `cloak unveil` reads the cloaks back, and `make demo` itself.
 
 Speeds were measured on a shared 2-core machine, so peers run in the same process, back to back on the
 same texts, in interleaved rounds; a ratio is the figure to read, not an absolute rate. Guide:
@@ -146,6 +148,70 @@ def augmentation(r) -> list[Table]:
                   "style changed. The goal: at least half the loss won back by the held-out model.")]
 
 
+def balanced(r) -> list[Table]:
+    d = r("balanced_augmentation.json")
+    tests = [t for t in next(iter(d["detectors"].values())) if t != "clean"]
+    rows = [[name, f"{f3(f['clean']['fpr']['share'])} {interval(f['clean']['fpr']['interval'])}"]
+            + [f"{f3(f[t]['fpr']['share'])} ({f[t]['fpr_change']['difference']:+.3f} "
+               f"{interval(f[t]['fpr_change']['interval'])})" for t in tests]
+            + [f"{f3(f['clean']['recall']['share'])} / " + " / ".join(f3(f[t]['recall']['share']) for t in tests)]
+            for name, f in d["detectors"].items()]
+    copies = [[name, label, pct(c["changed"]), c["edits_a_post"], pct(c["latin_brought_in"])]
+              for name, by_label in d["copies_by_label"].items() for label, c in by_label.items()]
+    return [Table("Does augmentation teach that a cloak means offensive?", ["balanced_augmentation.json"],
+                  ["tfidf-lr trained on", "false positives, clean",
+                   *(f"cloaked on the {t} (change)" for t in tests), "recall: clean / " + " / ".join(tests)], rows,
+                  "COLD test's non-offensive posts (false positives) and offensive ones (recall), as they are and "
+                  f"cloaked by the recipe (`{d['recipe']}`, terms mined from COLD train) on the offensive posts' "
+                  "terms (what the cloak attacks cloak) and on the balanced targets; `plain` is COLD train alone, "
+                  "`balanced` and `unbalanced` it and one copy of every post cloaked with and without `--balance`. "
+                  "A change's interval is paired (the same posts drawn for both rates). The goal: cloaked within "
+                  "0.01 of clean, and clean within 0.01 of `plain`."),
+            Table("The augmentation copies by label", ["balanced_augmentation.json"],
+                  ["copies", "label", "posts changed", "edits a post", "pinyin or English brought in"], copies)]
+
+
+def unveil(r) -> list[Table]:
+    d = r("unveil.json")
+    rows = [[f"`{op}`", row["terms"]["items"], f"{f3(row['terms']['share'])} {interval(row['terms']['interval'])}",
+             f3(row["posts"]["share"])] for op, row in d["styles"].items()]
+    rows += [[f"`{name}` (not tuned on)", row["terms"]["items"],
+              f"{f3(row['terms']['share'])} {interval(row['terms']['interval'])}", f3(row["posts"]["share"])]
+             for name, row in d["untuned_styles"].items()]
+    c = d["clean"]
+    made = c["non_offensive_made_offensive"]
+    clean = [["COLD test posts left unchanged", f"{f3(c['unchanged']['share'])} {interval(c['unchanged']['interval'])}"],
+             ["non-offensive ones", f"{f3(c['unchanged_non_offensive']['share'])} "
+                                    f"{interval(c['unchanged_non_offensive']['interval'])}"],
+             ["non-offensive posts tfidf-lr calls offensive only once unveiled", f"{made['posts']} of "
+                                                                                 f"{made['of_non_offensive']:,}"],
+             ["posts changed, by reader", ", ".join(f"{k.removeprefix('unveil:')} {v}"
+                                                    for k, v in c["posts_changed_by_reader"].items())]]
+    sp = d["speed"]
+    speed = [[label, num(sp[key]["per_cpu_second"]), num(sp[key]["per_wall_second"]),
+              f"{sp[key]['against_perturb']}x" if "against_perturb" in sp[key] else ""]
+             for key, label in (("perturb", "`cloak perturb`'s Perturber (the README recipe)"),
+                                ("matching_cloaked", "unveil's matching stage, on those cloaks"),
+                                ("unveil_cloaked", "the whole unveiler, on those cloaks"),
+                                ("matching_clean", "unveil's matching stage, on the clean posts"),
+                                ("unveil_clean", "the whole unveiler, on the clean posts"))]
+    t = d.get("tuning") or {}
+    chosen = (t.get("chosen") or {}).get("setting")
+    return [Table("cloak unveil: the project's own cloaks read back", ["unveil.json"],
+                  ["COLD test cloaked by", "terms cloaked", "terms read back", "posts read back whole"], rows,
+                  "Each op alone at `poster` strength on the lexicon's terms and those mined from COLD train, read "
+                  f"back by `{d['unveiler']}` (an n-gram model fitted on COLD train). A term is read back when every "
+                  "character of it stands as in the source and nothing is inserted inside it. The goal: 90% of "
+                  "cloaked terms for every op but `english` and `shuffle`. The settings were chosen on COLD dev "
+                  f"({t.get('rule', 'see the JSON')}): {chosen}."),
+            Table("cloak unveil: clean posts", ["unveil.json"], ["", ""], clean,
+                  "COLD test as it is (some of its posts hold real cloaks, which count as changes here: the "
+                  "JSON's examples). The goal: 97% unchanged, and no non-offensive post made offensive."),
+            Table("cloak unveil: speed", ["unveil.json"], ["", "posts a CPU-second", "posts a second", "against perturb"],
+                  speed, f"All {sp['posts']:,} COLD test posts, one process, back to back. The goals: the matching "
+                         "stage 5,000 posts a second on one core, the whole unveiler 1,000.")]
+
+
 def long_posts(r) -> list[Table]:
     d = r("long_posts.json")
     lengths = list(d["by_post_length"])
@@ -189,4 +255,4 @@ def ray(r) -> list[Table]:
                   f"alternating rounds on {v['records']:,} COLD posts.")]
 
 
-TABLES = [demo, coverage, perturb_command, speed, realism, scale, augmentation, long_posts, ray]
+TABLES = [demo, coverage, perturb_command, speed, realism, scale, augmentation, balanced, unveil, long_posts, ray]

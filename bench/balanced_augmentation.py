@@ -1,0 +1,122 @@
+"""Does augmentation teach a detector that a cloak means offensive? tfidf-lr trained on COLD train plus
+cloaked copies made by the README's realistic recipe, with the non-offensive posts cloaked as often and as
+heavily as the offensive ones (``cloak perturb --balance``, the default) and without (``--no-balance``):
+false positives on clean and on cloaked non-offensive COLD test posts.
+
+Run from the repository root: ``.venv/bin/python -m bench.balanced_augmentation --cold DIR`` (about 25
+minutes on 2 cores); writes ``bench/results/balanced_augmentation.json``. Every step is the command a user
+runs, skipped when its output is there (a rerun continues).
+
+- Recipe: ``cloak perturb --ops homophone,similar,emoji,split,abbrev,pinyin --targets lexicon+mined
+  --strength poster`` over COLD train (terms mined from it), one copy of every post, added to the clean
+  posts (``make demo``'s recipe); balanced, the offensive posts' terms and the words that mark the
+  non-offensive posts, as many as make a non-offensive post hold as many characters of targets as an
+  offensive one on average; unbalanced, the offensive posts' terms alone (the recipe before ``--balance``).
+- How the copies differ by label, on COLD train: posts changed, edits a post, posts given pinyin or
+  English they did not have.
+- Detectors: ``attacks train --model tfidf-lr`` on COLD train alone (``plain``) and on each augmented set.
+- Test: COLD test as it is, and cloaked by the same recipe with the terms mined from COLD train (seed 1),
+  two ways: the offensive posts' terms (``offensive terms``: what ``attacks evaluate``'s cloak attacks
+  cloak, the non-offensive posts that speak of 黑人 or 女权 cloaked where the offensive ones are) and the
+  balanced targets (``balanced targets``: a non-offensive poster's own words cloaked too).
+- Figures: each detector's false-positive rate on the non-offensive posts (label 0) and recall on the
+  offensive ones, clean and cloaked, with bootstrap 95% intervals, and the change cloaking makes to the
+  false-positive rate with its paired interval (the same posts drawn for both).
+"""
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from bench.common import (BIN, RESULTS, WORK, cold_work, machine_info, parser, print_summary, records, run,
+                          run_once, share_difference, share_interval, write_result)
+
+RECIPE = ["--ops", "homophone,similar,emoji,split,abbrev,pinyin", "--targets", "lexicon+mined", "--strength",
+          "poster"]
+LATIN = re.compile(r"[A-Za-z]")
+
+
+
+
+def cloaked(work: Path, data: Path, name: str, balance: bool, seed: int, steps: dict) -> Path:
+    """``data`` cloaked by the recipe (terms mined from COLD train), balanced or not."""
+    out = work / f"{name}.jsonl"
+    return run_once(f"cloak {name}", out, [BIN / "cloak", "perturb", "--in", data, "--out", out, *RECIPE, "--mine-from",
+                                       work / "train.jsonl", "--balance" if balance else "--no-balance", "--seed",
+                                       seed, "-q"], steps)
+
+
+def copies_by_label(copies: list[dict]) -> dict:
+    """How often and how heavily each label's posts were cloaked."""
+    figures = {}
+    for label in sorted({r["label"] for r in copies}):
+        posts = [r for r in copies if r["label"] == label]
+        figures[str(label)] = {
+            "posts": len(posts), "changed": round(sum(bool(r["cloak"]["edits"]) for r in posts) / len(posts), 4),
+            "edits_a_post": round(sum(len(r["cloak"]["edits"]) for r in posts) / len(posts), 3),
+            "latin_brought_in": round(sum(bool(LATIN.search(r["text"])) and not LATIN.search(r["source_text"])
+                                          for r in posts) / len(posts), 4)}
+    return figures
+
+
+def detector(work: Path, name: str, train: list[Path], steps: dict) -> Path:
+    """tfidf-lr trained on the records of ``train`` (concatenated), once."""
+    victim = work / f"victim_{name}"
+    if not (victim / "victim.json").exists():
+        data = work / f"victim_{name}.train.jsonl"
+        data.write_bytes(b"".join(path.read_bytes() for path in train))
+        run([BIN / "attacks", "train", "--model", "tfidf-lr", "--train", data, "--out", victim, "-q"], steps,
+            f"train {name}")
+    return victim
+
+
+def predictions(work: Path, victim: Path, data: Path, steps: dict) -> list[int]:
+    """The detector's label for each record of ``data``."""
+    out = work / f"pred_{victim.name}_{data.stem}.jsonl"
+    run_once(f"predict {victim.name} {data.stem}", out, [BIN / "attacks", "predict", "--victim", victim, "--in", data,
+                                                     "--out", out], steps)
+    return [r["victim"]["label"] for r in records(out)]
+
+
+def rates(labels: list[int], clean: list[int], tests: dict[str, list[int]]) -> dict:
+    """False-positive rate and recall, clean and under each cloaking, and cloaking's change to the FPR."""
+    negative = [k for k, label in enumerate(labels) if label == 0]
+    positive = [k for k, label in enumerate(labels) if label != 0]
+    figures = {"clean": {"fpr": share_interval([clean[k] for k in negative], [1] * len(negative)),
+                         "recall": share_interval([int(clean[k] != 0) for k in positive], [1] * len(positive))}}
+    for name, predicted in tests.items():
+        figures[name] = {"fpr": share_interval([predicted[k] for k in negative], [1] * len(negative)),
+                         "recall": share_interval([int(predicted[k] != 0) for k in positive], [1] * len(positive)),
+                         "fpr_change": share_difference([predicted[k] for k in negative],
+                                                        [clean[k] for k in negative])}
+    return figures
+
+
+def main() -> None:
+    ap = parser(__doc__, out=RESULTS / "balanced_augmentation.json", cold=True, work=WORK / "balanced_augmentation")
+    args = ap.parse_args()
+    started = time.perf_counter()
+    work, steps = cold_work(args, ("train", "test"))
+    copies = {name: cloaked(work, work / "train.jsonl", f"train_{name}", name == "balanced", 0, steps)
+              for name in ("balanced", "unbalanced")}
+    victims = {"plain": detector(work, "plain", [work / "train.jsonl"], steps)}
+    victims.update({name: detector(work, name, [work / "train.jsonl", path], steps) for name, path in copies.items()})
+    tests = {"offensive terms": cloaked(work, work / "test.jsonl", "test_offensive_terms", False, 1, steps),
+             "balanced targets": cloaked(work, work / "test.jsonl", "test_balanced_targets", True, 1, steps)}
+    labels = [r["label"] for r in records(work / "test.jsonl")]
+    figures = {name: rates(labels, predictions(work, victim, work / "test.jsonl", steps),
+                           {test: predictions(work, victim, path, steps) for test, path in tests.items()})
+               for name, victim in victims.items()}
+    result = {"benchmark": "bench/balanced_augmentation.py", "machine": machine_info(("scikit-learn",)),
+              "recipe": " ".join(RECIPE), "copies_by_label": {n: copies_by_label(records(p)) for n, p in copies.items()},
+              "test_cloaks_by_label": {n: copies_by_label(records(p)) for n, p in tests.items()},
+              "detectors": figures, "steps": steps, "seconds": round(time.perf_counter() - started, 1)}
+    write_result(args.out, result)
+    rows = [(f"{name}: FPR {test}", f"{f[test]['fpr']['share']}", f"{f[test]['fpr']['interval']}")
+            for name, f in figures.items() for test in ("clean", *tests)]
+    print_summary(rows, args.out, time.perf_counter() - started)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""Choosing ``cloak unveil``'s threshold and priors on COLD dev, for ``bench.unveil --tune`` (not a benchmark
+of its own).
+
+Every candidate of COLD dev's cloaks (each op at its defaults, ``poster`` strength, seed 1: the test
+figures use seed 0) and of COLD dev's posts as they are, with its gain under the n-gram model, is read
+once; then each setting is judged by reading back, post by post, the candidates that clear it, the best
+first among overlapping ones (one round: the unveiler's later rounds, which weigh a candidate again once
+its neighbours are read back, only add to it). A coordinate search from the current defaults moves one
+setting at a time while the objective improves: the mean over the ops of the share of cloaked terms read
+back, each capped at CAP so that no family is traded away for another's last points, less a steep
+penalty for each point of clean posts changed beyond 1 - CLEAN.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.common import BIN, run
+from cloak.edits import output_spans
+from cloak.io import read_records
+from cloak.targets import Lexicon
+
+CAP = 0.92
+CLEAN = 0.975
+SEED = 1
+READERS = ("homophone", "pinyin", "abbrev", "split", "similar", "emoji", "english", "shuffle", "noise")
+# only what the context scorer decides is tuned; these ops are read back character by character
+UNSCORED = ("traditional", "variant", "zerowidth", "fullwidth")
+
+
+def truth(lexicon: Lexicon, record: dict) -> tuple[set, int]:
+    """The (start, end, term) of each cloaked term in the cloaked text, and how many terms were cloaked."""
+    edits, source = record["cloak"]["edits"], record["source_text"]
+    spans = output_spans(edits)
+    found = set()
+    terms = [(s, e) for s, e in lexicon.find(source)
+             if any(s <= x["start"] and x["end"] <= e and (x["start"] < e or x["start"] == s) for x in edits)]
+    for s, e in terms:
+        shift_start = sum(len(x.dst) - (x.end - x.start) for x, _, _ in spans if x.end <= s and x.start < s)
+        shift_end = sum(len(x.dst) - (x.end - x.start) for x, _, _ in spans if x.start < e)
+        found.add((s + shift_start, e + shift_end, source[s:e]))
+    return found, len(terms)
+
+
+def candidates(work: Path, terms: Path, model: Path, ops: list[str], steps: dict) -> list[tuple]:
+    """(name, truth, cloaked terms, [(start, end, dst, reader, fuzzy, gain)]) of every dev post that has
+    candidates: the clean ones, and each op's cloaks."""
+    from cloak.unveil import Unveiler
+
+    unveiler = Unveiler(lexicon=str(terms), model=str(model)).prepare()
+    lexicon = Lexicon.from_file(terms)
+    sets = [("clean", work / "dev.jsonl")]
+    for op in (o for o in ops if o not in UNSCORED):
+        out = work / f"dev_{op}.jsonl"
+        if not out.exists():
+            run([BIN / "cloak", "perturb", "--in", work / "dev.jsonl", "--out", out, "--ops", op, "--lexicon", terms,
+                 "--strength", "poster", "--seed", SEED, "-q"], steps, f"cloak dev {op}")
+        sets.append((op, out))
+    posts = []
+    for name, path in sets:
+        for _, record in read_records(str(path)):
+            view, normalised, found = unveiler.candidates(record["text"])
+            if normalised:  # its places moved: the characters read back are not what is tuned
+                continue
+            right, cloaked = truth(lexicon, record) if name != "clean" else (set(), 0)
+            gains = unveiler._scorer.gains(view, found) if found else []
+            posts.append((name, right, cloaked, [(c.start, c.end, c.dst, c.reader, c.fuzzy, g)
+                                                 for c, g in zip(found, gains)]))
+    return posts
+
+
+def judge(posts: list[tuple], setting: dict) -> tuple[float, dict[str, float]]:
+    """(the share of clean posts unchanged, the share of cloaked terms read back per op) under ``setting``."""
+    threshold, fuzzy, single, priors = setting["threshold"], setting["fuzzy"], setting["single"], setting["priors"]
+    clean = changed = 0
+    read, cloaked = {}, {}
+    for name, right, count, found in posts:
+        ranked = sorted(((g - threshold - priors.get(reader, 0) - fuzzy * fz - (single if len(dst) == 1 else 0),
+                          s, e, dst) for s, e, dst, reader, fz, g in found), reverse=True)
+        taken: list[tuple] = []
+        for margin, s, e, dst in ranked:
+            if margin <= 0:
+                break
+            if all(e <= a or b <= s for a, b, _ in taken):
+                taken.append((s, e, dst))
+        if name == "clean":
+            clean, changed = clean + 1, changed + bool(taken)
+        else:
+            cloaked[name] = cloaked.get(name, 0) + count
+            read[name] = read.get(name, 0) + sum(t in right for t in taken)
+    return 1 - changed / max(1, clean), {op: read[op] / max(1, cloaked[op]) for op in sorted(cloaked)}
+
+
+def objective(clean: float, shares: dict[str, float]) -> float:
+    return sum(min(CAP, v) for v in shares.values()) / len(shares) - 20 * max(0.0, CLEAN - clean)
+
+
+def search(posts: list[tuple], start: dict) -> tuple[dict, list[dict]]:
+    """The coordinate search from ``start``; the setting it ends at and every improvement on the way."""
+    moves = [("threshold", (-1, -0.5, 0.5, 1)), ("fuzzy", (-2, 2)), ("single", (-1, 1))]
+    moves += [(("priors", r), (-2, -1, 1, 2)) for r in READERS]
+    best = dict(start, priors=dict(start["priors"]))
+    clean, shares = judge(posts, best)
+    trail = [{"setting": best, "clean": round(clean, 4), "shares": shares, "objective": objective(clean, shares)}]
+    improved = True
+    while improved:
+        improved = False
+        for key, deltas in moves:
+            for delta in deltas:
+                setting = dict(best, priors=dict(best["priors"]))
+                if isinstance(key, tuple):
+                    setting["priors"][key[1]] = setting["priors"].get(key[1], 0) + delta
+                else:
+                    setting[key] += delta
+                clean, shares = judge(posts, setting)
+                if objective(clean, shares) > trail[-1]["objective"] + 1e-9:
+                    best, improved = setting, True
+                    trail.append({"setting": setting, "clean": round(clean, 4), "shares": shares,
+                                  "objective": objective(clean, shares)})
+                    print(f"tuning: {setting} clean {clean:.4f} objective {trail[-1]['objective']:.4f}", flush=True)
+    return best, trail
+
+
+def tune(work: Path, terms: Path, model: Path, ops: list[str], steps: dict) -> dict:
+    """Choose the threshold, penalties and priors on COLD dev; what was chosen, how, and on what."""
+    from cloak.unveil.unveiler import FUZZY, PRIORS, SINGLE, Unveiler
+
+    posts = candidates(work, terms, model, ops, steps)
+    start = {"threshold": Unveiler.threshold, "fuzzy": FUZZY, "single": SINGLE, "priors": dict(PRIORS)}
+    chosen, trail = search(posts, start)
+    return {"rule": f"coordinate search from the defaults; objective: mean share of cloaked terms read back over "
+                    f"the ops (each capped at {CAP}) less 20 x the shortfall of clean posts unchanged below {CLEAN}",
+            "data": f"COLD dev: each op's cloaks (poster strength, seed {SEED}) and the posts as they are; "
+                    "one round of reading back", "posts_with_candidates": len(posts),
+            "start": trail[0], "chosen": trail[-1], "trail": trail}

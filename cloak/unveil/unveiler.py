@@ -1,0 +1,222 @@
+"""The Unveiler: a cloaked text -> the text with its cloaks read back, and an edit for each.
+
+Three steps. Characters that need no context are read back at once (invisible characters, full-width
+letters, traditional and variant forms: ``cloak.unveil.normalise``). The matching stage lists every place
+that may hide a term, by sound, initials, the ops' literal forms and noise (``cloak.unveil.index``). A
+context scorer weighs each: a candidate is read back where the text reads likelier with it, by more than
+``threshold`` (natural log), and more or less by its reader's prior and for a cloak heard only through a
+confusion or of a one-character term (``PRIORS``, ``FUZZY``, ``SINGLE``), the best first among
+overlapping ones. Clean text
+stays as it is wherever no candidate clears the bar.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..edits import Edit, compose_edits, splice
+from ..params import Interval, Satisfies, param, parse_spec, spec_of, unknown_key, validate_fields
+from ..perturber import Cloaked
+from .index import Candidate, TermIndex, changed_span
+from .normalise import READERS as CHARACTER_READERS
+from .normalise import normalise
+from .scorers import Scorer, make_scorer
+
+# What each family reads back (the readers name the edits: unveil:homophone ...)
+FAMILIES = {"sound": ("homophone", "pinyin", "abbrev"), "shape": ("split", "similar"), "emoji": ("emoji",),
+            "script": ("traditional", "variant"), "typography": ("zerowidth", "fullwidth", "noise"),
+            "english": ("english",), "order": ("shuffle",)}
+DEFAULT_FAMILIES = "sound+shape+emoji+script+typography+english+order"
+# What a candidate must gain beyond the threshold (natural log), chosen with it on cloaks of COLD dev posts
+# (python -m bench.unveil --tune), never on the test posts the benchmark reports: this much for each
+# syllable heard only through a confusion (n/l, -ng/-n, ei/ai), this much for a term of one character
+# (骂, 事), whose homophones are everywhere, and a prior for each reader (what clean text rarely holds,
+# such as split characters or emoji standing for a term, needs less).
+FUZZY = 12.0
+SINGLE = 2.0
+PRIORS: dict[str, float] = {"pinyin": 5.0}
+MEMO = 100_000  # texts whose reading is remembered (a defended detector is asked the same texts often)
+
+
+class Unveiled(Cloaked):
+    """One text read back: ``text`` is ``source`` (as written, cloaked) with ``edits`` applied, each
+    restoring what a cloak hid (``op`` ``unveil:READER``, ``src`` the cloak, ``dst`` what it hid)."""
+
+    __slots__ = ()
+
+
+@dataclass
+class Unveiler:
+    """Read cloaks back: homophones, pinyin and initials, split characters, look-alikes, emoji, traditional
+    and variant forms, English, swapped characters, invisible and full-width characters and noise.
+
+    families: ``+``-joined, of sound, shape, emoji, script, typography, english, order (see ``FAMILIES``);
+    targets, lexicon, mine_from: the terms to read back, chosen as ``cloak perturb`` chooses what to cloak
+    (``--targets lexicon|mined|lexicon+mined``, ``--lexicon FILE``, ``--mine-from FILE``);
+    common: pinyin written out may also be read as one of this many common words (0: terms only);
+    scorer: the context scorer (``ngram``, or one a package registers: ``mlm``); model: its file, folder or
+    hub name ("" for its default); threshold: the log-probability gain a candidate needs.
+
+    >>> u = Unveiler()
+    >>> u("白人都是垃圾").text          # clean text stays as it is
+    '白人都是垃圾'
+    """
+
+    families: str = param(DEFAULT_FAMILIES, (
+        "What to read back, joined by +: sound (homophones, pinyin, initials), shape (split characters, "
+        "look-alikes), emoji, script (traditional, variant), typography (zero-width, full-width, noise), english, "
+        "order (swapped characters)."), metavar="F+F...")
+    targets: str = param("lexicon", (
+        "The terms to read back, chosen as cloak perturb chooses what to cloak: the lexicon's, the terms most "
+        "associated with the offensive label in --mine-from's records, or both."),
+        metavar="lexicon[:FILE]|mined|lexicon+mined")
+    lexicon: str | None = param(None, "The lexicon instead of the default one (what `cloak mine-terms` writes).",
+                                metavar="FILE", file=True)
+    mine_from: str | None = param(None, "--targets mined / lexicon+mined: the labelled records to mine.",
+                                  metavar="FILE", file=True)
+    common: int = param(20_000, "Pinyin written out may also be read as one of the N commonest words (0: terms "
+                                "only).", metavar="N")
+    scorer: str = param("ngram", "The context scorer: ngram (a character n-gram model, no weights) or one a package "
+                                 "adds (mmbert's mlm: a masked language model).", metavar="NAME")
+    model: str | None = param(None, "The scorer's model: an n-gram file of `cloak fit-lm`, a masked language "
+                                    "model's folder or hub name [default: the n-gram model fitted on the bundled "
+                                    "COLD sample].", metavar="FILE|DIR|NAME")
+    threshold: float = param(5.5, "How much likelier (natural log) a text must read with a cloak read back (chosen "
+                                  "on COLD dev cloaks for the default scorer; choose your own for another).")
+    name: ClassVar[str] = "unveil"
+    _parameter_constraints: ClassVar[dict] = {
+        "common": Interval(int, 0), "targets": Satisfies(lambda t: t.partition(":")[0] != "all",
+                                                         "lexicon[:FILE], mined or lexicon+mined")}
+
+    def __post_init__(self) -> None:
+        validate_fields(self, "unveil")
+        for family in self.families.split("+"):
+            if family not in FAMILIES:
+                raise unknown_key(family, list(FAMILIES), "unveil", kind="family")
+        self.readers = frozenset(r for f in self.families.split("+") for r in FAMILIES[f])
+        self._scorer: Scorer = make_scorer(self.scorer, self.model or "")
+        self._index: TermIndex | None = None
+        self._memo: dict[str, Unveiled] = {}
+
+    @classmethod
+    def from_spec(cls, spec: str) -> Unveiler:
+        """An unveiler from its spec, ``unveil[:key=value...]`` (what ``spec()`` gives)."""
+        return parse_spec(spec, {cls.name: cls}, "defence")
+
+    def spec(self) -> str:
+        """Its settings as one string, e.g. ``unveil:families=sound+shape:threshold=1.5``; ``from_spec`` reads
+        it back (the settings a defended detector records)."""
+        return spec_of(self)
+
+    def settings(self) -> dict:
+        """Its settings as a mapping (every field, defaults included)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_memo": {}}
+
+    def prepare(self) -> Unveiler:
+        """Mine or read the terms, build the automata and load the scorer now (else on first use)."""
+        if self._index is None:
+            from ..mining import build_targets
+
+            terms = build_targets(self.targets, lexicon=self.lexicon, labelled=self.mine_from)
+            self._index = TermIndex(terms.terms, self.readers, self.common)
+        self._index.prepare()
+        self._scorer.prepare()
+        return self
+
+    def candidates(self, text: str) -> tuple[str, list[Edit], list[Candidate]]:
+        """The matching stage alone: the text with its characters read back, their edits, and the places
+        of it that may hide a term (before the scorer has weighed them)."""
+        self.prepare()
+        view, edits = normalise(text, self.readers & frozenset(CHARACTER_READERS))
+        return view, edits, self._index.candidates(view)
+
+    def __call__(self, text: str) -> Unveiled:
+        """Read back the cloaks of one text."""
+        return self.unveil_batch([text])[0]
+
+    def unveil_batch(self, texts: Sequence[str]) -> list[Unveiled]:
+        """Read back the cloaks of many texts, the scorer asked for all of them at once (a masked language
+        model scores them in batches)."""
+        for text in texts:
+            if not isinstance(text, str):
+                raise TypeError(f"text must be str, not {type(text).__name__}")
+        todo = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        found = [self.candidates(t) for t in todo]
+        read = self._read_back({k: (view, candidates) for k, (view, _, candidates) in enumerate(found) if candidates})
+        if len(self._memo) + len(todo) > MEMO:
+            self._memo.clear()
+        for k, text in enumerate(todo):
+            view, normalised, _ = found[k]
+            now, edits = read.get(k, (view, []))
+            self._memo[text] = Unveiled(now, text, compose_edits(text, normalised, edits) if normalised else edits)
+        return [self._memo[t] for t in texts]
+
+    def _read_back(self, pending: dict[int, tuple[str, list[Candidate]]]) -> dict[int, tuple[str, list[Edit]]]:
+        """Weigh the candidates of each text and read back those that clear the bar, in rounds: a candidate
+        next to one read back this round is weighed again in the next, in the text as now read (a post
+        whose every term is cloaked reads better once its surest cloaks are read back)."""
+        done: dict[int, tuple[str, list[Edit]]] = {}  # each text as now read, and the edits of it so far
+        given = {k: text for k, (text, _) in pending.items()}
+        while pending:
+            keys = list(pending)
+            gains = self._scorer.gains_batch([pending[k] for k in keys])
+            for k, g in zip(keys, gains):
+                text, candidates = pending.pop(k)
+                taken, deferred = _choose(candidates, g, self.threshold, reach=self._scorer.reach)
+                if not taken:
+                    continue
+                edits = sorted((_trimmed(c, text) for c in taken), key=lambda e: e.start)
+                now = splice(text, edits)
+                done[k] = (now, compose_edits(given[k], done[k][1], edits) if k in done else edits)
+                if deferred:
+                    pending[k] = (now, _moved(deferred, edits))
+        return done
+
+def _margin(candidate: Candidate, gain: float, threshold: float) -> float:
+    return (gain - threshold - PRIORS.get(candidate.reader, 0.0) - FUZZY * candidate.fuzzy
+            - (SINGLE if len(candidate.dst) == 1 else 0.0))
+
+
+def _choose(candidates: list[Candidate], gains: list[float], threshold: float,
+            reach: int) -> tuple[list[Candidate], list[Candidate]]:
+    """(the candidates read back this round: the best that clear the bar, none overlapping a better one nor
+    within ``reach`` characters of one read back; those to weigh again next round: the rest that neither
+    overlap one read back nor lie beyond reach of all of them, whose gain was weighed in a context about to
+    change)."""
+    ranked = sorted(((_margin(c, g, threshold), c) for c, g in zip(candidates, gains)),
+                    key=lambda mc: (-mc[0], mc[1].start, mc[1].end, mc[1].dst))
+    taken: list[Candidate] = []
+    waiting: list[Candidate] = []  # better candidates left for the next round
+    deferred: list[Candidate] = []
+    for m, c in ranked:
+        if any(c.start < t.end and t.start < c.end for t in taken):
+            continue
+        near = any(c.start < t.end + reach and t.start - reach < c.end for t in taken)
+        if m > 0 and not near and not any(c.start < w.end and w.start < c.end for w in waiting):
+            taken.append(c)
+        elif near or m > 0:
+            deferred.append(c)
+            if m > 0:
+                waiting.append(c)
+    return taken, [c for c in deferred if not any(c.start < t.end and t.start < c.end for t in taken)]
+
+
+def _moved(candidates: list[Candidate], edits: list[Edit]) -> list[Candidate]:
+    """The candidates placed in the text the edits made (none overlaps an edit)."""
+    moved = []
+    for c in candidates:
+        shift = sum(len(e.dst) - (e.end - e.start) for e in edits if e.end <= c.start)
+        moved.append(c._replace(start=c.start + shift, end=c.end + shift))
+    return moved
+
+def _trimmed(c: Candidate, text: str) -> Edit:
+    """The candidate as an edit of only what it changes (黑任难又 -> 黑人男友 is 任难又 -> 人男友)."""
+    src = text[c.start:c.end]
+    head, end = changed_span(src, c.dst)
+    tail = len(src) - end
+    return Edit(f"unveil:{c.reader}", c.start + head, c.end - tail, src[head:end], c.dst[head:len(c.dst) - tail])
