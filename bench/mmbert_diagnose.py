@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import RESULTS, WORK, machine_info, parser, read_json, write_result
-from bench.mmbert_cold import TEST_SETS
+from bench.mmbert_runs import TEST_SETS
 
 MODALITY_TOKENS = {"speech": 1, "vision": 2}  # token type ids (mmbert.modeling)
 
