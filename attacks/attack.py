@@ -7,7 +7,9 @@ An attack (after TextAttack's split into what it changes and how it searches) is
 - ``settings()``: ``{"kind": ..., every parameter}``, which a resumed evaluation is checked against;
 - ``skip_reason(facts)``: why it cannot run on a victim (``Victim.facts``: kind, name, ...), or None;
 - ``attack(victim, records, positions, clean)``: one :class:`Outcome` per record (``positions``: the
-  records' places in the data, which seed what is random; ``clean``: the victim's clean probabilities).
+  records' places in the data, which seed what is random; ``clean``: the victim's clean probabilities);
+- ``reported_as``: a :class:`ReportedAs`, how the report shows it (an attack that declares none is a
+  column of the robustness matrix and nothing more).
 
 The evaluator and the report read only these. An attack of your own is a module with such a class and
 its registration, a factory making the attacks one ``attacks evaluate --attacks KIND`` asks for from the
@@ -24,7 +26,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from cloak.params import unknown_key
+from cloak.params import InstanceOf, Interval, ListOf, Options, unknown_key, validate_fields
 
 # What `attacks evaluate` hands every factory: its options, by these names.
 OPTIONS = ("ops", "mode", "targets", "strength", "rate", "variants", "seed", "query_budget", "max_candidates",
@@ -51,8 +53,55 @@ class Outcome:
                 "queries": self.queries, **self.details}
 
 
+FIGURES = ("ranked", "counts", "column", "curve")  # in the order the report's matrix lists their attacks
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportedAs:
+    """What an attack declares of how the report shows it. The evaluator writes it into the attack's entry of
+    ``summary.json`` (``"reported_as"``), and the report reads it there: it never goes by an attack's name.
+
+    - ``figure``: where its results go besides its column of the robustness matrix. ``ranked``: it cloaks
+      posts as posters do, so it counts in which detector holds up best under cloaking, in the coverage
+      table and the bars per attack; ``counts``: a row of the search table (TextAttack's counts, by gold
+      label); ``curve``: a point of a curve of accuracy against ``axis``, one curve a kind; ``column``:
+      nowhere else.
+    - ``axis``, ``axis_text``: the setting a curve runs over (``eps``), and what it is, for the plot.
+    - ``examples``: where the posts it flipped come among a victim's examples, lower first; None where it
+      edits no text, so that there is nothing to show.
+    - ``prefix``: what headings leave out of its names (``cloak:``).
+    - ``trained_ops``: a victim whose training data carried cloaks by one of its ``ops`` meets it in
+      distribution: it is marked seen, and not counted for that victim.
+    - ``varies``: the setting the header lists its runs by (``ops``, ``eps``); ``hidden``: settings the
+      header leaves out; ``unset``: what a setting left None means, as the header says it.
+    """
+
+    figure: str = "column"
+    axis: str | None = None
+    axis_text: str = ""
+    examples: int | None = 1
+    prefix: str = ""
+    trained_ops: bool = False
+    varies: str | None = None
+    hidden: tuple[str, ...] = ()
+    unset: dict[str, str] = dataclasses.field(default_factory=dict)
+    _parameter_constraints = {"figure": Options(*FIGURES), "examples": [Interval(int, 0), None],
+                              "axis": [InstanceOf(str), None], "varies": [InstanceOf(str), None],
+                              "hidden": ListOf(InstanceOf(str)), "unset": InstanceOf(dict)}
+
+    def __post_init__(self) -> None:
+        validate_fields(self, "reported_as")
+        object.__setattr__(self, "hidden", tuple(self.hidden))  # JSON gives a list
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> ReportedAs:
+        """As ``dataclasses.asdict`` wrote it into a summary."""
+        return cls(**values)
+
+
 class Attack(Protocol):
     kind: ClassVar[str]
+    reported_as: ClassVar[ReportedAs]
 
     @property
     def name(self) -> str: ...

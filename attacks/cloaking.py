@@ -25,7 +25,7 @@ from cloak.ops.base import STRENGTHS
 from cloak.params import InstanceOf, Interval, Options, validate_fields
 from cloak.targets import Lexicon, default_lexicon
 
-from .attack import Outcome, register_attack
+from .attack import Outcome, ReportedAs, register_attack
 from .victims.base import Victim
 
 
@@ -34,6 +34,7 @@ class CloakAttack:
     """Cloaking by ``ops`` (``cloak perturb``'s form: ``homophone``, ``homophone,emoji`` as one mix)."""
 
     kind: ClassVar[str] = "cloak"
+    reported_as: ClassVar[ReportedAs] = ReportedAs(figure="ranked", prefix="cloak:", trained_ops=True, varies="ops")
 
     ops: str = "homophone"
     mode: str = "keyword"

@@ -4,7 +4,8 @@
 (``fgm@0.5``, ``cloak-homophone``, ``cloak-homophone+emoji@full0.3``)
 one outcome per post (adversarial text, edits, probabilities, queries), and ``OUT/summary.json``
 every figure (:mod:`attacks.metrics`, clean vs attacked and the drop, and TextAttack's counts), with
-the settings, the data's SHA-256 and the library versions. Outcomes are appended a batch at a time:
+the settings, what each attack declares of how the report shows it, the data's SHA-256 and the library
+versions. Outcomes are appended a batch at a time:
 a kill loses at most the batch under way, and the same command resumes where it stopped (a
 finished (victim, attack) pair is not run again). The summary is computed from the outcome files
 alone, so a resumed run writes the same one.
@@ -15,6 +16,7 @@ right and the attack flips; success rate = successes / (successes + failures); a
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -25,7 +27,7 @@ from cloak.commands import check_out_folder
 from cloak.progress import progress_bar
 from cloak.io import dump_record, file_sha256, label_name, write_atomic
 
-from .attack import Attack
+from .attack import Attack, ReportedAs
 from .bootstrap import paired_intervals
 from .metrics import detection_metrics, drops, prediction_counts
 from .victims.base import Victim, VictimFolder, inspect_victim, versions
@@ -73,6 +75,7 @@ def evaluate(victims: dict[str, Victim | VictimFolder | str], records: Sequence[
     meta = {"data": {**(data or {}), "records": len(records), "shard": list(shard) if shard else None,
                      "label_names": {str(k): v for k, v in resolve_label_names(records, label_names).items()}},
             "attacks": {a.name: a.settings() for a in attacks},
+            "reported_as": {a.name: dataclasses.asdict(reported_as(a)) for a in attacks},
             "versions": versions("torch", "scikit-learn"),
             "victims": {name: {"facts": victim.facts, "skipped": {a: reason for a, reason in (
                 (attack.name, attack.skip_reason(victim.facts)) for attack in attacks) if reason}}
@@ -104,6 +107,11 @@ def evaluate(victims: dict[str, Victim | VictimFolder | str], records: Sequence[
             _fill(os.path.join(folder, outcome_file(aname)), block_records, batch_size, outcomes, f"{name}: {aname}",
                   progress)
     return summarize(out_dir)
+
+
+def reported_as(attack: Attack) -> ReportedAs:
+    """How the report shows ``attack``: what it declares, else a column of the robustness matrix and no more."""
+    return getattr(attack, "reported_as", None) or ReportedAs()
 
 
 def first_unknown_label(records: Sequence[dict], num_labels: int) -> int | None:
@@ -165,6 +173,9 @@ def summarize(out_dir: str) -> dict:
     with open(os.path.join(out_dir, META), encoding="utf-8") as f:
         meta = json.load(f)
     summary = {k: meta[k] for k in ("data", "attacks", "versions")}
+    declared = meta.get("reported_as", {})  # none in folders of older versions: the report knows what they held
+    summary["attacks"] = {a: {**s, **({"reported_as": declared[a]} if a in declared else {})}
+                          for a, s in meta["attacks"].items()}
     summary["victims"] = {}
     for name, victim in meta["victims"].items():
         clean_lines = _read(os.path.join(out_dir, name, "clean.jsonl"))

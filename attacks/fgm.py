@@ -22,7 +22,7 @@ import numpy as np
 
 from cloak.params import Interval, validate_fields
 
-from .attack import Outcome, register_attack
+from .attack import Outcome, ReportedAs, register_attack
 from .victims.base import Victim, check_texts, victim_kind
 
 if TYPE_CHECKING:
@@ -31,6 +31,13 @@ if TYPE_CHECKING:
 
 class NotDifferentiable(TypeError):
     """An embedding attack asked of a victim without input embeddings (conventional, LLM)."""
+
+
+# In the report: a curve of accuracy against eps, one for FGM and one for PGD; FGM's one step is eps itself.
+_CURVE = {"figure": "curve", "axis": "eps", "axis_text": "eps (L2 norm of the perturbation per post)",
+          "examples": None, "varies": "eps"}
+FGM_REPORTED = ReportedAs(**_CURVE, hidden=("steps", "alpha"))
+PGD_REPORTED = ReportedAs(**_CURVE, unset={"alpha": "2.5 eps / steps"})
 
 
 @dataclasses.dataclass
@@ -54,6 +61,10 @@ class EmbeddingAttack:
     @property
     def name(self) -> str:
         return f"{self.kind}@{self.eps:g}"
+
+    @property
+    def reported_as(self) -> ReportedAs:
+        return FGM_REPORTED if self.steps == 1 else PGD_REPORTED
 
     def settings(self) -> dict:
         return {"kind": self.kind, "eps": self.eps, "steps": self.steps, "alpha": self.alpha}

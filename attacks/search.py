@@ -33,7 +33,7 @@ from cloak.edits import Edit
 from cloak.params import InstanceOf, Interval, Options, validate_fields
 from cloak.targets import load_stopwords
 
-from .attack import Outcome, register_attack
+from .attack import Outcome, ReportedAs, register_attack
 from .fgm import NotDifferentiable
 from .victims.base import Victim
 
@@ -43,6 +43,8 @@ class SearchAttack:
     """Greedy word-importance search over the candidates of ``ops`` (default: every op)."""
 
     kind: ClassVar[str] = "search"
+    # its flipped posts before the cloaks': one search, which a dozen cloak attacks would crowd out
+    reported_as: ClassVar[ReportedAs] = ReportedAs(figure="counts", examples=0, varies="ops")
 
     ops: str = ""
     query_budget: int = 200

@@ -1,11 +1,13 @@
 """What every benchmark shares: paths, whole commands timed, the machine, the results file, COLD.
 
 A benchmark is a module ``bench/NAME.py`` run from the repository root as
-``.venv/bin/python -m bench.NAME --help``; it writes its figures to ``bench/results/NAME.json`` and
-its working files under ``bench/work/``, and has a line in a ``make bench*`` target after the
-benchmarks whose output it reads. It imports what it shares from here, never from another benchmark
-(what one family shares and nothing else needs is a module that is not a benchmark:
-``speech_measures``, ``perturb_realism``, ``perturb_command``, ``mmbert_data``). The shape of one::
+``.venv/bin/python -m bench.NAME --help``; it writes its figures to ``bench/results/NAME.json`` (with
+``write_result``) and its working files under ``bench/work/``, and has a line in a ``make bench*`` target
+after the benchmarks whose output it reads. It imports what it shares from here, never from another
+benchmark (what one family shares and nothing else needs is a module that writes no figures:
+``speech_measures``, ``perturb_realism``, ``perturb_command``, ``mmbert_data``, ``mmbert_evaluation``;
+``textattack_search`` is ``search_attack``'s side in TextAttack's environment). ``tests/test_bench_rules.py``
+holds them to it. The shape of one::
 
     '''One line saying what it measures.
 
@@ -27,9 +29,11 @@ benchmarks whose output it reads. It imports what it shares from here, never fro
 
 What is here:
 
-- Paths: ``REPO``, ``RESULTS`` (``bench/results``), ``WORK`` (``bench/work``), ``COLD`` and ``SWSR``
-  (the data sets beside the repository, ``../shared/data``; every benchmark takes ``--cold`` /
-  ``--swsr``), ``BIN`` (the running virtual environment's ``bin``: ``BIN / "attacks"``).
+- Paths: ``REPO``, ``RESULTS`` (``bench/results``), ``WORK`` (``bench/work``), ``BIN`` (the running
+  virtual environment's ``bin``: ``BIN / "attacks"``). The data sets are the folders the environment
+  variables ``MMCLOAK_COLD`` and ``MMCLOAK_SWSR`` name, or ``--cold`` / ``--swsr``; a benchmark without
+  one it needs stops in one line naming the variable. ``portable`` writes a path as the results record
+  it: relative to the repository, or as ``$MMCLOAK_COLD/...``, never a folder of this machine.
 - Commands: ``measure`` (a command's exit code, wall and CPU time, peak memory and last stderr line; a
   ``watch`` called while it runs polls what it started),
   ``run`` (the same, printed first, stopped with the command's error if it fails, and recorded in
@@ -39,7 +43,7 @@ What is here:
   what it needs (``make bench*`` runs them in order).
 - Results: ``parser`` (the argument parser every benchmark starts from; ``weight_files`` checks its
   ``--weights``; ``encoder_options`` adds a fine-tuning benchmark's encoder options), ``machine_info``
-  (what it ran on), ``write_result`` (the JSON, atomically),
+  (what it ran on, and the command), ``write_result`` (the JSON, atomically, its paths made ``portable``),
   ``read_json``, ``print_summary`` (the closing table), ``relative``, ``ratio``.
 - Data: ``folder`` (made if missing), ``cold_records`` (a COLD split as records), ``write_cycled`` (records
   over and over to a given count, the large inputs of the ``cloak perturb`` runs, which use the op mix
@@ -73,8 +77,9 @@ from cloak.io import write_atomic, write_records
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 WORK = REPO / "bench" / "work"
-COLD = REPO.parent / "shared" / "data" / "cold"
-SWSR = REPO.parent / "shared" / "data" / "swsr"
+# The data sets: (option, environment variable, what the folder holds)
+DATA_SETS = (("cold", "MMCLOAK_COLD", "COLD's train.csv, dev.csv, test.csv"),
+             ("swsr", "MMCLOAK_SWSR", "SWSR's SexComment.csv"))
 BIN = Path(sys.executable).parent
 CONVENTIONAL = "tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt"
 MIX = "homophone,emoji,split,abbrev,pinyin,english"  # the ops of the large cloak perturb runs
@@ -82,9 +87,21 @@ MIX = "homophone,emoji,split,abbrev,pinyin,english"  # the ops of the large cloa
 
 # ---------------------------------------------------------------------------------------------- commands
 
+def portable(text: str) -> str:
+    """``text`` with this machine's folders in it written as a reader has them: the data sets' and weights'
+    folders as ``$MMCLOAK_COLD`` (...), paths inside the repository relative to it, the temporary folder as
+    ``$TMPDIR`` and the home folder as ``~``."""
+    for variable in ("MMCLOAK_COLD", "MMCLOAK_SWSR", "MMCLOAK_WEIGHTS"):
+        folder = os.environ.get(variable)
+        if folder and not Path(folder).resolve().is_relative_to(REPO):
+            text = text.replace(str(Path(folder).resolve()), f"${variable}")
+    text = text.replace(str(REPO) + "/", "").replace(str(REPO), ".")
+    return text.replace(tempfile.gettempdir() + "/", "$TMPDIR/").replace(str(Path.home()) + "/", "~/")
+
+
 def shown(command: Iterable) -> str:
-    """A command as text, with paths inside the repository relative to it."""
-    return " ".join(str(a).replace(str(REPO) + "/", "") for a in command)
+    """A command as text, its paths ``portable``."""
+    return portable(" ".join(str(a) for a in command))
 
 
 def measure(command: list, env: dict | None = None, cwd: str | None = None,
@@ -161,20 +178,38 @@ def parser(doc: str, *, out: Path | None = None, cold: bool = False, swsr: bool 
            work: Path | None = None, weights: bool = False) -> argparse.ArgumentParser:
     """The argument parser a benchmark starts from: its docstring's first paragraph as the description,
     and the options most share (``--cold``, ``--swsr``, ``--work``, ``--out``, ``--weights``) where asked for."""
-    ap = argparse.ArgumentParser(prog=f"python -m bench.{Path(sys.argv[0]).stem}", description=doc.split("\n\n")[0])
-    if cold:
-        ap.add_argument("--cold", type=Path, default=COLD, help="COLD's folder: train.csv, dev.csv, test.csv")
-    if swsr:
-        ap.add_argument("--swsr", type=Path, default=SWSR, help="SWSR's folder: SexComment.csv")
+    ap = BenchParser(prog=f"python -m bench.{Path(sys.argv[0]).stem}", description=doc.split("\n\n")[0])
+    for name, variable, holds in DATA_SETS:
+        if {"cold": cold, "swsr": swsr}[name]:
+            ap.add_argument(f"--{name}", type=Path, default=os.environ.get(variable),
+                            help=f"the folder of {holds} (default: ${variable})")
     if work is not None:
         ap.add_argument("--work", type=Path, default=work, help="working files")
     if out is not None:
         ap.add_argument("--out", type=Path, default=out, help="the figures (JSON)")
     if weights:
         ap.add_argument("--weights", type=Path, default=os.environ.get("MMCLOAK_WEIGHTS"),
-                        help="the real Whisper and Kokoro weights, a folder made by "
-                             "../shared/models/offline_weights.py (default: $MMCLOAK_WEIGHTS)")
+                        help="the real Whisper and Kokoro weights, a folder made by `make weights` "
+                             "(default: $MMCLOAK_WEIGHTS)")
     return ap
+
+
+class BenchParser(argparse.ArgumentParser):
+    """A benchmark's argument parser: COLD, which every benchmark that takes it reads, given neither by
+    ``--cold`` nor by ``MMCLOAK_COLD`` stops it at once, in one line naming the variable (SWSR, which some
+    runs of a benchmark do not read, is checked where it is read: ``corpus``)."""
+
+    def parse_args(self, args=None, namespace=None):
+        parsed = super().parse_args(args, namespace)
+        if "cold" in vars(parsed) and parsed.cold is None:
+            self.error(missing_data("cold"))
+        return parsed
+
+
+def missing_data(name: str) -> str:
+    """The line a benchmark stops with when it has no folder for the data set ``name`` (``cold``, ``swsr``)."""
+    _, variable, holds = next(d for d in DATA_SETS if d[0] == name)
+    return f"no {name.upper()} data: pass --{name} DIR or set {variable} to the folder of {holds}"
 
 
 def encoder_options(ap: argparse.ArgumentParser) -> None:
@@ -192,7 +227,7 @@ def encoder_options(ap: argparse.ArgumentParser) -> None:
 
 def weight_files(ap: argparse.ArgumentParser, weights: Path | None, *names: str) -> list[Path]:
     """The files ``names`` of the ``--weights`` folder; a usage error naming how to make them if one is missing."""
-    make = f"assemble them with `python ../shared/models/offline_weights.py {weights or 'DIR'}`"
+    make = f"fetch them with `mmcloak-weights all {weights or 'weights'}` (or `make weights`)"
     if not weights:
         ap.error(f"no weights: pass --weights DIR or set MMCLOAK_WEIGHTS; {make}")
     files = [Path(weights) / name for name in names]
@@ -248,13 +283,25 @@ def machine_info(packages: Iterable[str] = ()) -> dict:
         "loadavg_at_start": load,
         "packages": {name: version(name) for name in ("mmcloak", *packages)},
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": shown(["python", "-m", f"bench.{Path(sys.argv[0]).stem}", *sys.argv[1:]]),
         "git": _git_state(),
     }
 
 
 def write_result(path: Path, result: dict, indent: int = 1) -> None:
-    """The figures as JSON, written atomically (a reader sees the old file or the new one)."""
-    write_atomic(path, (json.dumps(result, indent=indent, ensure_ascii=False) + "\n").encode())
+    """The figures as JSON, written atomically (a reader sees the old file or the new one), every path in
+    them ``portable``."""
+    write_atomic(path, (json.dumps(_portable_values(result), indent=indent, ensure_ascii=False) + "\n").encode())
+
+
+def _portable_values(value):
+    if isinstance(value, str):
+        return portable(value)
+    if isinstance(value, dict):
+        return {k: _portable_values(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_portable_values(v) for v in value]
+    return value
 
 
 def read_json(path: Path, default: dict | None = None) -> dict:
@@ -279,8 +326,8 @@ def ratio(a: float | None, b: float | None) -> float | None:
 
 
 def relative(path: Path) -> str:
-    """A path as the results record it: relative to the repository where it is inside it."""
-    return str(Path(path).resolve()).removeprefix(str(REPO) + "/")
+    """A path as the results record it (``portable``): relative to the repository where it is inside it."""
+    return portable(str(Path(path).resolve()))
 
 
 # -------------------------------------------------------------------------------------------------- data
@@ -317,6 +364,8 @@ def corpus(cold: Path, swsr: Path, seed: int) -> list[str]:
     """The shared backbone's pre-training texts: COLD train and SWSR, distinct, in a seeded order."""
     from cloak.convert import read_dataset
 
+    if swsr is None:
+        raise SystemExit(missing_data("swsr"))
     texts = [r["text"] for r in cold_records(cold, "train")]
     texts += [r["text"] for r in read_dataset("swsr", str(Path(swsr) / "SexComment.csv"))]
     distinct = sorted(set(texts))

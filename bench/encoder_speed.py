@@ -1,11 +1,10 @@
 """Seconds an epoch of the transformer detectors and MMBERT on a real pretrained encoder, to size the
 long runs of issue 37 (multilingual-e5-small: 12 layers, hidden 384, XLM-R's 250k-piece vocabulary).
 
-Run from the repository root with the encoder of ``shared/models/encoder/assemble.sh`` and the Whisper
-weights of ``shared/models/offline_weights.py``::
+Run from the repository root with the encoder and the Whisper weights ``make weights`` fetches
+(``mmcloak-weights e5 weights``, ``mmcloak-weights whisper-base weights``)::
 
-    bash ../shared/models/encoder/assemble.sh weights/e5
-    python ../shared/models/offline_weights.py weights
+    make weights
     .venv/bin/python -m bench.encoder_speed --encoder weights/e5 --weights weights
 
 Each (model, layers, threads) is one epoch in a fresh process (torch's thread count is set once a

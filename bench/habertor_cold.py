@@ -13,7 +13,7 @@ timed as a whole:
    34,622 distinct texts), VAFOQF at the shape of the ``small`` BERT every other torch victim starts
    from (4 layers, 256 wide; C 128, I 128, E 128), a SentencePiece vocabulary of 20,000, tau 2,
    ``--epochs`` epochs (5 by default, the best kept: on COLD the held-out loss is lowest at epoch 3;
-   the paper runs 60 on 33M posts);
+   Tran et al. run 60 on 33M posts);
 2. ``attacks train --model habertor --source-field topic --adv X`` for X in adaptive, none and fgm
    (its default eps), on ``--train-size`` COLD train posts (a seeded sample, 10,000 by default: the same posts
    ``bench.regularizers`` trains on; dev: the first 1,000 COLD dev posts), ``--finetune-epochs``
@@ -41,8 +41,8 @@ EVAL_EPS = "0.1,0.25,0.5,1"  # a COLD post's embeddings have a median L2 norm of
 
 
 def learnt_eps(folder: Path) -> dict | None:
-    """Adaptive FGM's learnt per-dimension eps (min, median, max), for a model trained with it: the
-    paper's Fig. 2 shows a spread over dimensions."""
+    """Adaptive FGM's learnt per-dimension eps (min, median, max), for a model trained with it: Tran
+    et al.'s Fig. 2 shows a spread over dimensions."""
     from safetensors import safe_open
 
     with safe_open(str(folder / "model.safetensors"), "pt") as weights:

@@ -1,12 +1,12 @@
 """HABERTOR-VAFOQF against a BERT-base-shaped model: training and inference examples per second and peak
-memory (the paper reports 4-5x faster, under a third of the memory).
+memory (Tran et al. report 4-5x faster, under a third of the memory).
 
 HABERTOR: Tran et al., "HABERTOR: An Efficient and Effective Deep Hatespeech Detector", EMNLP 2020,
 arXiv:2010.08865.
 
 Run from the repository root: ``.venv/bin/python -m bench.habertor_speed``; writes
 ``bench/results/habertor_speed.json``. Random weights, random token ids, the same batch (32) and
-length (128) for both: VAFOQF at the paper's Table 2 shape (V 40k, E 128, H 384, L 6, 6 heads, C 192,
+length (128) for both: VAFOQF at Tran et al.'s Table 2 shape (V 40k, E 128, H 384, L 6, 6 heads, C 192,
 I 128) with its two ensemble heads, against transformers' ``BertForSequenceClassification`` at BERT
 base's (V 30,522, H 768, L 12, 12 heads). Training is a forward, a backward and an AdamW step on the
 classification loss; inference a forward without gradients. Each model runs in its own process (so

@@ -28,7 +28,7 @@ from bench.claim_protocol import absolute, committed, digits, load_protocol, res
 from bench.common import (REPO, RESULTS, WORK, machine_info, parser, print_summary, read_json, relative, shown,
                           version, write_result)
 from bench.llm_server import ALIAS, server_command, serving
-from bench.mmbert_runs import TEST_SETS
+from bench.mmbert_data import TEST_SETS
 from cloak.io import read_records
 
 OUTPUTS = {"validation": RESULTS / "llm_detector_validation.json", "test": RESULTS / "llm_detector_test.json"}

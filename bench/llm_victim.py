@@ -2,10 +2,10 @@
 llama-cpp-python's OpenAI-compatible server on 127.0.0.1, asked with MMBERT's Appendix B prompt, under
 every cloak attack on the first 300 COLD test posts.
 
-Run from the repository root (``pip install 'llama-cpp-python[server]'`` in the venv; the README says
-how to build it on a CPU whose AMX llama.cpp mishandles)::
+Run from the repository root (``pip install 'llama-cpp-python[server]'`` in the venv; the attacks guide
+says how to build it on a CPU whose AMX llama.cpp mishandles)::
 
-    bash ../shared/models/llm_weights.sh weights/qwen
+    mmcloak-weights qwen weights
     .venv/bin/python -m bench.llm_victim --gguf weights/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 
 The script starts the server (``python -m llama_cpp.server``, ``--threads`` threads, ``--port``),
@@ -92,7 +92,7 @@ def main() -> None:
                     "rerun (which resumes) uses the same")
     args = ap.parse_args()
     if not args.gguf.is_file():
-        raise SystemExit(f"{args.gguf}: no such GGUF (bash ../shared/models/llm_weights.sh weights/qwen)")
+        raise SystemExit(f"{args.gguf}: no such GGUF (mmcloak-weights qwen weights)")
     started = time.time()
     work = folder(args.work.resolve())
     data = work / f"cold_test_{args.posts}.jsonl"

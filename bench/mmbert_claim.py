@@ -47,9 +47,11 @@ from bench.claim_protocol import (Protocol, claim_parts, committed, digits, load
                                   undigits)
 from bench.common import (RESULTS, WORK, backbone_info, machine_info, parser, read_json, relative, weight_files,
                           write_result)
-from bench.mmbert_data import (MAX_CHARS, MIN_CHARS, TEST_OPS, TRAIN_OPS, cloaked, cloaked_sets, fresh_test_sample,
-                               heldout_cloaks, interleaved, sample, split_terms, validation_sample, written)
-from bench.mmbert_runs import TEST_SETS, evaluate, speech_step, trained
+from bench.mmbert_data import (MAX_CHARS, MIN_CHARS, TEST_OPS, TEST_SETS, TRAIN_OPS, cloaked, cloaked_sets,
+                               fresh_test_sample, heldout_cloaks, interleaved, sample, split_terms, validation_sample,
+                               written)
+from bench.mmbert_evaluation import evaluate
+from bench.mmbert_runs import speech_step, trained
 from cloak.io import read_records
 
 PROTOCOL = Path(__file__).resolve().parent / "protocols" / "mmbert_claim.yaml"

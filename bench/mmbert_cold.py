@@ -1,9 +1,9 @@
 """Does MMBERT lose less than text-only BERT when posts are cloaked? A real experiment on COLD.
 
-Run from the repository root with the real weights of ``shared/models/offline_weights.py``::
+Run from the repository root with the real weights ``make weights`` fetches (``mmcloak-weights``)::
 
-    python ../shared/models/offline_weights.py /tmp/weights
-    .venv/bin/python -m bench.mmbert_cold --weights /tmp/weights
+    make weights
+    .venv/bin/python -m bench.mmbert_cold --weights weights
 
 Everything lands in ``--work`` (default ``bench/work/mmbert``; any folder, outside the repository too)
 and is reused when present, so rerunning the same command after an interruption continues (a stage
@@ -12,7 +12,7 @@ stopped after a checkpoint resumes from it); the figures go to ``--out`` (defaul
 On a pretrained encoder (multilingual-e5-small)::
 
     .venv/bin/python -m bench.mmbert_cold --weights W --tts espeak-ng --backbone W/e5 --backbone-layers 6 \
-        --max-length 64 --stage3-lr 2e-5 --train-posts 5000 --work /work/runs/mmbert-e5 --seed 0 \
+        --max-length 64 --stage3-lr 2e-5 --train-posts 5000 --work runs/mmbert-e5 --seed 0 \
         --out bench/results/mmbert_e5_seed0.json --routing-out bench/results/mmbert_e5_routing_seed0
 
 MMBERT: Xue et al., "MMBERT: Scaled Mixture-of-Experts Multimodal BERT for Robust Chinese Hate Speech
@@ -33,21 +33,22 @@ Detection under Cloaking Perturbations", 2025, arXiv:2508.00760.
    ``--pretrain-epochs`` epochs.
 4. MMBERT: ``small`` preset (``--max-length``, ``--stage1-loss``, ``--stage2-rates``, ``--stage3-lr``,
    ``--stage3-text-mask``, ``--stage3-term-mask``, ``--stage3-term-holdout``, ``--epochs`` over it;
-   stage 2 at the paper's rates on a pretrained ``--backbone``), stages 1, 2, 3 in
+   stage 2 at Xue et al.'s rates on a pretrained ``--backbone``), stages 1, 2, 3 in
    turn from that backbone. Text-only: the same backbone with one modality (a plain BERT), fine-tuned
    with the same stage-3 settings (epochs, learning rate, batch, early stopping on dev macro-F1).
-   ``--ablation``: also MMBERT with text + speech and with text + vision (the paper's Table 2), each
+   ``--ablation``: also MMBERT with text + speech and with text + vision (Xue et al.'s Table 2), each
    trained through the three stages alike.
 5. Every model evaluated on every test set: accuracy and macro-F1, overall and on the posts the op
    changed (a post without a target term stays as it is); the drop = clean - cloaked; a paired bootstrap
    of each drop and of text-only's drop minus each model's; the predictions kept for the verdict.
-6. MMBERT's routing over the test sets together, grouped by op (the paper's Fig. 3):
+6. MMBERT's routing over the test sets together, grouped by op (Xue et al.'s Fig. 3):
    ``--routing-out`` (default ``bench/results/mmbert_routing/``: routing.json, routing.png).
 """
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,20 +56,20 @@ import numpy as np
 
 from bench.common import (RESULTS, WORK, backbone_info, machine_info, parser, read_json, resumable, weight_files,
                           write_result)
-from bench.mmbert_data import TEST_OPS, TEST_STRENGTH, TEST_TARGETS, VOICE, head, prepare
-from bench.mmbert_runs import TEST_SETS, evaluate, predictions_text, speech_step, trained
+from bench.mmbert_data import TEST_SETS, TEST_STRENGTH, TEST_TARGETS, VOICE, head, prepare
+from bench.mmbert_evaluation import MODELS, bootstrap_drops, evaluate, half_the_drop, predictions_text, print_table
+from bench.mmbert_runs import speech_step, trained
 from cloak.io import read_records
-BOOTSTRAP = 2000  # resamples of the test posts
+
 DEV_POSTS = 200  # the dev set already spoken; a bigger --train-posts keeps it (early stopping only)
 DEFAULT_BACKBONE = WORK / "backbone"  # bench.backbone's small BERT, pre-trained here from scratch
-# The models a run trains: the run folder of the model evaluated, and the modalities (None: all three).
-MODELS = {"mmbert": ("mmbert_stage3", None), "text_only": ("text_only", ("text",))}
+# The models --ablation adds: the run folder of the model evaluated, and the modalities.
 ABLATION = {"text_speech": ("text_speech_stage3", ("text", "speech")),
             "text_vision": ("text_vision_stage3", ("text", "vision"))}
 
 
 def stage2_rates(args) -> str:
-    """``--stage2-rates``, by default the paper's on a pretrained encoder and the ``small`` preset's on the
+    """``--stage2-rates``, by default Xue et al.'s on a pretrained encoder and the ``small`` preset's on the
     BERT pre-trained here: the small preset's experts and head at 1e-3 make a pretrained encoder's speech
     and vision experts answer one label for every post (dev macro-F1 0.333 on multilingual-e5-small)."""
     return args.stage2_rates or ("small" if args.backbone.resolve() == DEFAULT_BACKBONE.resolve() else "paper")
@@ -111,31 +112,8 @@ def stage_epochs(text: str) -> list[int]:
     return epochs * 3 if len(epochs) == 1 else epochs
 
 
-def bootstrap_drops(labels: np.ndarray, predictions: dict[str, dict[str, np.ndarray]],
-                    resamples: int = BOOTSTRAP, ops: tuple[str, ...] = TEST_OPS) -> dict:
-    """95% intervals of each model's F1 drop under each op, and of text-only's drop minus each other
-    model's, by resampling test posts (the same posts for every model and test set: a paired bootstrap,
-    ``attacks.bootstrap``), so that a difference can be told from the noise of the test posts."""
-    from attacks.bootstrap import interval, macro_f1, resamples as draws_of
-
-    drops: dict[str, dict[str, list]] = {op: {m: [] for m in predictions} for op in ops}
-    for draws in draws_of(len(labels), resamples):
-        for model, p in predictions.items():
-            clean = macro_f1(labels, p["clean"], 2, draws)
-            for op in ops:
-                drops[op][model].append(clean - macro_f1(labels, p[op], 2, draws))
-    out = {"resamples": resamples}
-    for op, by_model in drops.items():
-        d = {m: np.concatenate(v) for m, v in by_model.items()}
-        out[op] = {f"{m}_drop_f1": interval(v) for m, v in d.items()}
-        for m in (m for m in d if m != "text_only"):
-            out[op][f"text_only_minus_{m}"] = interval(d["text_only"] - d[m])
-            out[op][f"share_{m}_drops_less"] = round(float(np.mean(d[m] < d["text_only"])), 4)
-    return out
-
-
 def routing_figure(model_dir: Path, files: dict, out_dir: Path, features: dict) -> dict:
-    """The paper's Fig. 3 for the trained MMBERT over the test sets together, grouped by op."""
+    """Xue et al.'s Fig. 3 for the trained MMBERT over the test sets together, grouped by op."""
     from mmbert.loading import load_model
     from mmbert.routing import routing_analysis
 
@@ -183,29 +161,6 @@ def train_all(args, files: dict, backbone: Path, runs: Path) -> tuple[dict, dict
     return mm, training
 
 
-def half_the_drop(results: dict, ops: tuple[str, ...] = TEST_OPS) -> dict:
-    """Per op: does MMBERT lose at most half the macro-F1 text-only loses?"""
-    goal = {}
-    for op in ops:
-        mm_drop, text_drop = results["mmbert"][op]["drop_f1"], results["text_only"][op]["drop_f1"]
-        goal[op] = {"mmbert_drop_f1": mm_drop, "text_only_drop_f1": text_drop,
-                    "at_most_half": bool(text_drop > 0 and mm_drop <= text_drop / 2)}
-    return goal
-
-
-def print_table(report: dict) -> None:
-    print(f"{'model':12} {'test':10} {'acc':>6} {'F1':>6} {'drop':>6} {'F1 changed':>10} {'drop changed':>12}")
-    for model, by_set in report["results"].items():
-        for name, r in by_set.items():
-            print(f"{model:12} {name:10} {r['all']['accuracy']:6.3f} {r['all']['f1']:6.3f} "
-                  f"{r.get('drop_f1', 0):6.3f} {r.get('changed', r['all'])['f1']:10.3f} "
-                  f"{r.get('drop_f1_changed', 0):12.3f}")
-    for op in (k for k in report["bootstrap_95"] if k != "resamples"):
-        b = report["bootstrap_95"][op]
-        print(f"{op}: 95% intervals of the F1 drop: text-only {b['text_only_drop_f1']}, MMBERT {b['mmbert_drop_f1']}, "
-              f"text-only minus MMBERT {b['text_only_minus_mmbert']}")
-
-
 def arguments():
     ap = parser(__doc__, out=RESULTS / "mmbert_cold.json", cold=True, work=WORK / "mmbert", weights=True)
     ap.add_argument("--train-posts", "--train", dest="train", type=int, default=2000,
@@ -230,9 +185,9 @@ def arguments():
                     help="share of those terms never masked (the same at every seed), for bench.mmbert_heldout [0]")
     ap.add_argument("--stage1-loss", choices=("mse", "contrastive"), default="mse",
                     help="stage 1's alignment of the pooled speech and glyph encodings to the clean text's: the "
-                         "paper's error, or contrastive (each post nearest its own clean text; mmbert.train)")
+                         "Xue et al.'s error, or contrastive (each post nearest its own clean text; mmbert.train)")
     ap.add_argument("--stage2-rates", choices=("paper", "small"), default=None,
-                    help="stage 2's learning rates: the paper's (aligners 1e-3, text expert 5e-6, speech and vision "
+                    help="stage 2's learning rates: Xue et al.'s (aligners 1e-3, text expert 5e-6, speech and vision "
                          "experts and head 5e-5) or the small preset's (1e-3, 1e-4, 1e-3, 1e-3) [paper on a given "
                          "--backbone, small on the BERT pre-trained here]")
     ap.add_argument("--epochs", type=stage_epochs, default=None, metavar="N|E1,E2,E3",
@@ -294,7 +249,8 @@ def main() -> None:
     if args.speech_workers < 1:
         ap.error(f"--speech-workers {args.speech_workers}: give at least 1")
     if args.quick:
-        args.train, args.out, args.routing_out = 40, Path("/tmp/mmbert_cold_quick.json"), Path("/tmp/mmbert_routing")
+        args.train, args.out, args.routing_out = 40, Path(tempfile.gettempdir()) / "mmbert_cold_quick.json", \
+            Path(tempfile.gettempdir()) / "mmbert_routing"
     weight_files(ap, args.weights, "whisper-base.pt",
                  *(["kokoro/kokoro-v1.0.int8.onnx"] if args.tts == "kokoro-onnx" and not args.quick else []))
     import torch

@@ -20,7 +20,7 @@ stratified by label, the first N of each split.
 Not a benchmark itself: ``bench.mmbert_cold`` prepares its data with it. Run alone to prepare (and
 speak) the data ahead of ``python -m bench.mmbert_cold``::
 
-    .venv/bin/python -m bench.mmbert_data --weights /tmp/weights --work bench/work/mmbert
+    .venv/bin/python -m bench.mmbert_data --weights weights --work bench/work/mmbert
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ from cloak.targets import Lexicon
 MIN_CHARS, MAX_CHARS = 8, 32
 TRAIN_OPS = "homophone,similar,emoji,split,abbrev,pinyin,english"
 TEST_OPS = ("homophone", "emoji", "pinyin", "split")
+TEST_SETS = ("clean", *TEST_OPS)  # the test files: test_clean.jsonl, test_homophone.jsonl, ...
 # The test cloaks as ``attacks evaluate`` makes them by default (the realism issue's): the lexicon's terms and
 # those mined from the test posts, every character of a term, with rarer same-sound characters.
 TEST_TARGETS, TEST_STRENGTH = "lexicon+mined", "poster"
@@ -95,7 +96,8 @@ def fresh_test_sample(cold: Path, used: int, unseen: list[dict], seed: int = 0) 
     random.Random(f"{seed}:fresh-test").shuffle(kept)
     repeated = sum(r["id"] not in earlier and r["text"] in seen for r in posts)
     return kept, {"posts_of_the_length": len(posts), "earlier_test_posts": len(earlier),
-                  "text_seen_in_training_or_validation": repeated, "kept": len(kept), "labels": {str(k): sum(r["label"] == k for r in kept) for k in (0, 1)}}
+                  "text_seen_in_training_or_validation": repeated, "kept": len(kept),
+                  "labels": {str(k): sum(r["label"] == k for r in kept) for k in (0, 1)}}
 
 
 def cloaked_sets(posts: list[dict], seed: int = 0, targets: str = TEST_TARGETS,

@@ -27,7 +27,7 @@ Reads a finished (or part-finished) run of ``bench.mmbert_cold`` (its ``--work``
 
 Run from the repository root after ``bench.mmbert_cold`` (the same ``--work``)::
 
-    .venv/bin/python -m bench.mmbert_diagnose --work /work/runs/mmbert-e5 --runs runs_5000 \\
+    .venv/bin/python -m bench.mmbert_diagnose --work runs/mmbert-e5 --runs runs_5000 \\
         --routing bench/results/mmbert_e5_routing_seed0/routing.json --out bench/results/mmbert_e5_diagnosis.json
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import RESULTS, WORK, machine_info, parser, read_json, write_result
-from bench.mmbert_runs import TEST_SETS
+from bench.mmbert_data import TEST_SETS
 
 MODALITY_TOKENS = {"speech": 1, "vision": 2}  # token type ids (mmbert.modeling)
 

@@ -17,7 +17,7 @@ were masked too (``held_out_masked_in_training`` in the figures).
 Run from the repository root on a finished ``bench.mmbert_cold`` run: its ``--work`` and the folder of the
 seed's models in it (``runs_N`` for seed 0, ``runs_N_seedS`` for another)::
 
-    .venv/bin/python -m bench.mmbert_heldout --work /work/runs/mmbert-e5-holdout --runs runs_5000_seed2 \\
+    .venv/bin/python -m bench.mmbert_heldout --work runs/mmbert-e5-holdout --runs runs_5000_seed2 \\
         --out bench/results/mmbert_e5_holdout_heldout_seed2.json
 
 The figures have ``bench.mmbert_cold``'s form over the test sets clean, homophone and homophone_seen
@@ -32,9 +32,8 @@ import time
 import numpy as np
 
 from bench.common import RESULTS, WORK, machine_info, parser, read_json, require, write_result
-from bench.mmbert_cold import MODELS, bootstrap_drops, half_the_drop, print_table
+from bench.mmbert_evaluation import MODELS, bootstrap_drops, evaluate, half_the_drop, predictions_text, print_table
 from bench.mmbert_data import DEFAULT_HOLD_OUT, heldout_cloaks, split_terms
-from bench.mmbert_runs import evaluate, predictions_text
 from cloak.io import read_records
 
 SETS = ("clean", "homophone", "homophone_seen")

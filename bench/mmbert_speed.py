@@ -18,7 +18,7 @@ with the same ``torch.manual_seed``:
 - ``text``: ``modalities=["text"]``, i.e. a plain BERT (one expert, no router, no aligners): "the same
   backbone text-only";
 - ``dense``: MMBERT, text + speech + vision, ``moe_top_k=0`` (every token through all three experts,
-  weighted: the paper's MoE);
+  weighted: Xue et al.'s MoE);
 - ``top1``: MMBERT, ``moe_top_k=1`` (each token through its top expert only);
 - ``one_ffn``: the dense model's input (text + speech + vision tokens) with every token forced through
   expert 0 alone (no router): the cost of the three-modality sequence without any mixture, a floor

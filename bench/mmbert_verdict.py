@@ -1,5 +1,5 @@
 """The verdict on MMBERT against its text-only twin over the seeds of ``bench.mmbert_cold``, or under a committed
-protocol (``--protocol``, ``bench.mmbert_claim``'s one test): does the paper's claim hold?
+protocol (``--protocol``, ``bench.mmbert_claim``'s one test): does Xue et al.'s (2025) claim hold?
 
 Run from the repository root after ``python -m bench.mmbert_cold`` at each seed (each writing its own
 ``--out``): ``.venv/bin/python -m bench.mmbert_verdict bench/results/mmbert_e5_seed0.json
@@ -93,7 +93,7 @@ def means(reports: list[dict]) -> dict[str, dict]:
 
 
 def claim(figures: dict, bounds: dict) -> dict:
-    """The paper's claim under homophones, part by part, and whether all of it holds."""
+    """Xue et al.'s claim under homophones, part by part, and whether all of it holds."""
     mm, twin = figures[CLAIMED], figures[TWIN]
     mm_drop, twin_drop = mm["drop_f1_homophone"]["mean"], twin["drop_f1_homophone"]["mean"]
     difference = bounds[CLAIMED]["twin_drop_minus_drop_homophone"]

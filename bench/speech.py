@@ -1,10 +1,10 @@
 """Benchmark of ``speech``: Kokoro TTS intelligibility, homophone similarity in Whisper space, and speed.
 
-Run from the repository root, with real weights assembled by ``shared/models/offline_weights.py``::
+Run from the repository root, with real weights fetched by ``make weights`` (``mmcloak-weights``)::
 
-    python ../shared/models/offline_weights.py /tmp/weights
-    .venv/bin/python -m bench.speech --weights /tmp/weights          # full run (~10 min on 2 cores)
-    .venv/bin/python -m bench.speech --weights /tmp/weights --quick  # smoke run
+    make weights
+    .venv/bin/python -m bench.speech --weights weights          # full run (~10 min on 2 cores)
+    .venv/bin/python -m bench.speech --weights weights --quick  # smoke run
 
 Posts are COLD test posts (``cloak.convert.read_dataset("cold", ...)``), chosen deterministically: the
 first posts, in file order, whose text has 8 to 40 characters (a few seconds of speech).

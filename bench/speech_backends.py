@@ -1,7 +1,7 @@
 """eSpeak NG against Kokoro as the speech modality's TTS: how well Whisper understands each, whether a
 homophone cloak still sounds like its post, and how fast each speaks.
 
-Run from the repository root with the real weights of ``shared/models/offline_weights.py`` and the
+Run from the repository root with the real weights ``make weights`` fetches and the
 ``espeak-ng`` program (``apt-get install espeak-ng``)::
 
     .venv/bin/python -m bench.speech_backends --weights bench/work/weights

@@ -1,9 +1,9 @@
 """The speech step in one process or in several: posts a second, and whether the features agree.
 
-Run from the repository root, with real weights assembled by ``shared/models/offline_weights.py``::
+Run from the repository root, with real weights fetched by ``make weights`` (``mmcloak-weights``)::
 
-    .venv/bin/python -m bench.speech_workers --weights /tmp/weights            # about 5 min on 2 cores (908 texts)
-    .venv/bin/python -m bench.speech_workers --weights /tmp/weights --posts 40 # smoke run
+    .venv/bin/python -m bench.speech_workers --weights weights            # about 5 min on 2 cores (908 texts)
+    .venv/bin/python -m bench.speech_workers --weights weights --posts 40 # smoke run
 
 A fresh MMBERT run speaks and encodes every text it reads before it trains (``bench.mmbert_cold``: 11,823
 texts, eSpeak NG + Whisper base). Here: the first ``--posts`` COLD test posts of 8-32 characters and their

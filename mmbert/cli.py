@@ -264,7 +264,7 @@ def predict(model_dir, in_path, out_path, batch_size, no_routing, tts, tts_model
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def routing(model_dir, data_path, out_dir, batch_size, tts, tts_model, voice, whisper, speech_cache, quiet) -> None:
-    """Mean routing weight per layer and expert, grouped by cloaking op (the paper's Fig. 3); routing.json
+    """Mean routing weight per layer and expert, grouped by cloaking op (Xue et al. (2025)'s Fig. 3); routing.json
     also splits it by kind of token: text, speech, glyphs, and the text and glyph tokens a cloak edited."""
     peek_features(model_dir)
     check_out_folder("--out", out_dir)

@@ -7,7 +7,7 @@ from cloak.params import InstanceOf, Interval, Options, Satisfies, validate
 
 MODALITIES = ("text", "speech", "vision")
 VISION_ENCODERS = ("glyph-cnn", "table")
-# What each layer's feed-forward is: the paper's mixture (one expert per modality, a learnt router), one
+# What each layer's feed-forward is: Xue et al.'s mixture (one expert per modality, a learnt router), one
 # feed-forward for every token (the fusion baseline: the same inputs, no experts), or one expert per
 # modality with each token sent to its own modality's expert (no router).
 FEED_FORWARDS = ("experts", "dense", "modality")
@@ -44,11 +44,11 @@ class MMBertConfig(BertConfig):
         "open_clip": version, "preprocess": {...}}``, ``{"encoder": "transformers", "model": ...}`` or
         ``{"encoder": "glyph-cnn", ...}`` (None while a glyph CNN still trains). The table itself is in
         the model, so a saved MMBERT predicts without that encoder or its weights.
-    feed_forward: ``experts`` (the paper: one expert per modality in every layer, mixed by a learnt
+    feed_forward: ``experts`` (Xue et al. 2025: one expert per modality in every layer, mixed by a learnt
         router), ``dense`` (one feed-forward, BERT's, for every token of every modality: the fusion
         baseline, MMBERT's inputs without the mixture) or ``modality`` (one expert per modality, each
         token sent wholly to its own modality's expert: the experts without a router).
-    moe_top_k: 0 routes every token through all experts, weighted (the paper); 1 or 2 keeps only the
+    moe_top_k: 0 routes every token through all experts, weighted (Xue et al. 2025); 1 or 2 keeps only the
         top-k weights per token (renormalised) and runs each expert on its tokens only.
     aux_loss_weight: weight of the load-balancing loss ``N * sum_i p_i f_i`` in the training loss.
     pooling: what the classification head reads: ``cls`` (BERT's pooler on [CLS]) or ``mean`` (the

@@ -182,7 +182,7 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
                              f"stage-{stage - 1} model (to continue an interrupted run use --resume)")
         if done < stage - 1 and not allow_skip:
             raise StageError(f"{from_dir} finished stage {done}, so stage {stage} would skip stage "
-                             f"{done + 1}; pass --skip-stages to do so on purpose (the paper's ablation)")
+                             f"{done + 1}; pass --skip-stages to do so on purpose (Xue et al. (2025)'s ablation)")
         if stage > 1:
             model.mmbert.freeze_vision_encoder()
         if stage == 3:
@@ -190,7 +190,7 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
         return model, load_tokenizer(from_dir)
     if stage > 1 and not allow_skip:
         raise StageError(f"stage {stage} starts from the stage-{stage - 1} model: pass --from DIR "
-                         "(or --skip-stages to start from a BERT, the paper's ablation)")
+                         "(or --skip-stages to start from a BERT, Xue et al.'s ablation)")
     mm = {k: v for k, v in run["model"].items() if k in MM_FIELDS}
     backbone = from_dir or run["model"].get("backbone")
     tokenizer = backbone_tokenizer(backbone)

@@ -1,4 +1,4 @@
-"""Classification figures as in the paper's Table 1: accuracy and macro precision / recall / F1."""
+"""Classification figures as in Xue et al. (2025)'s Table 1: accuracy and macro precision / recall / F1."""
 from __future__ import annotations
 
 import numpy as np

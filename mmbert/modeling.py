@@ -1,4 +1,4 @@
-"""MMBERT: BERT whose every feed-forward is a mixture of text, speech and vision experts (paper §3).
+"""MMBERT: BERT whose every feed-forward is a mixture of text, speech and vision experts (Xue et al. 2025, §3).
 
 One model, readable top to bottom:
 

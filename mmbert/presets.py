@@ -14,7 +14,7 @@ A run configuration has three parts:
   TAG_OR_FILE}``, ``{encoder: transformers, model: NAME_OR_DIR}``; see ``mmbert.vision``).
 - ``train``: batch size, text length, seed, early-stopping patience, ``checkpoint_minutes`` (how often
   a checkpoint is written within an epoch; default 10), per stage the epochs and
-  learning rates (the paper's Appendix A in ``paper``), stage 1's ``loss`` (``mse``, the paper's, or
+  learning rates (Xue et al. (2025)'s Appendix A in ``paper``), stage 1's ``loss`` (``mse``, theirs, or
   ``contrastive``: see ``mmbert.train``), stage 3's ``text_mask`` (the share of text tokens masked in
   training, 0 by default), ``term_mask`` (the share of target terms masked whole, 0 by default) and
   ``term_holdout`` (the share of those terms never masked, held out for a test; 0 by default; see
@@ -119,7 +119,7 @@ PRESETS: dict[str, dict] = {
         "train": {"batch_size": 32, "max_length": 64, "patience": 3,
                   "pretrain": {"epochs": 3, "lr": 5e-4},
                   "stage1": {"epochs": 3, "lr": 1e-3, "loss": "mse"},
-                  # A small from-scratch backbone needs larger steps than the paper's fine-tuned BERT.
+                  # A small from-scratch backbone needs larger steps than Xue et al.'s fine-tuned BERT.
                   "stage2": {**STAGES["stage2"], "epochs": 5, "lr_text_expert": 1e-4, "lr_experts": 1e-3,
                              "lr_head": 1e-3},
                   "stage3": {**STAGES["stage3"], "epochs": 8, "lr": 1e-4,

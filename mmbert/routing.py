@@ -1,4 +1,4 @@
-"""The routing analysis of the paper's Fig. 3: mean routing weight per layer per expert, grouped by the
+"""The routing analysis of Xue et al. (2025)'s Fig. 3: mean routing weight per layer per expert, grouped by the
 records' cloaking op, as a JSON table and a PNG heat map.
 
 The figure averages over every token of a post, and a cloak edits a few of its text tokens among the
@@ -21,7 +21,7 @@ from cloak.progress import progress_bar
 from .inference import op_groups
 from .modeling import SPEECH, TEXT, VISION
 
-# What each post's weights are averaged over: all its real tokens (the paper's figure), each modality's,
+# What each post's weights are averaged over: all its real tokens (Xue et al.'s figure), each modality's,
 # and the text tokens a cloak edited with their glyph tokens (which share the text token's position).
 TOKEN_KINDS = ("all", "text", "speech", "vision", "text_edited", "vision_edited")
 

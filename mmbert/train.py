@@ -1,8 +1,8 @@
-"""The three-stage trainer (paper §3.3, Appendix A), under Hugging Face Accelerate.
+"""The three-stage trainer (Xue et al. 2025, §3.3, Appendix A), under Hugging Face Accelerate.
 
 Stage 1, aligners: everything but the aligners (and the glyph CNN) frozen. The aligned speech and
     vision tokens of the *cloaked* text, encoded by the frozen backbone, should match the backbone's
-    encoding of the *clean* text (mean over tokens; ``stage1.loss``: ``mse``, the paper's error, or
+    encoding of the *clean* text (mean over tokens; ``stage1.loss``: ``mse``, Xue et al.'s error, or
     ``contrastive``: each post's encoding nearer its own clean text than the batch's other posts');
     vision tokens also match the clean text's word embeddings token by token where the two
     tokenisations have the same length.

@@ -16,7 +16,7 @@ Kokoro uses) passes those through unchanged — they are not Kokoro phonemes. So
 
 Only a post's first ``MAX_CHARS`` characters are spoken (``TTSBackend.max_chars``): Whisper encodes 30
 seconds of speech at most, about 130 Mandarin syllables, and MMBERT reads at most its ``max_length``
-tokens (128 in the paper's setting), so speaking more would cost time and memory for nothing.
+tokens (128 in MMBERT's setting, Xue et al. 2025), so speaking more would cost time and memory for nothing.
 """
 from __future__ import annotations
 

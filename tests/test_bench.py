@@ -183,8 +183,8 @@ def mmbert_cold_args(tmp_path, *options: str):
     """bench.mmbert_cold's arguments as its command line parses them, on an e5 folder in ``tmp_path``."""
     from bench.mmbert_cold import arguments
 
-    return arguments().parse_args(["--weights", str(tmp_path), "--tts", "espeak-ng", "--work", str(tmp_path),
-                                   "--backbone", str(tmp_path / "e5"), *options])
+    return arguments().parse_args(["--cold", str(tmp_path), "--weights", str(tmp_path), "--tts", "espeak-ng",
+                                   "--work", str(tmp_path), "--backbone", str(tmp_path / "e5"), *options])
 
 
 def test_mmbert_run_config_honours_the_runs_settings(tmp_path):
@@ -209,7 +209,7 @@ def test_mmbert_run_config_honours_the_runs_settings(tmp_path):
 
 def test_mmbert_stage2_takes_the_papers_rates_on_a_pretrained_encoder(tmp_path):
     """The small preset's stage-2 rates (experts and head at 1e-3) made multilingual-e5-small's speech and
-    vision experts answer one label for every post; a pretrained --backbone gets the paper's."""
+    vision experts answer one label for every post; a pretrained --backbone gets Xue et al.'s."""
     from bench.mmbert_cold import DEFAULT_BACKBONE, run_config
 
     args = mmbert_cold_args(tmp_path)
@@ -273,7 +273,7 @@ def test_glyph_spread_tells_one_vector_for_every_glyph_from_distinct_glyphs():
 
 
 def test_diagnosis_measures_each_modality_path_of_a_trained_mmbert(stages, run, data, tmp_path):
-    from bench.mmbert_cold import TEST_SETS
+    from bench.mmbert_data import TEST_SETS
     from bench.mmbert_diagnose import macro_f1, model_figures, routing_shift, stage2_logs
 
     dev = read_jsonl(data / "dev.jsonl")

@@ -1,4 +1,4 @@
-"""HABERTOR: quaternion layers are Hamilton products, the factorised model has the paper's parameter
+"""HABERTOR: quaternion layers are Hamilton products, the factorised model has Tran et al.'s parameter
 count, the ensemble heads pool as §4.4 says, the adversarial loss is eq. 3, and the victim pre-trains,
 fine-tunes, saves, reloads and differentiates like every torch victim."""
 from __future__ import annotations
@@ -42,21 +42,21 @@ def test_a_quaternion_layer_is_the_hamilton_product_and_trains_all_four_blocks()
 
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_parameter_counts_follow_the_papers_formula(preset):
-    config = HabertorConfig.preset(preset, vocab_size=40000)  # paper Table 2's sizes
+    config = HabertorConfig.preset(preset, vocab_size=40000)  # Tran et al.'s Table 2 sizes
     model = HabertorModel(config)
     assert weight_count(model) == parameter_formula(config)
     v, e, h, c, i, n = 40000, 128, 384, 192, 128, 6
     if preset == "vafoqf":
         paper = v * e + e * h // 4 + n * (3 * c * h // 4 + h * h + 5 * h * i // 2)
         assert parameter_formula(config, paper=True) == paper
-        assert round(parameter_formula(config, paper=True) / 1e6, 1) == 7.1  # the paper's 7.1M
+        assert round(parameter_formula(config, paper=True) / 1e6, 1) == 7.1  # Tran et al.'s 7.1M
         # as built, the attention's output map takes the C-wide attention back to H: C x H, not H x H
         assert parameter_formula(config) == parameter_formula(config, paper=True) - n * (h * h - c * h)
     if not config.factorize_attention:
         assert parameter_formula(config) == parameter_formula(config, paper=True)
     bert_base = HabertorConfig.preset("habertor", vocab_size=30000, hidden_size=768, num_layers=12, num_heads=12,
                                       feedforward_size=3072)
-    assert parameter_formula(bert_base) == 30000 * 768 + 144 * 768 ** 2  # the paper's VH + 144H^2
+    assert parameter_formula(bert_base) == 30000 * 768 + 144 * 768 ** 2  # Tran et al.'s VH + 144H^2
 
 
 def test_the_config_says_what_is_wrong():

@@ -139,7 +139,7 @@ def test_the_llm_detector_chooses_on_validation_and_reads_the_test_once(server, 
 
     import bench.llm_detector as detector
     from bench.claim_protocol import load_protocol
-    from bench.mmbert_runs import TEST_SETS
+    from bench.mmbert_data import TEST_SETS
 
     endpoint, _, _ = server
     posts = [("黑人都是垃圾", 1), ("黑人又来了", 1), ("那些黑人", 1), ("今天天气真好", 0), ("我们去吃饭吧", 0), ("他们都是拉机", 1)]

@@ -501,7 +501,7 @@ def test_cli_evaluate_predict_routing(stages, data, tmp_path):
     table = json.loads((tmp_path / "routing" / "routing.json").read_text())
     assert table["experts"] == ["text", "speech", "vision"] and table["groups"]["all"]["n"] == 16
     assert (tmp_path / "routing" / "routing.png").read_bytes()[:4] == b"\x89PNG"
-    # the paper's figure is the mean over all tokens; the predictions' routing is the same mean
+    # Xue et al.'s Fig. 3 is the mean over all tokens; the predictions' routing is the same mean
     assert table["groups"]["all"]["weights"] == pytest.approx(
         np.mean([r["mmbert"]["routing"] for r in scored], 0), abs=2e-4)
     tokens = table["tokens"]
@@ -720,7 +720,7 @@ def test_the_vision_flag_reads_as_the_run_configs_section(spec, vision):
 
 def test_a_presets_vision_encoder_is_replaced_whole():
     run = load_run_config({"preset": "paper", "features": {"vision": {"encoder": "glyph-cnn"}}})
-    assert run["features"]["vision"] == {"encoder": "glyph-cnn"}  # not the paper's CLIP model with it
+    assert run["features"]["vision"] == {"encoder": "glyph-cnn"}  # not Xue et al.'s CLIP model with it
 
 
 def test_yaml_numbers_and_a_hand_made_config_are_checked_too(tmp_path, run, data):

@@ -89,7 +89,7 @@ def test_the_report_holds_every_number_of_the_summary(results, report_dir):
     assert report["attacks"][3:] == ["fgm@0.5", "fgm@1", "pgd@1"]
     means = [sum(r["cells"][a]["drop"] for r in report["matrix"]) for a in cloaks]
     assert means == sorted(means, reverse=True)
-    curves = {(c["row"], c["kind"]): c["points"] for c in report["embedding"]}
+    curves = {(c["row"], c["kind"]): c["points"] for c in report["budget"]}
     assert set(curves) == {("bert", "fgm"), ("bert", "pgd")}  # the TF-IDF victim has no embeddings
     assert curves[("bert", "fgm")][0] == [0.0, summary["victims"]["bert"]["clean"]["accuracy"]]
     search = next(s for s in report["search"] if s["row"] == "tfidf-lr")
@@ -129,7 +129,7 @@ def test_examples_show_the_search_before_the_cloak_ops_crowd_it_out(results):
 
     result = load_results(str(results))
     attacks = attack_order([result])
-    cloaks = [a for a in attacks if result.kind(a) == "cloak"]
+    cloaks = [a for a in attacks if a.startswith("cloak:")]
     both = [v for v in result.summary["victims"]
             if examples_of(result, v, cloaks, 1) and examples_of(result, v, [SEARCH], 1)]
     assert both, "a victim that a cloak op and the search both flipped"
@@ -138,19 +138,19 @@ def test_examples_show_the_search_before_the_cloak_ops_crowd_it_out(results):
 
 
 class _Page(HTMLParser):
-    """Every tag and attribute of a page, and the rows of the matrix."""
+    """Every tag and attribute of a page, and the victims of the matrix (a column each)."""
 
     def __init__(self):
         super().__init__()
-        self.tags, self.attributes, self.matrix_rows, self._table = [], [], 0, None
+        self.tags, self.attributes, self.matrix_victims, self._table = [], [], 0, None
 
     def handle_starttag(self, tag, attrs):
         self.tags.append(tag)
         self.attributes += [(tag, k, v) for k, v in attrs]
         if tag == "table":
             self._table = dict(attrs).get("id")
-        if tag == "tr" and self._table == "matrix" and "victim-row" in (dict(attrs).get("class") or ""):
-            self.matrix_rows += 1
+        if tag == "th" and self._table == "matrix" and "victim" in (dict(attrs).get("class") or ""):
+            self.matrix_victims += 1
 
 
 def test_the_html_runs_nothing_and_fetches_nothing(report_dir):
@@ -162,7 +162,7 @@ def test_the_html_runs_nothing_and_fetches_nothing(report_dir):
     links = [v for _, k, v in page.attributes if k.lower() in ("src", "href", "xlink:href", "action")]
     assert all(v.startswith("#") for v in links), links  # only links inside the page (SVG glyph uses)
     assert "&lt;script&gt;document.body.setAttribute" in text  # the hostile post is shown, as text
-    assert page.matrix_rows == 2
+    assert page.matrix_victims == 2
 
 
 def test_the_header_says_what_each_victim_is(report_dir):
@@ -231,7 +231,7 @@ def test_the_report_renders_in_a_browser_and_the_hostile_post_stays_text(report_
     assert "&lt;script&gt;document.body.setAttribute('data-pwned','1')&lt;/script&gt;" in dom.stdout
     rendered = _Page()
     rendered.feed(dom.stdout)
-    assert rendered.matrix_rows == 2 and "img" not in rendered.tags and "image" not in rendered.tags
+    assert rendered.matrix_victims == 2 and "img" not in rendered.tags and "image" not in rendered.tags
     assert "MMBERT routing" in dom.stdout  # the routing heat map, which once was a bitmap the policy blocked
     shot = tmp_path / "report.png"
     run = subprocess.run([*flags, "--window-size=1200,1600", f"--screenshot={shot}", page], capture_output=True,
@@ -255,12 +255,12 @@ def test_the_plots_read_without_hovering(results, monkeypatch):
     the macro-F1 under the attack, not only on hover."""
     import matplotlib.pyplot as plt
 
-    import attacks.report as report_module
+    import attacks.report.plots as plots
     from attacks.report import build_report, html, load_results, op_bars_svg
     from mmbert.routing import plot_routing
 
     saved = []
-    monkeypatch.setattr(report_module, "_save", lambda fig, path: (saved.append(fig), plt.close(fig),
+    monkeypatch.setattr(plots, "save", lambda fig, path: (saved.append(fig), plt.close(fig),
                                                                    open(path, "w").write("<svg></svg>")))
     report = build_report([load_results(str(results))])
     op_bars_svg(report)
@@ -328,7 +328,8 @@ def test_holds_up_best_ranks_by_macro_f1_under_attack_and_leaves_out_a_useless_v
     rows = {r["row"]: r for r in report["matrix"]}
     assert rows["flags-nothing"]["useless"] == "it calls every one of the 300 clean posts non-offensive"
     assert all(c["drop"] == 0 for c in rows["flags-nothing"]["cells"].values())  # the old rule's winner
-    ranked = report["ranking"]
+    group, = report["ranking"]
+    ranked = group["rows"]
     counted = ["cloak:homophone", "cloak:pinyin"]  # fullwidth changes 0.3% of the posts: barely applied
     assert all(rows[r]["cells"]["cloak:fullwidth"]["barely"] for r in rows)
     assert [e["row"] for e in ranked] == sorted(("every-term", "fifth"), key=lambda r: -np.mean(
@@ -468,3 +469,225 @@ def test_the_styles_of_the_training_cloaks_are_recorded_and_shown(sample_path, t
     page = markdown(build_report([load_results(str(tmp_path / "e"))]))
     assert f"pinyin {by_op['pinyin']:,} (upper {by_op['pinyin']:,}, spaced {multi:,}, whole word" in page
     assert f"homophone {by_op['homophone']:,} (characters {by_op['homophone']:,}, rare characters" in page
+
+
+# --- runs that hold different attacks, attacks the report knows only by what they declare -------------------
+
+@pytest.fixture(scope="module")
+def other_ops(sample_path, tmp_path_factory):
+    """The keyword filters of ``filters`` attacked with other ``--ops``: a mix and one op they share."""
+    from attacks.cloaking import CloakAttack
+    from attacks.evaluate import evaluate
+    from cloak.targets import default_lexicon
+
+    terms = sorted(default_lexicon().terms)
+    victims = {"every-term": KeywordFilter({"terms": ",".join(terms)}).fit([]),
+               "fifth": KeywordFilter({"terms": ",".join(terms[::5])}).fit([])}
+    out = tmp_path_factory.mktemp("other_ops") / "eval"
+    evaluate(victims, read_jsonl(sample_path), [CloakAttack(ops="homophone,emoji"), CloakAttack(ops="pinyin")],
+             str(out), progress=False)
+    return out
+
+
+def test_runs_holding_different_attacks_compare_with_a_blank_where_a_run_lacks_one(results, filters, other_ops,
+                                                                                  tmp_path):
+    """Comparing two --ops choices: every attack any run has, a blank where a run lacks it, and the page says
+    which run lacks which (issue 53, 1)."""
+    from click.testing import CliRunner
+
+    from attacks.cli import main
+    from attacks.report import build_report, html, load_results, markdown
+
+    folders = [load_results(str(results), "tiny"), load_results(str(filters), "demo"),
+               load_results(str(other_ops), "mine")]
+    report = build_report(folders)
+    every = {a for r in folders for a in r.summary["attacks"]}
+    assert set(report["attacks"]) == every
+    rows = {r["row"]: r for r in report["matrix"]}
+    assert "cloak:homophone+emoji" not in rows["demo / every-term"]["cells"]
+    assert "cloak:fullwidth" not in rows["mine / every-term"]["cells"] and SEARCH not in rows["mine / fifth"]["cells"]
+    mine = json.loads((other_ops / "summary.json").read_text(encoding="utf-8"))["attacks"]
+    assert report["missing"]["mine"] == [a for a in report["attacks"] if a not in mine]
+    md, page = markdown(report), html(report)
+    for text in (md, page):
+        assert "`mine` did not run" in text.replace("<code>", "`").replace("</code>", "`")
+    coverage = {c["attack"]: c for c in report["coverage"]}
+    columns = [x["row"] for x in coverage["cloak:fullwidth"]["rows"]]
+    assert [x["row"] for x in coverage["cloak:pinyin"]["rows"]] == columns
+    assert coverage["cloak:fullwidth"]["rows"][-1]["drop"] is None  # mine has no fullwidth: a blank
+    out = CliRunner().invoke(main, ["report", str(filters), str(other_ops), "--label", "demo", "--label", "mine",
+                                    "--out", str(tmp_path / "r")])
+    assert out.exit_code == 0, out.output
+
+
+def test_the_header_shows_each_attack_s_settings_as_it_declares_them(report_dir):
+    """No `alpha None` (issue 53, 6): FGM takes one step of eps, PGD's step says what it is when left unset."""
+    page = (report_dir / "report.html").read_text(encoding="utf-8")
+    attacks = page.split("<dt>attacks</dt><dd>", 1)[1].split("</dd>", 1)[0]
+    assert "None" not in attacks
+    fgm, pgd = (next(line for line in attacks.split("<br>") if line.startswith(kind)) for kind in ("fgm", "pgd"))
+    assert fgm == "fgm (eps 0.5, 1)" and pgd == "pgd (eps 1), steps 3, alpha 2.5 eps / steps"
+
+
+def test_the_summary_records_what_each_attack_declares_and_old_folders_read_alike(results, tmp_path):
+    """evaluate writes each attack's declaration into its summary entry; a folder written before it has none,
+    and reads as the built-in kinds declared then."""
+    from attacks.attack import ReportedAs
+    from attacks.report import build_report, load_results, markdown
+
+    summary = json.loads((results / "summary.json").read_text(encoding="utf-8"))
+    declared = {a: ReportedAs.from_dict(s["reported_as"]) for a, s in summary["attacks"].items()}
+    assert [declared[a].figure for a in ("cloak:homophone", SEARCH, "fgm@0.5", "pgd@1")] == \
+        ["ranked", "counts", "curve", "curve"]
+    old = tmp_path / "old"
+    shutil.copytree(results, old)
+    for entry in summary["attacks"].values():
+        del entry["reported_as"]
+    (old / "summary.json").write_text(json.dumps(summary, ensure_ascii=False), encoding="utf-8")
+    new, before = build_report([load_results(str(results), "r")]), build_report([load_results(str(old), "r")])
+    assert markdown(new).split("\n", 3)[3] == markdown(before).split("\n", 3)[3]  # all but the folder's own line
+    assert {k: v for k, v in new.items() if k not in ("generated", "results")} == \
+        {k: v for k, v in before.items() if k not in ("generated", "results")}
+
+
+@dataclasses.dataclass
+class PlannedAttack:
+    """A test double of an attack of a kind the report has never heard of: per victim (by its name) it
+    breaks the share of the posts its plan gives (the same posts every run), so that one detector resists
+    it and another does not; what it declares is all the report knows of it."""
+
+    kind: str
+    ops: str
+    broken: dict
+    reported_as: object
+    queries: int | None = None  # a budget, for an attack drawn as a curve over it
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}:{self.ops}" + ("" if self.queries is None else f"@{self.queries}")
+
+    def settings(self) -> dict:
+        return {"kind": self.kind, "ops": self.ops, **({} if self.queries is None else {"queries": self.queries})}
+
+    def skip_reason(self, facts) -> None:
+        return None
+
+    def attack(self, victim, records, positions, clean):
+        from attacks.attack import Outcome
+
+        outcomes = []
+        for record, position, probs in zip(records, positions, clean):
+            hit = (position * 37 + len(self.name)) % 100 < self.broken[victim.name] * 100
+            wrong = np.eye(2)[1 - int(record["label"])] * 0.8 + 0.1
+            outcomes.append(Outcome(record["text"] + "!" * hit, [], wrong if hit else probs, changed=hit, queries=1))
+        return outcomes
+
+
+@pytest.fixture(scope="module")
+def planned(sample_path, tmp_path_factory):
+    """Two keyword filters, one trained on homophone cloaks (so it meets that attack in distribution), under
+    planned cloaks and a planned search: the one that holds up best under the cloaks it did not see is the
+    one the search breaks most."""
+    from attacks.attack import ReportedAs
+    from attacks.evaluate import evaluate
+    from cloak.targets import default_lexicon
+
+    terms = sorted(default_lexicon().terms)
+    augmented = KeywordFilter({"terms": ",".join(terms)}).fit([])
+    plain = KeywordFilter({"terms": ",".join(terms[::5])}).fit([])
+    augmented.trained_on = {"train": {"records": 400, "labels": {"0": 200, "1": 200},
+                                      "cloaked": {"records": 200, "ops": {"homophone": 200}}}}
+    cloaks = ReportedAs(figure="ranked", trained_ops=True, prefix="veil:", varies="ops")
+    plan = {"homophone": (0.1, 0.5), "pinyin": (0.1, 0.4), "emoji": (0.1, 0.4)}
+    attacks = [PlannedAttack("veil", op, {augmented.name: a, plain.name: p}, cloaks) for op, (a, p) in plan.items()]
+    attacks.append(PlannedAttack("probe", "all", {augmented.name: 0.9, plain.name: 0.1},
+                                 ReportedAs(figure="counts", examples=0, varies="ops")))
+    budget = ReportedAs(figure="curve", axis="queries", axis_text="queries a post", examples=None, varies="queries")
+    attacks += [PlannedAttack("spend", "all", {augmented.name: share, plain.name: share}, budget, queries)
+                for queries, share in ((50, 0.6), (10, 0.2))]
+    out = tmp_path_factory.mktemp("planned") / "eval"
+    evaluate({"augmented": augmented, "plain": plain}, read_jsonl(sample_path), attacks, str(out), progress=False)
+    return out
+
+
+def test_holds_up_best_compares_every_detector_on_the_same_attacks(planned):
+    """The plain detector is judged by three cloaks, the augmented one by the two it did not see: both are
+    ranked on those two, and the table says which (issue 53, 7)."""
+    from attacks.report import build_report, html, load_results, markdown
+
+    report = build_report([load_results(str(planned))])
+    group, = report["ranking"]
+    assert group["attacks"] == ["veil:emoji", "veil:pinyin"]
+    rows = {r["row"]: r for r in report["matrix"]}
+    for entry in group["rows"]:
+        cells = rows[entry["row"]]["cells"]
+        assert entry["mean_f1"] == pytest.approx(np.mean([cells[a]["f1"] for a in group["attacks"]]))
+    best, second = group["rows"]
+    assert best["row"] == "augmented" and second["lead"]["value"] == pytest.approx(best["mean_f1"] - second["mean_f1"])
+    for page in (markdown(report), html(report)):
+        assert "the 2 cloak attacks every row here is judged by: emoji, pinyin" in page
+
+
+def test_an_attack_drawn_as_a_curve_over_its_own_axis(planned):
+    """An attack of a kind the report has never heard of, declared a curve over queries, is one."""
+    from attacks.report import build_report, html, load_results, markdown
+
+    report = build_report([load_results(str(planned))])
+    assert report["attacks"][-2:] == ["spend:all@10", "spend:all@50"]  # after the rest, by their budget
+    curve = next(c for c in report["budget"] if c["row"] == "plain")
+    rows = {r["row"]: r for r in report["matrix"]}
+    assert curve["axis"] == "queries" and [x for x, _ in curve["points"]] == [0.0, 10.0, 50.0]
+    assert curve["points"][0][1] == rows["plain"]["clean_accuracy"]
+    page = markdown(report)
+    assert "## Accuracy under SPEND" in page and "| victim | attack | queries 0 | queries 10 | queries 50 |" in page
+    assert "Accuracy against queries (SPEND)" in html(report)
+
+
+def test_the_best_under_cloaking_is_not_called_best_without_the_attack_that_hurts_it_more(planned):
+    """The augmented detector holds up best under the cloaks, but the search breaks it far more than the
+    plain one: the verdict says so, with the figures (issue 53, 7)."""
+    from attacks.report import build_report, load_results, markdown
+
+    report = build_report([load_results(str(planned))])
+    rows = {r["row"]: r for r in report["matrix"]}
+    under = {r: rows[r]["cells"]["probe:all"]["f1"] for r in rows}
+    assert under["augmented"] < under["plain"]
+    said = " ".join(report["headlines"])
+    assert (f"but probe:all hurts augmented more than plain (macro-F1 {under['augmented']:.3f} under it against "
+            f"{under['plain']:.3f}") in said
+    assert "worse under probe:all" in markdown(report)
+
+
+def _widths(chromium: str, page: str, tmp_path) -> list[dict]:
+    """Each table's width and its container's, as Chromium lays the page out 1280 px wide (a copy of the
+    page with a script that measures them, the page's own policy lifted for it)."""
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
+    probe = ("<script>document.body.setAttribute('data-widths', JSON.stringify([...document.querySelectorAll("
+             "'table')].map(t => ({id: t.id, table: t.getBoundingClientRect().width, box: t.parentElement."
+             "clientWidth, page: document.documentElement.scrollWidth}))))</script>")
+    copy = tmp_path / "measured.html"
+    copy.write_text(text.replace("</body>", probe + "</body>"), encoding="utf-8")
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                          f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,900", "--dump-dom",
+                          copy.as_uri()], capture_output=True, text=True, timeout=120)
+    found = re.search(r'data-widths="([^"]*)"', dom.stdout)
+    assert found, dom.stderr[-2000:]
+    import html as html_module
+
+    return json.loads(html_module.unescape(found.group(1)))
+
+
+def test_no_table_is_cut_at_1280_pixels(report_dir, results, filters, other_ops, tmp_path):
+    """At a 1280 px wide window every table fits its container and the page does not scroll sideways
+    (issue 53, 7: the matrix and the search table cut their last columns)."""
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("no chromium on this machine")
+    from attacks.report import build_report, html, load_results
+
+    wide = build_report([load_results(str(results), "tiny"), load_results(str(filters), "demo"),
+                         load_results(str(other_ops), "mine")])
+    for page in ((report_dir / "report.html").read_text(encoding="utf-8"), html(wide)):
+        widths = _widths(chromium, page, tmp_path)
+        assert {"matrix", "search"} <= {w["id"] for w in widths}
+        assert all(w["table"] <= w["box"] + 0.5 and w["page"] <= 1280 for w in widths), widths

@@ -1,7 +1,7 @@
 """Speech: speakable text, the tone backend, caches, Whisper features and the CLI.
 
 Real weights (Kokoro ONNX, Whisper base) are used only where MMCLOAK_WEIGHTS points at the folder
-that ``../shared/models/offline_weights.py`` builds; CI runs the rest with the tone backend and a tiny
+that ``make weights`` fills (``mmcloak-weights``); CI runs the rest with the tone backend and a tiny
 random Whisper made here.
 """
 import os
@@ -140,7 +140,7 @@ def test_synth_writes_cached_features(tmp_path, sample_path, tiny_whisper):
     assert feats.shape == (entry["frames"], 64)
 
 
-@pytest.mark.skipif(not WEIGHTS, reason="set MMCLOAK_WEIGHTS to the offline_weights.py folder")
+@pytest.mark.skipif(not WEIGHTS, reason="set MMCLOAK_WEIGHTS to the folder `make weights` fills")
 def test_real_kokoro_speech_is_understood_by_real_whisper():
     import whisper
 

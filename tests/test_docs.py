@@ -1,0 +1,217 @@
+"""The README and the documentation site (docs/) as a reader meets them: every Python example uses no name it
+does not define or import and runs, in turn, as a user runs them; every command line names a command and
+options that exist; the results pages are made from the benchmarks' JSON and follow it; no page or file of
+the repository names a folder of the machine it was written on, or a paper without naming it."""
+from __future__ import annotations
+
+import io
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyflakes.api import check
+from pyflakes.reporter import Reporter
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+# Hand-written pages; docs/results/ is generated and holds no examples.
+PAGES = [ROOT / "README.md"] + sorted(p for p in DOCS.rglob("*.md") if DOCS / "results" not in p.parents
+                                      and DOCS / "pending" not in p.parents)
+# What a test cannot give an example: real weights, a Ray cluster, a pre-trained backbone or stage folder,
+# a HABERTOR pre-training (minutes). Those examples are checked for names only.
+NEEDS = ("weights/", "HEAD:6379", "backbone/", "habertor-lm/", "s3/")
+
+
+def blocks(page: Path, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+
+
+def page_id(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+def _undefined(block: str, name: str) -> list[str]:
+    out, err = io.StringIO(), io.StringIO()
+    check(block, name, Reporter(out, err))
+    return [line for line in out.getvalue().splitlines() + err.getvalue().splitlines()
+            if "undefined name" in line or "syntax" in line.lower() or "invalid" in line.lower()]
+
+
+# -------------------------------------------------------------------------------------------- examples
+
+def test_the_pages_hold_examples():
+    assert sum(len(blocks(page, "python")) for page in PAGES) >= 20
+    assert len(blocks(ROOT / "README.md", "python")) == 5  # one a package
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_no_example_uses_a_name_it_does_not_define(page):
+    problems = [p for i, block in enumerate(blocks(page, "python"))
+                for p in _undefined(block, f"{page_id(page)} python block {i + 1}")]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_check_sees_an_undefined_name():
+    assert _undefined("texts = texts + ['a']\n", "block") != []
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    """A folder with the repository's samples, where the examples run as from the repository's root."""
+    (tmp_path / "samples").symlink_to(ROOT / "samples")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the glyph examples cache under ~/.cache
+    return tmp_path
+
+
+def runnable(page: Path) -> list[tuple[int, str]]:
+    return [(i, b) for i, b in enumerate(blocks(page, "python")) if not any(need in b for need in NEEDS)]
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if runnable(p)], ids=page_id)
+def test_the_examples_of_a_page_run_in_turn(page, folder, request):
+    if any("victims/bert" in block for _, block in runnable(page)):
+        save_tiny_bert(folder / "victims" / "bert", request.getfixturevalue("backbone"))
+    for i, block in runnable(page):
+        # dont_inherit: the examples run without this module's `from __future__ import annotations`
+        code = compile(block, f"{page_id(page)} python block {i + 1}", "exec", dont_inherit=True)
+        exec(code, {"__name__": "__docs__"})
+
+
+def save_tiny_bert(out: Path, backbone) -> None:
+    """victims/bert as `attacks train --model bert` saves one (a tiny one), which the attacks examples load."""
+    from attacks import make_victim
+
+    from .conftest import SAMPLE, read_jsonl
+
+    make_victim("bert", {"backbone": backbone, "max_length": 48}, {"epochs": 1, "batch_size": 16}).fit(
+        read_jsonl(SAMPLE)[:60], progress=False).save(str(out))
+
+
+# ----------------------------------------------------------------------------------------- commands
+
+COMMANDS = {"cloak": "cloak.cli", "mmbert": "mmbert.cli", "attacks": "attacks.cli"}
+
+
+def command_lines(page: Path) -> list[str]:
+    """The lines of a page's bash blocks that run one of our commands (continuations joined)."""
+    found = []
+    for block in blocks(page, "bash"):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split(" #")[0].strip()
+            if line.split(" ", 1)[0] in COMMANDS:
+                found.append(line)
+    return found
+
+
+def unknown_options(line: str) -> list[str]:
+    """What of a command line its command does not know: the subcommand, or any of its --options."""
+    import importlib
+
+    import click
+
+    words = shlex.split(re.sub(r"\$\(.*?\)|\$\{?\w+\}?", "X", line))
+    group = importlib.import_module(COMMANDS[words[0]]).main
+    ctx = click.Context(group)
+    command = group.get_command(ctx, words[1]) if len(words) > 1 else None
+    if command is None:
+        return [f"{words[0]} {words[1] if len(words) > 1 else ''}"]
+    known = {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)} | {"--help"}
+    return [w for w in words[2:] if w.startswith("--") and w.split("=")[0] not in known]
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if command_lines(p)], ids=page_id)
+def test_every_command_line_names_a_command_and_options_that_exist(page):
+    problems = [f"{line}: {unknown}" for line in command_lines(page) if (unknown := unknown_options(line))]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_command_check_sees_a_misspelt_option():
+    assert unknown_options("cloak perturb --in a.jsonl --oops x") == ["--oops"]
+    assert unknown_options("attacks evalute --victim v") == ["attacks evalute"]
+
+
+# ------------------------------------------------------------------------------------------- results
+
+def generate(results: Path, out: Path) -> dict[str, str]:
+    subprocess.run([sys.executable, str(DOCS / "gen_results.py"), "--results", str(results), "--out", str(out),
+                    "--no-readme"], check=True, capture_output=True, text=True, timeout=300)
+    return {p.name: p.read_text(encoding="utf-8") for p in out.glob("*.md")}
+
+
+def test_the_results_pages_follow_their_json(tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "bench" / "results", results)
+    before = generate(results, tmp_path / "before")
+    coverage = json.loads((results / "coverage.json").read_text(encoding="utf-8"))
+    coverage["targets"]["lexicon"]["offensive_share"] = 0.1234
+    (results / "coverage.json").write_text(json.dumps(coverage), encoding="utf-8")
+    after = generate(results, tmp_path / "after")
+    assert "12.3%" in after["cloak.md"] and "12.3%" not in before["cloak.md"]
+    assert {name: text for name, text in after.items() if name != "cloak.md"} == \
+        {name: text for name, text in before.items() if name != "cloak.md"}
+
+
+def test_the_committed_results_pages_and_readme_table_are_up_to_date(tmp_path):
+    fresh = generate(ROOT / "bench" / "results", tmp_path)
+    for name, text in fresh.items():
+        assert (DOCS / "results" / name).read_text(encoding="utf-8") == text, \
+            f"docs/results/{name} is stale: run `make results`"
+    sys.path.insert(0, str(DOCS))
+    from gen_results import README_BEGIN, README_END, Results, headline  # noqa: PLC0415
+    import yaml
+
+    table = headline(Results(ROOT / "bench" / "results",
+                             yaml.safe_load((DOCS / "result_commands.yaml").read_text(encoding="utf-8"))))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme[readme.index(README_BEGIN) + len(README_BEGIN):readme.index(README_END)].strip() == table, \
+        "README.md's results table is stale: run `make results`"
+
+
+def test_a_results_file_without_a_command_is_refused(tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "bench" / "results", results)
+    data = json.loads((results / "render.json").read_text(encoding="utf-8"))
+    data.pop("command", None)
+    (results / "unknown.json").write_text(json.dumps(data), encoding="utf-8")
+    sys.path.insert(0, str(DOCS))
+    from results_tables import Results  # noqa: PLC0415
+
+    with pytest.raises(SystemExit, match="records no command"):
+        Results(results, {}).source("unknown.json")
+
+
+# ------------------------------------------------------------------------------------------ hygiene
+
+def test_the_readme_is_a_front_door():
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
+
+
+def tracked_files() -> list[Path]:
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    return [ROOT / name for name in listed if not name.startswith(".ci/") and (ROOT / name).is_file()]
+
+
+# A folder of the machine a file was written on: the shared workspace beside the checkout, or an absolute
+# path under a user's or the machine's own folders (not a path inside the repository such as bench/work/).
+MACHINE_PATH = re.compile(r"\.\./shared|(?<![\w./-])/(?:work|home|root|tmp)/\w")
+
+
+def test_no_file_names_a_folder_of_the_machine_it_was_written_on():
+    found = [f"{path.relative_to(ROOT)}: {match.group(0)}" for path in tracked_files()
+             if path.suffix in (".py", ".md", ".json", ".yaml", ".yml", ".toml", ".txt", ".tsv", ".cfg", "")
+             for match in [MACHINE_PATH.search(path.read_text(encoding="utf-8", errors="replace"))] if match]
+    assert not found, "\n".join(found)
+
+
+def test_every_paper_is_named():
+    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for path in tracked_files()
+             if path.suffix in (".py", ".md", ".j2", ".yaml")
+             for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+             if re.search(r"\bthe\s+paper", line, re.I)]
+    assert not found, "\n".join(found)
