@@ -114,7 +114,7 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=8765, help="the server's, on 127.0.0.1")
     args = ap.parse_args()
     if not args.gguf.is_file():
-        raise SystemExit(f"{args.gguf}: no such GGUF (bash ../shared/models/llm_weights.sh weights/qwen)")
+        raise SystemExit(f"{args.gguf}: no such GGUF (mmcloak-weights qwen weights)")
     protocol = load_protocol(args.protocol)
     args.work = args.work.resolve()
     started = time.perf_counter()

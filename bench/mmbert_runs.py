@@ -8,8 +8,8 @@ import json
 import time
 from pathlib import Path
 
-from bench.common import epoch_seconds, read_json, resumable, timed, write_result
-from cloak.io import read_records
+from bench.common import epoch_seconds, read_json, resumable, timed
+from cloak.io import read_records, write_atomic
 
 
 def trained(stage: int, run: dict, files: dict, out: Path, from_dir: Path, allow_skip: bool = False) -> dict:
@@ -41,5 +41,5 @@ def speech_step(run: dict, files: dict, work: Path, workers: int = 1) -> list[di
     path = work / "speech_timings.json"
     timings = [*read_json(path, {"runs": []})["runs"], {"texts": len(texts), "seconds": round(seconds, 1),
                                                         "tts": run["features"]["tts"]["name"], "workers": workers}]
-    write_result(path, {"runs": timings})
+    write_atomic(path, (json.dumps({"runs": timings}, indent=1) + "\n").encode())  # a work file, not figures
     return timings
