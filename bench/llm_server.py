@@ -52,6 +52,7 @@ def serving(gguf: Path, port: int, threads: int, log: Path) -> Iterator[tuple[st
     whatever happens. Its output goes to ``log``."""
     check_free(port)
     endpoint = f"http://127.0.0.1:{port}/v1"
+    log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         server = subprocess.Popen(server_command(gguf, port, threads), stdout=out, stderr=subprocess.STDOUT)
         try:
