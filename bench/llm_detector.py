@@ -47,8 +47,9 @@ def posts(work: Path, split: str, limit: int | None = None) -> dict[str, list[di
 
 
 def victim_config(endpoint: str, prompt: str, work: Path) -> dict:
+    """The victim's settings: the label's first token comes within the answer's first few (after a quote)."""
     return {"endpoint": endpoint, "model": ALIAS, "key_env": "", "language": "zh", "prompt": prompt,
-            "scoring": "logprob", "temperature": 0.0, "concurrency": 1, "timeout": 300,
+            "scoring": "logprob", "temperature": 0.0, "max_tokens": 4, "concurrency": 1, "timeout": 300,
             "cache": str(work / "llm" / "answers")}
 
 
