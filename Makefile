@@ -211,5 +211,22 @@ bench-llm: need-cold $(BENCH_INSTALLED)
 	$(BIN)/mmcloak-weights qwen $(WEIGHTS)
 	$(PY) bench.llm_victim --cold $(COLD) --gguf $(WEIGHTS)/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 
+## bench-mmbert-claim: MMBERT's claim settled under the protocol committed in bench/protocols/mmbert_claim.yaml
+## (issue 56): the settings chosen on a validation split carved from COLD train, every arm (MMBERT, its twin on
+## the same budget, fusion without experts, bert + augmentation) at three seeds, the router's variants on
+## validation, the fresh test read once, the verdict; and the llm detector chosen the same way. About 15 hours
+## on 2 CPU cores; needs `make weights`, espeak-ng and (for the llm) llama-cpp-python[server]. Every step
+## resumes; test-data and test refuse to run while the protocol has changes not committed.
+.PHONY: bench-mmbert-claim
+CLAIM_WORK ?= bench/work/mmbert_claim
+CLAIM = $(PY) bench.mmbert_claim --cold $(COLD) --weights $(WEIGHTS) --backbone $(WEIGHTS)/e5 --work $(CLAIM_WORK)
+LLM_CLAIM = $(PY) bench.llm_detector --gguf $(WEIGHTS)/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf --work $(CLAIM_WORK)
+bench-mmbert-claim: need-cold $(BENCH_INSTALLED)
+	for step in data test-data choose train router test; do $(CLAIM) $$step || exit 1; done
+	$(PY) bench.mmbert_verdict --protocol bench/protocols/mmbert_claim.yaml bench/results/mmbert_claim_test.json \
+		--out bench/results/mmbert_claim_verdict.json
+	$(BIN)/mmcloak-weights qwen $(WEIGHTS)
+	$(LLM_CLAIM) choose && $(LLM_CLAIM) test
+
 clean:
 	rm -rf $(VENV) $(OPEN_CLIP_VENV) demo_out .pytest_cache .hypothesis *.egg-info

@@ -21,11 +21,8 @@ rerun asks the server only what it has not answered.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 from bench.common import (
@@ -42,37 +39,8 @@ from bench.common import (
     version,
     write_result,
 )
+from bench.llm_server import ALIAS, server_command, serving
 from cloak.io import write_records
-
-ALIAS = "qwen2.5-coder-0.5b-instruct"
-
-
-def check_free(port: int) -> None:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            raise SystemExit(f"port {port} is taken: pass --port") from None
-
-
-def server_command(gguf: Path, port: int, threads: int) -> list[str]:
-    return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", ALIAS,
-            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", str(threads),
-            "--n_threads_batch", str(threads), "--seed", "0"]
-
-
-def wait_until_up(endpoint: str, process: subprocess.Popen, seconds: float = 300) -> float:
-    started = time.time()
-    while time.time() - started < seconds:
-        if process.poll() is not None:
-            raise SystemExit(f"the server exited with code {process.returncode}")
-        try:
-            with urllib.request.urlopen(endpoint + "/models", timeout=5) as response:
-                if ALIAS in response.read().decode():
-                    return time.time() - started
-        except OSError:
-            time.sleep(1)
-    raise SystemExit(f"the server did not answer within {seconds:.0f} s")
 
 
 def attacks_command(*args) -> float:
@@ -102,28 +70,16 @@ def figures(summary: dict) -> dict:
 
 def with_server(args, work: Path, data: Path) -> dict:
     """Start the server, save the victim and attack it, stop the server whatever happens: the seconds."""
-    check_free(args.port)
-    endpoint = f"http://127.0.0.1:{args.port}/v1"
-    with open(work / "server.log", "ab") as log:
-        server = subprocess.Popen(server_command(args.gguf, args.port, args.threads), stdout=log,
-                                  stderr=subprocess.STDOUT)
-        try:
-            startup = wait_until_up(endpoint, server)
-            settings = work / "llm.yaml"
-            settings.write_text(json.dumps({"config": {
-                "endpoint": endpoint, "model": ALIAS, "key_env": "", "language": "zh", "max_tokens": 10,
-                "temperature": 0.0, "concurrency": 1, "timeout": 300, "cache": str(work / "answers")}}))
-            victim = work / "qwen"
-            train = attacks_command("train", "--model", "llm", "--config", settings, "--train", data,
-                                    "--out", victim, "--overwrite", "-q")
-            evaluate = attacks_command("evaluate", "--victim", victim, "--data", data, "--attacks", "cloak",
-                                       "--mode", "keyword", "--variants", 1, "--seed", 0, "--out", work / "eval", "-q")
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                server.kill()
+    with serving(args.gguf, args.port, args.threads, work / "server.log") as (endpoint, startup):
+        settings = work / "llm.yaml"
+        settings.write_text(json.dumps({"config": {
+            "endpoint": endpoint, "model": ALIAS, "key_env": "", "language": "zh", "max_tokens": 10,
+            "temperature": 0.0, "concurrency": 1, "timeout": 300, "cache": str(work / "answers")}}))
+        victim = work / "qwen"
+        train = attacks_command("train", "--model", "llm", "--config", settings, "--train", data,
+                                "--out", victim, "--overwrite", "-q")
+        evaluate = attacks_command("evaluate", "--victim", victim, "--data", data, "--attacks", "cloak",
+                                   "--mode", "keyword", "--variants", 1, "--seed", 0, "--out", work / "eval", "-q")
     return {"server_startup": round(startup, 1), "train": round(train, 1), "evaluate": round(evaluate, 1)}
 
 

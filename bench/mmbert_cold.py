@@ -54,10 +54,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import (RESULTS, WORK, backbone_info, epoch_seconds, machine_info, parser, read_json, resumable,
-                          timed, weight_files, write_result)
+from bench.common import (RESULTS, WORK, backbone_info, machine_info, parser, read_json, resumable, weight_files,
+                          write_result)
 from bench.mmbert_data import TEST_SETS, TEST_STRENGTH, TEST_TARGETS, VOICE, head, prepare
 from bench.mmbert_evaluation import MODELS, bootstrap_drops, evaluate, half_the_drop, predictions_text, print_table
+from bench.mmbert_runs import speech_step, trained
 from cloak.io import read_records
 
 DEV_POSTS = 200  # the dev set already spoken; a bigger --train-posts keeps it (early stopping only)
@@ -111,23 +112,6 @@ def stage_epochs(text: str) -> list[int]:
     return epochs * 3 if len(epochs) == 1 else epochs
 
 
-def trained(stage: int, run: dict, files: dict, out: Path, from_dir: Path, allow_skip: bool = False) -> dict:
-    """Train a stage unless ``out`` already holds its finished model (resumed where it stopped after a
-    checkpoint); returns its training summary."""
-    from mmbert.train import train_stage
-
-    summary = out / "training.json"
-    if not summary.exists():
-        started = time.time()
-        train_stage(stage, run, str(files["train"]), str(files["dev"]), str(out), str(from_dir),
-                    resume=resumable(out), allow_skip=allow_skip)
-        print(f"{out.name}: {time.time() - started:.0f} s", flush=True)
-    data = json.loads(summary.read_text())
-    log = json.loads((out / "log.json").read_text())
-    return {"best_epoch": data["best_epoch"], "epochs_run": data["epochs_run"], "best_dev_score": data["best_score"],
-            "seconds": round(sum(e["seconds"] for e in log), 1), "epoch_seconds": epoch_seconds(log)}
-
-
 def routing_figure(model_dir: Path, files: dict, out_dir: Path, features: dict) -> dict:
     """Xue et al.'s Fig. 3 for the trained MMBERT over the test sets together, grouped by op."""
     from mmbert.loading import load_model
@@ -175,22 +159,6 @@ def train_all(args, files: dict, backbone: Path, runs: Path) -> tuple[dict, dict
     for name, (_, modalities) in (ABLATION.items() if args.ablation else ()):
         training.update(train_mmbert(run_config(args, modalities), files, runs, backbone, name))
     return mm, training
-
-
-def speech_step(run: dict, files: dict, work: Path, workers: int = 1) -> list[dict]:
-    """Every text of the run spoken and encoded up front (cached in ``WORK/speech``) by ``workers``
-    processes, timed apart from the training it would otherwise hide in; each run's timing is kept in
-    ``WORK/speech_timings.json`` (the first is the one-off cost, a rerun's finds the speech cached)."""
-    from mmbert.loading import speech_features
-
-    texts = sorted({r["text"] for path in files.values() for _, r in read_records(str(path))})
-    speech = speech_features(run["features"])
-    _, seconds = timed(lambda: speech.features(texts, progress=False, workers=workers))
-    path = work / "speech_timings.json"
-    timings = [*read_json(path, {"runs": []})["runs"], {"texts": len(texts), "seconds": round(seconds, 1),
-                                                        "tts": run["features"]["tts"]["name"], "workers": workers}]
-    write_result(path, {"runs": timings})
-    return timings
 
 
 def arguments():

@@ -40,6 +40,7 @@ TEST_SETS = ("clean", *TEST_OPS)  # the test files: test_clean.jsonl, test_homop
 # those mined from the test posts, every character of a term, with rarer same-sound characters.
 TEST_TARGETS, TEST_STRENGTH = "lexicon+mined", "poster"
 VOICE = "zf_xiaobei"
+DEFAULT_HOLD_OUT = 0.5  # the share of terms a held-out test holds out of a run that held out none
 BLOCK = 1000
 
 
@@ -50,7 +51,7 @@ def sample(cold: Path, split: str, n: int, seed: int) -> list[dict]:
     sample's blocks, so (cloaks being numbered by position) the posts, cloaks and cached speech of
     a smaller run stay valid when a benchmark scales up.
     """
-    posts = [r for r in cold_records(cold, split) if MIN_CHARS <= len(r["text"]) <= MAX_CHARS]
+    posts = in_length(cold_records(cold, split))
     random.Random(f"{seed}:{split}").shuffle(posts)
     positives = [r for r in posts if r["label"] == 1]
     negatives = [r for r in posts if r["label"] == 0]
@@ -65,6 +66,49 @@ def sample(cold: Path, split: str, n: int, seed: int) -> list[dict]:
         random.Random(f"{seed}:{split}:order" + (f":{block}" if block else "")).shuffle(new)
         chosen.extend(new)
     return chosen
+
+
+def in_length(records: list[dict]) -> list[dict]:
+    """The posts of ``MIN_CHARS``-``MAX_CHARS`` characters, the length range every MMBERT sample keeps."""
+    return [r for r in records if MIN_CHARS <= len(r["text"]) <= MAX_CHARS]
+
+
+def validation_sample(cold: Path, n: int, training: list[dict], seed: int = 0) -> list[dict]:
+    """``n`` COLD training posts sampled as the test posts are (8-32 characters, half of each label, a seeded
+    order), none of them among ``training`` (by text): the split every setting is chosen on."""
+    taken = {r["text"] for r in training}
+    posts = [r for r in in_length(cold_records(cold, "train")) if r["text"] not in taken]
+    random.Random(f"{seed}:validation").shuffle(posts)
+    positives = [r for r in posts if r["label"] == 1][: n // 2]
+    chosen = positives + [r for r in posts if r["label"] == 0][: n - len(positives)]
+    random.Random(f"{seed}:validation:order").shuffle(chosen)
+    return chosen
+
+
+def fresh_test_sample(cold: Path, used: int, unseen: list[dict], seed: int = 0) -> tuple[list[dict], dict]:
+    """Every COLD test post of 8-32 characters but the ``used`` posts of ``sample(cold, "test", used, seed)``
+    (the earlier runs' test) and those whose text is among ``unseen`` (the training and validation posts),
+    in a seeded order; and what was left out."""
+    earlier = {r["id"] for r in sample(cold, "test", used, seed)}
+    seen = {r["text"] for r in unseen}
+    posts = in_length(cold_records(cold, "test"))
+    kept = [r for r in posts if r["id"] not in earlier and r["text"] not in seen]
+    random.Random(f"{seed}:fresh-test").shuffle(kept)
+    repeated = sum(r["id"] not in earlier and r["text"] in seen for r in posts)
+    return kept, {"posts_of_the_length": len(posts), "earlier_test_posts": len(earlier),
+                  "text_seen_in_training_or_validation": repeated, "kept": len(kept),
+                  "labels": {str(k): sum(r["label"] == k for r in kept) for k in (0, 1)}}
+
+
+def cloaked_sets(posts: list[dict], seed: int = 0, targets: str = TEST_TARGETS,
+                 strength: str = TEST_STRENGTH) -> tuple[dict[str, list[dict]], Lexicon, dict]:
+    """``posts`` clean and cloaked by each op of ``TEST_OPS`` as ``attacks evaluate`` cloaks (the terms mined
+    from these posts), {name: records}; the terms; and the cloaks' settings (``test_cloaks.json``'s)."""
+    from cloak.mining import build_targets, describe_targets
+
+    terms = build_targets(targets, labelled=posts)  # mined from the posts attacked, as attacks evaluate does
+    sets = {"clean": posts, **{op: cloaked(posts, op, seed, terms, strength) for op in TEST_OPS}}
+    return sets, terms, {"ops": list(TEST_OPS), "strength": strength, **describe_targets(terms)}
 
 
 def cloaked(records: list[dict], ops: str, seed: int, targets=None, strength: str = "op") -> list[dict]:
@@ -89,23 +133,16 @@ def prepare(cold: Path, work: Path, n_train: int, n_dev: int, n_test: int, n_pre
             seed: int = 0, targets: str = TEST_TARGETS, strength: str = TEST_STRENGTH) -> dict[str, Path]:
     """Write the benchmark's record files into ``work``; returns {name: path}. The test cloaks' settings
     (ops, strength, and the terms: ``cloak.mining.describe_targets``) go to ``test_cloaks.json``."""
-    from cloak.mining import build_targets, describe_targets
-
     work.mkdir(parents=True, exist_ok=True)
     train, dev, test = (sample(cold, s, n, seed) for s, n in (("train", n_train), ("dev", n_dev),
                                                               ("test", n_test)))
-    terms = build_targets(targets, labelled=test)  # mined from the posts attacked, as attacks evaluate does
-    files = {
-        "train": interleaved(train, cloaked(train, TRAIN_OPS, seed)),
-        "dev": interleaved(dev, cloaked(dev, TRAIN_OPS, seed)),
-        "test_clean": test,
-        **{f"test_{op}": cloaked(test, op, seed, terms, strength) for op in TEST_OPS},
-    }
+    sets, _, settings = cloaked_sets(test, seed, targets, strength)
+    files = {"train": interleaved(train, cloaked(train, TRAIN_OPS, seed)),
+             "dev": interleaved(dev, cloaked(dev, TRAIN_OPS, seed)), **{f"test_{k}": v for k, v in sets.items()}}
     # The corpus of the from-scratch backbone's masked-LM pre-training: COLD training posts (any length).
     corpus = cold_records(cold, "train")
     random.Random(f"{seed}:pretrain").shuffle(corpus)
     files["pretrain_corpus"] = corpus[:n_pretrain]
-    settings = {"ops": list(TEST_OPS), "strength": strength, **describe_targets(terms)}
     return written(work, files, "test_cloaks", settings)
 
 
@@ -137,6 +174,20 @@ def heldout_cloaks(test: Path, work: Path, held_out: Lexicon, seen: Lexicon, see
                                   for name, records in files.items()}}
     work.mkdir(parents=True, exist_ok=True)
     return written(work, files, "heldout_cloaks", settings)
+
+
+def split_terms(terms: Lexicon, run_share: float, asked: float | None) -> tuple[Lexicon, Lexicon]:
+    """(held-out terms, masked terms) of a run's term-mask targets: at the run's own hold-out share, or (a run
+    that held out none) at ``asked``; a split the run's training contradicts is refused."""
+    from mmbert.train import held_out, masked_terms
+
+    if run_share and asked is not None and asked != run_share:
+        raise SystemExit(f"this run held out {run_share:g} of its terms: test those (leave out --hold-out)")
+    share = run_share or (DEFAULT_HOLD_OUT if asked is None else asked)
+    masked = masked_terms(terms, share)
+    # a held-out term inside a masked one (女 in 女人) or holding one was masked with it: not held out
+    kept = (t for t in terms.terms if held_out(t, share) and not any(t in m or m in t for m in masked.terms))
+    return terms.subset(kept, f"{terms.name}: the {share:g} held out, none inside a masked term"), masked
 
 
 def head(path: Path, lines: int, out: Path) -> Path:

@@ -33,12 +33,10 @@ import numpy as np
 
 from bench.common import RESULTS, WORK, machine_info, parser, read_json, require, write_result
 from bench.mmbert_evaluation import MODELS, bootstrap_drops, evaluate, half_the_drop, predictions_text, print_table
-from bench.mmbert_data import heldout_cloaks
+from bench.mmbert_data import DEFAULT_HOLD_OUT, heldout_cloaks, split_terms
 from cloak.io import read_records
-from cloak.targets import Lexicon
 
 SETS = ("clean", "homophone", "homophone_seen")
-DEFAULT_HOLD_OUT = 0.5
 
 
 def arguments():
@@ -49,20 +47,6 @@ def arguments():
                     help="for a run trained without term masks: the share of terms held out "
                          f"[{DEFAULT_HOLD_OUT}; a run with --stage3-term-holdout: its own]")
     return ap
-
-
-def split_terms(terms: Lexicon, run_share: float, asked: float | None) -> tuple[Lexicon, Lexicon]:
-    """(held-out terms, masked terms) of a run's term-mask targets: at the run's own hold-out share, or (a run
-    that held out none) at ``asked``; a split the run's training contradicts is refused."""
-    from mmbert.train import held_out, masked_terms
-
-    if run_share and asked is not None and asked != run_share:
-        raise SystemExit(f"this run held out {run_share:g} of its terms: test those (leave out --hold-out)")
-    share = run_share or (DEFAULT_HOLD_OUT if asked is None else asked)
-    masked = masked_terms(terms, share)
-    # a held-out term inside a masked one (女 in 女人) or holding one was masked with it: not held out
-    kept = (t for t in terms.terms if held_out(t, share) and not any(t in m or m in t for m in masked.terms))
-    return terms.subset(kept, f"{terms.name}: the {share:g} held out, none inside a masked term"), masked
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
-"""The verdict on MMBERT against its text-only twin over the seeds of ``bench.mmbert_cold``: does Xue et al.'s
-(2025) claim hold?
+"""The verdict on MMBERT against its text-only twin over the seeds of ``bench.mmbert_cold``, or under a committed
+protocol (``--protocol``, ``bench.mmbert_claim``'s one test): does Xue et al.'s (2025) claim hold?
 
 Run from the repository root after ``python -m bench.mmbert_cold`` at each seed (each writing its own
 ``--out``): ``.venv/bin/python -m bench.mmbert_verdict bench/results/mmbert_e5_seed0.json
@@ -16,6 +16,14 @@ twin's minus MMBERT's) excludes zero, and MMBERT's clean macro-F1 is no more tha
   and of (the model's clean macro-F1 - the twin's); the 2.5th and 97.5th percentiles. Every seed must
   have been tested on the same posts. Seeds vary the training only, so the interval is over posts; the
   spread over seeds is in the per-seed figures.
+
+Under a protocol (``--protocol bench/protocols/mmbert_claim.yaml bench/results/mmbert_claim_test.json``) the
+verdict refuses a test made under another protocol (its SHA-256 recorded in the test's JSON) and records
+the file's SHA-256 and commit. Its figures: every model's macro-F1 clean and under every cloak (the held-out
+terms' too) and its drops, each with its interval; MMBERT against the twin, the fusion baseline, the best
+text-only model and bert + augmentation (differences and the ratio of the drops, each with its interval);
+each seed's figures and their spread; the claim's parts at every seed alone; the share of the attacked
+terms that training masked; and whether the mixture earns its place over fusion.
 """
 from __future__ import annotations
 
@@ -24,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.claim_protocol import (absolute, claim_parts, compared, load_protocol, resampled, same_protocol,
+                                  seed_spread, undigits)
 from bench.common import machine_info, parser, print_summary, read_json, relative, write_result
 
 RESAMPLES = 2000
@@ -95,12 +105,64 @@ def claim(figures: dict, bounds: dict) -> dict:
             "twin_clean_f1": twin["clean_f1"]["mean"], **parts, "holds": all(parts.values())}
 
 
+# Who is compared with whom under a protocol: (model, baseline), where both were tested.
+PAIRS = (("mmbert", "twin"), ("mmbert", "fusion"), ("fusion", "twin"), ("mmbert", "best_text_only"),
+         ("mmbert", "bert_augmented"), ("twin", "bert_augmented"))
+
+
+def protocol_verdict(protocol, test: dict) -> dict:
+    """The verdict on a ``bench.mmbert_claim`` test under its protocol (see the module docstring)."""
+    labels = undigits(test["labels"])
+    found = {arm: [{k: undigits(v) for k, v in run.items()} for run in seeds]
+             for arm, seeds in test["predictions"].items()}
+    resamples, level = protocol["bootstrap"]["resamples"], protocol["bootstrap"]["level"]
+    f1 = resampled(labels, found, resamples)
+    by_seed = [resampled(labels, {arm: [seeds[i]] for arm, seeds in found.items()}, resamples)
+               for i in range(len(test["seeds"]))]
+    claim = claim_parts(f1, protocol)
+    over_fusion = claim_parts(f1, protocol, "mmbert", "fusion") if "fusion" in f1 else None
+    return {"claim": claim, "claim_by_seed": {str(s): claim_parts(f, protocol) for s, f in zip(test["seeds"], by_seed)},
+            "mixture_over_fusion": over_fusion,
+            "models": {arm: {**absolute(f1[arm], level), "seeds": seed_spread(labels, found[arm])} for arm in found},
+            "comparisons": {f"{a}_vs_{b}": compared(f1, a, b, level) for a, b in PAIRS if a in f1 and b in f1},
+            "term_overlap": test["test"]["term_overlap"], "held_out_terms": test["test"]["held_out"]}
+
+
+def protocol_main(args) -> None:
+    """``--protocol``: one test JSON of ``bench.mmbert_claim``, judged under the protocol it was made under."""
+    started = time.perf_counter()
+    protocol = load_protocol(args.protocol)
+    if len(args.runs) != 1:
+        raise SystemExit("--protocol judges one test: give bench.mmbert_claim's test JSON alone")
+    test = read_json(args.runs[0])
+    same_protocol(test.get("protocol"), protocol, relative(args.runs[0]))
+    verdict = protocol_verdict(protocol, test)
+    write_result(args.out, {"benchmark": "bench/mmbert_verdict.py", "protocol": protocol.record,
+                            "protocol_commit": test["protocol_commit"], "test": relative(args.runs[0]),
+                            "chosen": test["chosen"], "setting": test["setting"], "seeds": test["seeds"],
+                            "test_posts": len(test["labels"]), "test_sample": test["test"]["sample"],
+                            "backbone": test["backbone"], "resamples": protocol["bootstrap"]["resamples"],
+                            **verdict, "test_machine": test["machine"], "machine": machine_info()})
+    claim = verdict["claim"]
+    rows = [(f"{arm} {key}", f"{v['value']:.4f}", f"{v['interval']}")
+            for arm, figures in verdict["models"].items() for key, v in figures["macro_f1"].items()]
+    rows += [("MMBERT's homophone drop / the twin's", str(claim["ratio"]), f"{claim['ratio_interval']}"),
+             ("claim holds", str(claim["holds"]), f"{claim['parts_met']} of 3 parts met"),
+             ("mixture earns its place over fusion", str((verdict["mixture_over_fusion"] or {}).get("holds")), "")]
+    print_summary(rows, args.out, time.perf_counter() - started, value_width=10)
+
+
 def main() -> None:
     ap = parser(__doc__)
-    ap.add_argument("runs", nargs="+", type=Path, help="the per-seed JSON files of bench.mmbert_cold")
+    ap.add_argument("runs", nargs="+", type=Path, help="the per-seed JSON files of bench.mmbert_cold (with --protocol: "
+                                                        "bench.mmbert_claim's test JSON)")
     ap.add_argument("--out", type=Path, required=True, help="the verdict (JSON)")
-    ap.add_argument("--resamples", type=int, default=RESAMPLES)
+    ap.add_argument("--resamples", type=int, default=RESAMPLES, help="without --protocol (the protocol fixes its own)")
+    ap.add_argument("--protocol", type=Path, default=None, help="the committed protocol the test was made under")
     args = ap.parse_args()
+    if args.protocol:
+        protocol_main(args)
+        return
     started = time.perf_counter()
     reports = [read_json(path) for path in args.runs]
     labels, runs = seed_runs(reports)

@@ -118,6 +118,8 @@ class Featurizer:
             batch["term_ids"] = _padded([e["term_ids"] for e in examples], 0)  # aligned with input_ids
         if "labels" in examples[0]:
             batch["labels"] = torch.tensor([e["labels"] for e in examples])
+        if "example" in examples[0]:
+            batch["examples"] = torch.tensor([e["example"] for e in examples])
         if "speech_features" in examples[0]:
             width = max(len(e["speech_features"]) for e in examples)
             dim = examples[0]["speech_features"].shape[1]

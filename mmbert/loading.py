@@ -144,6 +144,29 @@ def fill_glyph_images(model: MMBertForSequenceClassification, tokenizer, progres
     encoder.glyphs.copy_(torch.from_numpy(glyph_images(tokens, config.glyph_size, progress=progress)))
 
 
+# How the mixture routes and balances: stages 1 and 2 force each modality through its own expert, so a
+# stage-3 run may still change these on a stage-2 model (the router's variants, compared on validation).
+STAGE3_MODEL_FIELDS = ("aux_loss_weight", "feed_forward")
+
+
+def retune_mixture(model: MMBertForSequenceClassification, model_settings: dict) -> None:
+    """A stage-2 MMBERT with the run's ``aux_loss_weight`` and ``feed_forward`` where it sets them:
+    ``experts`` and ``modality`` share their experts, so a mixture may drop its (never trained) routers for
+    routing by modality; a ``dense`` model has other parameters and cannot change."""
+    config = model.config
+    wanted = {k: model_settings[k] for k in STAGE3_MODEL_FIELDS if model_settings.get(k) is not None}
+    config.aux_loss_weight = wanted.get("aux_loss_weight", config.aux_loss_weight)
+    change = wanted.get("feed_forward", config.feed_forward)
+    if change == config.feed_forward:
+        return
+    if change != "modality" or config.feed_forward != "experts":
+        raise StageError(f"feed_forward {config.feed_forward!r} cannot become {change!r} after stage 2: train the "
+                         "model from stage 1 with it")
+    config.feed_forward = change
+    for layer in model.mmbert.layers:
+        layer.moe.router = None
+
+
 def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: bool = False,
                     num_labels: int = 2, progress: bool | None = None, seed: int = 0):
     """(model, tokenizer) to start ``stage`` from. Stage 1 starts from a BERT (``from_dir`` or the
@@ -162,6 +185,8 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
                              f"{done + 1}; pass --skip-stages to do so on purpose (Xue et al. (2025)'s ablation)")
         if stage > 1:
             model.mmbert.freeze_vision_encoder()
+        if stage == 3:
+            retune_mixture(model, run["model"])
         return model, load_tokenizer(from_dir)
     if stage > 1 and not allow_skip:
         raise StageError(f"stage {stage} starts from the stage-{stage - 1} model: pass --from DIR "

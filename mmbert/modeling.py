@@ -13,7 +13,10 @@ One model, readable top to bottom:
         y = LN(h + sum_i w_i * Expert_i(h))          # experts: BERT feed-forwards, upcycled
 
 At initialisation from a BERT every expert is a copy of the pretrained feed-forward, so whatever the
-router says the layer computes exactly what BERT did (the weights sum to one).
+router says the layer computes exactly what BERT did (the weights sum to one). ``feed_forward`` may
+replace the mixture: ``dense`` keeps one feed-forward for every token (the fusion baseline: the same
+speech and glyph tokens, no experts, no router), ``modality`` sends each token to its own modality's
+expert (experts without a router).
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassificati
 from transformers.activations import ACT2FN
 from transformers.utils import ModelOutput
 
-from .configuration import MMBertConfig
+from .configuration import MODALITIES, MMBertConfig
 
 TEXT, SPEECH, VISION = 0, 1, 2  # token type ids
 
@@ -142,22 +145,26 @@ class MMBertMoE(nn.Module):
     """Experts {E_T, E_S, E_V} and a linear router with softmax weights (eq. 8-12).
 
     ``expert`` forces every token to one expert (stage 2 trains each expert on its own modality).
-    Returns the mixed output and the routing weights (batch, tokens, experts).
+    Without a router (``feed_forward: modality``) each token goes to the expert ``token_experts`` names,
+    its own modality's. Returns the mixed output and the routing weights (batch, tokens, experts).
     """
 
     def __init__(self, config: MMBertConfig) -> None:
         super().__init__()
         self.top_k = config.moe_top_k
         self.experts = nn.ModuleList(MMBertExpert(config) for _ in range(config.num_experts))
-        # One expert (a text-only model) is a plain BERT feed-forward: nothing to route.
-        self.router = nn.Linear(config.hidden_size, config.num_experts) if config.num_experts > 1 else None
+        # One expert (a text-only model, or dense fusion) is a plain BERT feed-forward: nothing to route.
+        self.router = nn.Linear(config.hidden_size, config.num_experts) if config.routed else None
 
-    def forward(self, x: torch.Tensor, expert: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, expert: int | None = None,
+                token_experts: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         n = len(self.experts)
         if expert is not None or n == 1:
             expert = expert or 0
             weights = F.one_hot(torch.full(x.shape[:2], expert, device=x.device), n).to(x.dtype)
             return self.experts[expert](x), weights
+        if self.router is None:
+            return self.gated(x, F.one_hot(token_experts, n).to(x.dtype))
         weights = torch.softmax(self.router(x), dim=-1)
         if not self.top_k:
             # Accumulated rather than stacked: no (b, t, h, n) tensor to keep for the backward pass.
@@ -166,7 +173,11 @@ class MMBertMoE(nn.Module):
                 mixed = mixed + self.experts[i](x) * weights[..., i:i + 1]
             return mixed, weights
         top, chosen = weights.topk(min(self.top_k, n), dim=-1)
-        sparse = torch.zeros_like(weights).scatter(-1, chosen, top / top.sum(-1, keepdim=True))
+        return self.gated(x, torch.zeros_like(weights).scatter(-1, chosen, top / top.sum(-1, keepdim=True)))
+
+    def gated(self, x: torch.Tensor, sparse: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each expert run on the tokens with a non-zero weight for it only, ``sparse`` (b, t, experts)."""
+        n = len(self.experts)
         flat, gates = x.reshape(-1, x.shape[-1]), sparse.reshape(-1, n)
         out = torch.zeros_like(flat)
         for i, e in enumerate(self.experts):
@@ -187,9 +198,10 @@ class MMBertLayer(nn.Module):
         self.output_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, expert: int | None = None):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, expert: int | None = None,
+                token_experts: torch.Tensor | None = None):
         h = self.attention_norm(x + self.dropout(self.attention(x, mask)))
-        mixed, weights = self.moe(h, expert)
+        mixed, weights = self.moe(h, expert, token_experts)
         return self.output_norm(h + self.dropout(mixed)), weights
 
 
@@ -262,7 +274,7 @@ class MMBertModel(MMBertPreTrainedModel):
         self.post_init()
 
     def expert_index(self, modality: str) -> int:
-        return self.config.modalities.index(modality)
+        return self.config.expert_of(modality)
 
     def aligned_speech(self, speech_features: torch.Tensor) -> torch.Tensor:
         return self.speech_aligner(speech_features)
@@ -327,12 +339,16 @@ class MMBertModel(MMBertPreTrainedModel):
         mask = torch.cat(masks, dim=1).to(x.dtype)
         # Additive mask: padded keys get a large negative score (not -inf: an all-masked row stays finite).
         bias = (1.0 - mask)[:, None, None, :] * torch.finfo(x.dtype).min
+        token_types = torch.cat(types, dim=1)
+        # feed_forward "modality": each token's expert is its modality's (token types number MODALITIES)
+        token_experts = None if config.feed_forward != "modality" else torch.tensor(
+            [config.expert_of(m) if m in config.modalities else 0 for m in MODALITIES], device=x.device)[token_types]
         routing = []
         for layer in self.layers:
-            x, weights = layer(x, bias, expert)
+            x, weights = layer(x, bias, expert, token_experts)
             routing.append(weights)
         aux = None
-        if expert is None and config.num_experts > 1:
+        if expert is None and config.routed:
             aux = torch.stack([load_balancing_loss(w, mask) for w in routing]).mean()
         if config.pooling == "mean":
             summary = (x * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1.0)
@@ -340,7 +356,7 @@ class MMBertModel(MMBertPreTrainedModel):
             summary = x[:, 0]
         pooled = torch.tanh(self.pooler(summary))
         return MMBertOutput(aux_loss=aux, last_hidden_state=x, pooled=pooled, routing=tuple(routing),
-                            token_types=torch.cat(types, dim=1), attention_mask=mask, word_embeddings=words,
+                            token_types=token_types, attention_mask=mask, word_embeddings=words,
                             aligned_vision=aligned_vision)
 
 

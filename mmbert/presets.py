@@ -41,7 +41,7 @@ from .configuration import BERT_SHAPE, MMBertConfig
 from .loop_settings import LoopSettings
 
 MM_FIELDS = ("modalities", "speech_dim", "speech_pool", "max_speech_tokens", "vision_dim", "glyph_size",
-             "moe_top_k", "aux_loss_weight", "pooling")
+             "feed_forward", "moe_top_k", "aux_loss_weight", "pooling")
 RATE = Interval(float, 0, closed="neither")
 LOOP = LoopSettings._parameter_constraints  # the epoch loop's fields, declared there
 EPOCHS = LOOP["epochs"]

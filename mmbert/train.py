@@ -9,7 +9,10 @@ Stage 1, aligners: everything but the aligners (and the glyph CNN) frozen. The a
 Stage 2, experts: each expert learns its own modality through one shared classification head:
     text expert on the text alone, speech expert on [CLS] + speech tokens, vision expert on [CLS] +
     vision tokens (cross-entropy summed). The first ``head_warmup_epochs`` train the head on text
-    only, so the other modalities learn to reach a head that already knows the task.
+    only, so the other modalities learn to reach a head that already knows the task. A text-only model
+    put through stage 2 (from the backbone, skipping stage 1) gets the same updates of its text path at
+    the same rates: a twin trained on MMBERT's budget. A ``dense`` model's one feed-forward learns every
+    modality at the text expert's rate.
 Stage 3, MMBERT tuning: all parts, all modalities, the router free: cross-entropy + aux weight x
     load-balancing loss. One learning rate with per-group overrides. ``stage3.text_mask`` (0 by default)
     replaces that share of each training post's text tokens by the tokenizer's mask token, and with them
@@ -19,8 +22,9 @@ Stage 3, MMBERT tuning: all parts, all modalities, the router free: cross-entrop
     those mined from the training posts (``cloak.mining``), found in each post as a homophone finds its
     target, since posters cloak a whole term, not a random character; ``stage3.term_holdout`` keeps a
     share of those terms (the same at every seed) never masked, for a test of terms the masks never
-    touched. A text-only model (the twin)
-    trained with the same settings sees the same masks, as word dropout.
+    touched. Each example's masks come from a generator seeded by (seed, its line in the training file,
+    epoch): a text-only model (the twin) trained with the same settings on the same file masks the very
+    same positions, as word dropout.
 
 Groups of parameters (for learning rates and freezing): ``aligners`` (aligners, glyph CNN: it trains in
 stage 1 only, then becomes a frozen table of its features, see ``MMBertModel.freeze_vision_encoder``),
@@ -130,7 +134,8 @@ def contrastive_loss(pred: torch.Tensor, target: torch.Tensor, temperature: floa
 ALIGNMENT_LOSSES = {"mse": unexplained_variance, "contrastive": contrastive_loss}
 
 
-def alignment_loss(model, batch: dict, experts: list[str], pooled_loss: Callable = unexplained_variance) -> torch.Tensor:
+def alignment_loss(model, batch: dict, modalities: list[str],
+                   pooled_loss: Callable = unexplained_variance) -> torch.Tensor:
     """Stage 1: cloaked speech / vision, through the frozen backbone, against the clean text;
     ``pooled_loss`` compares the pooled encodings (``ALIGNMENT_LOSSES``).
 
@@ -142,10 +147,10 @@ def alignment_loss(model, batch: dict, experts: list[str], pooled_loss: Callable
         target = _pooled(clean.last_hidden_state, clean.attention_mask)
     losses = []
     for modality, token_type in (("speech", SPEECH), ("vision", VISION)):
-        if modality not in experts or (modality == "speech" and "speech_features" not in batch):
+        if modality not in modalities or (modality == "speech" and "speech_features" not in batch):
             continue
         out = model(batch["input_ids"], batch["attention_mask"], batch.get("speech_features"),
-                    batch.get("speech_mask"), modalities=(modality,), expert=experts.index(modality))
+                    batch.get("speech_mask"), modalities=(modality,), expert=model.config.expert_of(modality))
         keep = out.attention_mask * (out.token_types == token_type)
         losses.append(pooled_loss(_pooled(out.last_hidden_state, keep), target))
         if modality == "vision":  # token by token, where cloaked and clean tokenise to the same length
@@ -156,12 +161,12 @@ def alignment_loss(model, batch: dict, experts: list[str], pooled_loss: Callable
     return torch.stack(losses).sum()
 
 
-def expert_loss(model, batch: dict, modalities: tuple[str, ...], experts: list[str]) -> torch.Tensor:
-    """Stage 2: each modality alone through its own expert (``experts``: the model's modalities, in
-    expert order) and the shared head."""
+def expert_loss(model, batch: dict, modalities: tuple[str, ...]) -> torch.Tensor:
+    """Stage 2: each modality alone through its own expert (a ``dense`` model's one feed-forward) and the
+    shared head."""
     total = 0.0
     for modality in modalities:
-        out = model(**batch, modalities=(modality,), expert=experts.index(modality))
+        out = model(**batch, modalities=(modality,), expert=model.config.expert_of(modality))
         total = total + out.loss
     return total
 
@@ -173,18 +178,33 @@ def stage2_modalities(model, epoch: int, settings: dict, batch: dict) -> tuple[s
 
 
 def masked_text(input_ids: torch.Tensor, attention_mask: torch.Tensor, share: float, mask_id: int,
-                keep_ids: list[int], term_ids: torch.Tensor | None = None, term_share: float = 0.0) -> torch.Tensor:
+                keep_ids: list[int], seeds: list[int], term_ids: torch.Tensor | None = None,
+                term_share: float = 0.0) -> torch.Tensor:
     """``input_ids`` with each real token but the special ones (``keep_ids``: [CLS], [SEP], ...) replaced
     by ``mask_id`` with probability ``share``, and every token of a term (``term_ids``: each token's term
     number in its post, 0 for none) with the term's probability ``term_share``, drawn once a term so that
-    it goes whole (torch's global generator, which a resumed run restores)."""
+    it goes whole. Row i draws from its own generator seeded ``seeds[i]`` (:func:`mask_seed`), over its
+    real tokens only (padding is on the right), so an example's masks do not depend on the batch it is
+    in, nor on the model: MMBERT and its twin mask the same positions."""
     candidates = attention_mask.bool() & ~torch.isin(input_ids, torch.tensor(keep_ids, device=input_ids.device))
-    chosen = candidates & (torch.rand(input_ids.shape, device=input_ids.device) < share)
-    if term_ids is not None and term_share:
-        drawn = torch.rand(term_ids.shape[0], int(term_ids.max()) + 1, device=term_ids.device) < term_share
-        drawn[:, 0] = False  # number 0 is no term
-        chosen |= candidates & drawn.gather(1, term_ids)
-    return input_ids.masked_fill(chosen, mask_id)
+    chosen = torch.zeros_like(candidates)
+    for row, seed in enumerate(seeds):
+        generator = torch.Generator().manual_seed(seed)
+        length = int(attention_mask[row].sum())
+        drawn = torch.rand(length, generator=generator) < share
+        if term_ids is not None and term_share:
+            terms = term_ids[row, :length].cpu()
+            whole = torch.rand(int(terms.max()) + 1, generator=generator) < term_share
+            whole[0] = False  # number 0 is no term
+            drawn |= whole[terms]
+        chosen[row, :length] = drawn.to(chosen.device)
+    return input_ids.masked_fill(chosen & candidates, mask_id)
+
+
+def mask_seed(seed: int, example: int, epoch: int) -> int:
+    """The seed of one training example's stage-3 masks in one epoch (``example``: its line in the
+    training file), the same for every model trained at ``seed`` on that file."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{example}:{epoch}".encode()).digest()[:8], "little")
 
 
 def term_mask_targets(train_records: list[dict]) -> Lexicon:
@@ -208,17 +228,17 @@ def stage_loss(model, batch: dict, epoch: int, stage: int, settings: dict,
                tokenizer=None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(loss, aux loss or None) of a training batch in ``stage``; ``tokenizer`` gives stage 3's mask and
     special tokens when ``stage3.text_mask`` or ``stage3.term_mask`` is set."""
-    experts = model.config.modalities
     if stage == 1:
-        return alignment_loss(model, batch, experts, ALIGNMENT_LOSSES[settings["stage1"]["loss"]]), None
+        return alignment_loss(model, batch, model.config.modalities, ALIGNMENT_LOSSES[settings["stage1"]["loss"]]), None
     if stage == 2:
-        return expert_loss(model, batch, stage2_modalities(model, epoch, settings, batch), experts), None
+        return expert_loss(model, batch, stage2_modalities(model, epoch, settings, batch)), None
     batch = dict(batch)
-    term_ids = batch.pop("term_ids", None)
+    term_ids, examples = batch.pop("term_ids", None), batch.pop("examples", None)
     share, term_share = settings["stage3"]["text_mask"], settings["stage3"]["term_mask"]
     if share or term_share:
+        seeds = [mask_seed(settings["seed"], example, epoch) for example in examples.tolist()]
         batch["input_ids"] = masked_text(batch["input_ids"], batch["attention_mask"], share, tokenizer.mask_token_id,
-                                         tokenizer.all_special_ids, term_ids, term_share)
+                                         tokenizer.all_special_ids, seeds, term_ids, term_share)
     out = model(**batch)
     return out.loss, out.aux_loss
 
@@ -304,6 +324,9 @@ def train_stage(stage: int, run: dict, train_path: str, dev_path: str, out_dir: 
              if stage == 3 and stage3["term_mask"] else None)
     train_examples = featurizer.encode(train_records, labels=True, progress=progress,
                                        terms=terms.find if terms else None)
+    if stage == 3 and (stage3["text_mask"] or stage3["term_mask"]):
+        for number, example in enumerate(train_examples):
+            example["example"] = number  # what its masks are seeded by (mask_seed)
     dev_examples = featurizer.encode(dev_records, labels=True, progress=progress)
     dev_labels = np.array([e["labels"] for e in dev_examples])
 

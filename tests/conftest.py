@@ -55,6 +55,18 @@ def interrupted_after(calls: int, real):
     return chunk
 
 
+def write_cold(folder: Path, splits: dict[str, list[dict]]) -> Path:
+    """A COLD folder (``train.csv``, ``dev.csv``, ``test.csv`` as COLD writes them) of the records given by split."""
+    import csv
+
+    for split, rows in splits.items():
+        with open(folder / f"{split}.csv", "w", encoding="utf-8-sig", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["", "split", "topic", "label", "fine-grained-label", "TEXT"])
+            writer.writerows([i, split, "race", r["label"], r["label"], r["text"]] for i, r in enumerate(rows))
+    return folder
+
+
 def read_jsonl(path) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]

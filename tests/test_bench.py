@@ -1,6 +1,5 @@
 """The benchmarks' own code paths a long run relies on: any encoder folder as backbone, the MMBERT test
 cloaks, its run settings and the modality ablation, and the verdict over seeds."""
-import csv
 import json
 import shutil
 import subprocess
@@ -10,20 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, read_jsonl
+from tests.conftest import ROOT, read_jsonl, write_cold
 
 
 @pytest.fixture(scope="module")
 def cold(tmp_path_factory, sample_path):
     """A tiny COLD folder (train, dev, test CSVs as COLD writes them) cut from the bundled sample."""
     records = read_jsonl(sample_path)
-    folder = tmp_path_factory.mktemp("cold")
-    for split, rows in (("train", records[:200]), ("dev", records[200:250]), ("test", records[250:])):
-        with open(folder / f"{split}.csv", "w", encoding="utf-8-sig", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(["", "split", "topic", "label", "fine-grained-label", "TEXT"])
-            writer.writerows([i, split, "race", r["label"], r["label"], r["text"]] for i, r in enumerate(rows))
-    return folder
+    splits = {"train": records[:200], "dev": records[200:250], "test": records[250:]}
+    return write_cold(tmp_path_factory.mktemp("cold"), splits)
 
 
 def test_backbone_info_takes_an_encoder_without_a_pretraining_log(xlmr_backbones, tmp_path):
@@ -69,7 +63,7 @@ def test_mmbert_test_cloaks_follow_attacks_evaluate(cold, tmp_path):
 
 
 def test_held_out_terms_are_never_masked_in_any_form():
-    from bench.mmbert_heldout import split_terms
+    from bench.mmbert_data import split_terms
     from cloak.targets import Lexicon
     from mmbert.train import held_out
 
@@ -88,7 +82,7 @@ def test_held_out_terms_are_never_masked_in_any_form():
 
 @pytest.mark.slow
 def test_heldout_test_cloaks_held_out_and_masked_terms_apart(stages, run, data, tmp_path):
-    from bench.mmbert_heldout import split_terms
+    from bench.mmbert_data import split_terms
     from mmbert.train import read_labelled, term_mask_targets, train_stage
 
     runs = tmp_path / "runs_24"

@@ -73,6 +73,39 @@ def test_moe_output_is_the_router_weighted_sum_of_distinct_experts():
     torch.testing.assert_close(sparse, each.gather(-1, best[..., None, None].expand(2, 5, 32, 1)).squeeze(-1))
 
 
+def test_dense_fusion_reads_every_modality_through_one_feed_forward():
+    """The fusion baseline: MMBERT's speech and glyph tokens through BERT's one feed-forward, no router."""
+    bert = tiny_bert()
+    model = upcycle_from_bert(bert, mm_config(bert, feed_forward="dense")).eval()
+    assert all(len(layer.moe.experts) == 1 and layer.moe.router is None for layer in model.mmbert.layers)
+    ids = torch.randint(5, 120, (2, 6))
+    out = model(ids, speech_features=torch.randn(2, 4, 16), labels=torch.tensor([0, 1]))
+    assert out.token_types.shape == (2, 16) and out.aux_loss is None
+    assert all(torch.equal(w, torch.ones(2, 16, 1)) for w in out.routing)
+    text = model.mmbert(ids, modalities=("text",)).last_hidden_state
+    torch.testing.assert_close(text, bert(input_ids=ids).last_hidden_state, atol=1e-5, rtol=1e-4)
+    alone = model(ids, modalities=("text",)).logits
+    assert not torch.allclose(out.logits, alone)  # the speech and glyph tokens are read
+    assert model.config.expert_of("speech") == model.config.expert_of("vision") == 0
+
+
+def test_modality_routing_sends_each_token_to_its_modalitys_expert():
+    bert = tiny_bert()
+    torch.manual_seed(3)
+    routed = MMBertForSequenceClassification(mm_config(bert)).eval()
+    by_modality = MMBertForSequenceClassification(mm_config(bert, feed_forward="modality")).eval()
+    missing, unexpected = by_modality.load_state_dict(routed.state_dict(), strict=False)
+    assert not missing and unexpected and all(".router." in k for k in unexpected)
+    assert all(layer.moe.router is None for layer in by_modality.mmbert.layers)
+    out = by_modality(torch.randint(5, 120, (2, 6)), speech_features=torch.randn(2, 4, 16))
+    for weights in out.routing:
+        torch.testing.assert_close(weights, torch.nn.functional.one_hot(out.token_types, 3).float())
+    assert out.aux_loss is None
+    moe, h = by_modality.mmbert.layers[0].moe, torch.randn(1, 3, 32)
+    mixed, _ = moe(h, token_experts=torch.tensor([[0, 1, 2]]))
+    torch.testing.assert_close(mixed, torch.stack([moe.experts[i](h)[0, i] for i in range(3)])[None])
+
+
 def tiny_xlm_roberta():
     from transformers import XLMRobertaConfig, XLMRobertaModel
 
@@ -168,12 +201,10 @@ def test_text_mask_replaces_a_share_of_the_real_tokens_but_the_special_ones():
 
     ids = torch.tensor([[101, 5, 6, 7, 102, 0], [101, 8, 102, 0, 0, 0]])
     mask = (ids != 0).long()
-    torch.manual_seed(0)
-    every = masked_text(ids, mask, 0.999999, 103, [101, 102, 0])
+    every = masked_text(ids, mask, 0.999999, 103, [101, 102, 0], [0, 1])
     assert every.tolist() == [[101, 103, 103, 103, 102, 0], [101, 103, 102, 0, 0, 0]]
-    assert torch.equal(masked_text(ids, mask, 0.0, 103, [101, 102, 0]), ids)
-    torch.manual_seed(0)
-    some = masked_text(torch.full((1, 2000), 9), torch.ones(1, 2000, dtype=torch.long), 0.25, 103, [101])
+    assert torch.equal(masked_text(ids, mask, 0.0, 103, [101, 102, 0], [0, 1]), ids)
+    some = masked_text(torch.full((1, 2000), 9), torch.ones(1, 2000, dtype=torch.long), 0.25, 103, [101], [0])
     assert 0.2 < (some == 103).float().mean().item() < 0.3
 
 
@@ -182,13 +213,36 @@ def test_term_mask_masks_each_term_whole_or_not_at_all():
 
     ids = torch.tensor([[101, 11, 12, 13, 14, 15]]).repeat(4000, 1)
     terms = torch.tensor([[0, 1, 1, 0, 2, 2]]).repeat(4000, 1)
-    torch.manual_seed(0)
-    masked = masked_text(ids, torch.ones_like(ids), 0.0, 103, [101], terms, 0.5) == 103
+    seeds = list(range(4000))
+    masked = masked_text(ids, torch.ones_like(ids), 0.0, 103, [101], seeds, terms, 0.5) == 103
     assert not masked[:, [0, 3]].any()  # outside the terms nothing is masked
     assert torch.equal(masked[:, 1], masked[:, 2]) and torch.equal(masked[:, 4], masked[:, 5])  # a term goes whole
     assert 0.45 < masked[:, 1].float().mean().item() < 0.55
     assert 0.2 < (masked[:, 1] & masked[:, 4]).float().mean().item() < 0.3  # each term drawn on its own
-    assert torch.equal(masked_text(ids, torch.ones_like(ids), 0.0, 103, [101], terms, 0.0), ids)
+    assert torch.equal(masked_text(ids, torch.ones_like(ids), 0.0, 103, [101], seeds, terms, 0.0), ids)
+
+
+def test_an_examples_masks_depend_on_its_seed_alone_not_on_its_batch():
+    """MMBERT and its twin must mask the same positions of an example: its row draws from a generator of its
+    own, over its real tokens, whatever else is in the batch, however padded, and whatever the global RNG."""
+    from mmbert.train import mask_seed, masked_text
+
+    def mask(rows: list[list[int]], seeds: list[int], terms: list[list[int]]) -> list[list[int]]:
+        width = max(map(len, rows))
+        ids = torch.tensor([r + [0] * (width - len(r)) for r in rows])
+        term_ids = torch.tensor([t + [0] * (width - len(t)) for t in terms])
+        torch.manual_seed(len(rows))  # the global generator must not matter
+        out = masked_text(ids, (ids != 0).long(), 0.3, 103, [101, 102, 0], seeds, term_ids, 0.5)
+        return [row[:len(r)] for row, r in zip(out.tolist(), rows)]
+
+    post, terms = [101, *range(20, 40), 102], [0, *[1] * 4, *[0] * 8, *[2] * 3, *[0] * 5, 0]
+    seed = mask_seed(0, 7, 1)
+    alone = mask([post], [seed], [terms])[0]
+    beside = mask([[101, 5, 102], post, [101, *range(50, 90), 102]], [mask_seed(0, 1, 1), seed, mask_seed(0, 2, 1)],
+                  [[0] * 3, terms, [0] * 42])[1]
+    assert alone == beside and 103 in alone
+    others = {tuple(mask([post], [mask_seed(*key)], [terms])[0]) for key in ((1, 7, 1), (0, 8, 1), (0, 7, 2))}
+    assert tuple(alone) not in others  # another seed, example or epoch draws other masks
 
 
 def test_term_ids_number_the_terms_each_token_overlaps():
@@ -212,8 +266,8 @@ def test_stage3_masks_mask_training_batches_only(run, data, stages, tmp_path, mo
 
     seen = []
 
-    def spy(input_ids, attention_mask, share, mask_id, keep_ids, term_ids=None, term_share=0.0):
-        out = masked_text(input_ids, attention_mask, share, mask_id, keep_ids, term_ids, term_share)
+    def spy(input_ids, attention_mask, share, mask_id, keep_ids, seeds, term_ids=None, term_share=0.0):
+        out = masked_text(input_ids, attention_mask, share, mask_id, keep_ids, seeds, term_ids, term_share)
         seen.append((share, term_share, mask_id, int((term_ids > 0).sum()), (out == mask_id).sum().item(),
                      (input_ids == mask_id).sum().item()))
         return out
@@ -292,6 +346,38 @@ def test_each_stage_trains_only_its_parameters(run, stages):
     log = json.loads(open(os.path.join(stages[3], "log.json")).read())
     assert log[0]["epoch"] == 1 and 0 <= log[0]["dev_f1"] <= 1 and log[0]["train_aux_loss"] >= 1.0 - 1e-6
     assert not os.path.exists(os.path.join(stages[3], "checkpoint"))  # removed once the run is complete
+
+
+@pytest.mark.slow
+def test_fusion_trains_its_one_feed_forward_through_the_stages(run, data, tmp_path):
+    from tests.conftest import train_stages
+
+    dense = json.loads(json.dumps(run))
+    dense["model"]["feed_forward"] = "dense"
+    dirs = train_stages(dense, data, tmp_path)
+    models = {s: MMBertForSequenceClassification.from_pretrained(d) for s, d in dirs.items()}
+    modalities = models[1].config.modalities
+    assert models[3].config.feed_forward == "dense" and models[3].config.modalities == ["text", "speech", "vision"]
+    assert _groups_changed(models[1].state_dict(), models[2].state_dict(), modalities) == {
+        "aligners", "expert_text", "head"}  # its one feed-forward, at the text expert's rate
+    assert _groups_changed(models[2].state_dict(), models[3].state_dict(), modalities) == {
+        "aligners", "expert_text", "head", "backbone"}
+    assert not any(".router." in name for name in models[3].state_dict())
+    log = json.loads(open(os.path.join(dirs[2], "log.json")).read())
+    assert {"dev_f1_text", "dev_f1_speech", "dev_f1_vision"} <= set(log[0])
+
+
+def test_stage3_may_route_a_mixture_by_modality_but_not_make_it_dense(run, data, stages, tmp_path):
+    args = (str(data / "train.jsonl"), str(data / "dev.jsonl"))
+    variant = json.loads(json.dumps(run))
+    variant["model"].update(feed_forward="modality", aux_loss_weight=0.1)
+    train_stage(3, variant, *args, str(tmp_path / "modality"), stages[2], progress=False)
+    model = MMBertForSequenceClassification.from_pretrained(tmp_path / "modality")
+    assert model.config.feed_forward == "modality" and model.config.aux_loss_weight == 0.1
+    assert not any(".router." in name for name in model.state_dict())
+    variant["model"]["feed_forward"] = "dense"
+    with pytest.raises(StageError, match="cannot become 'dense'"):
+        train_stage(3, variant, *args, str(tmp_path / "dense"), stages[2], progress=False)
 
 
 @pytest.mark.slow
