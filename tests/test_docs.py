@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shlex
 import shutil
@@ -80,10 +81,19 @@ def runnable(page: Path) -> list[tuple[int, str]]:
 def test_the_examples_of_a_page_run_in_turn(page, folder, request):
     if any("victims/bert" in block for _, block in runnable(page)):
         save_tiny_bert(folder / "victims" / "bert", request.getfixturevalue("backbone"))
-    for i, block in runnable(page):
-        # dont_inherit: the examples run without this module's `from __future__ import annotations`
-        code = compile(block, f"{page_id(page)} python block {i + 1}", "exec", dont_inherit=True)
-        exec(code, {"__name__": "__docs__"})
+    examples = [(f"{page_id(page)} python block {i + 1}", block) for i, block in runnable(page)]
+    # In a Python of their own, as a user runs them: an example that registers an op, a detector or an attack
+    # (the architecture page's) must not leave it registered for the tests that follow.
+    ran = subprocess.run([sys.executable, "-c", RUN_EXAMPLES, json.dumps(examples)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert ran.returncode == 0, ran.stderr[-4000:]
+
+
+RUN_EXAMPLES = """
+import json, sys
+for name, block in json.loads(sys.argv[1]):
+    exec(compile(block, name, "exec"), {"__name__": "__docs__"})
+"""
 
 
 def save_tiny_bert(out: Path, backbone) -> None:
