@@ -155,6 +155,9 @@ SETTINGS_OPTIONS = (
                       "[default: the default lexicon]."),
 )
 
+DEFENCE_HELP = ("cloak unveil in front of the detector, as an Unveiler spec: unveil, or unveil:KEY=VALUE... with the "
+                "options of `cloak unveil` (unveil:targets=lexicon+mined:mine_from=train.jsonl:threshold=4).")
+
 
 def _settings_options(func):
     for option in reversed(SETTINGS_OPTIONS):
@@ -173,11 +176,14 @@ def _settings_options(func):
 @click.option("--config", "config_path", default=None, metavar="YAML",
               help="Settings: {config: {...}, training: {...}} (`attacks models` names the kinds).")
 @_settings_options
+@click.option("--defence", default=None, metavar="SPEC",
+              help=DEFENCE_HELP + " The detector is trained on the training posts read back, as it will read "
+                                  "every post it is asked about.")
 @click.option("--resume", is_flag=True, help="Torch victims: continue from OUT/checkpoint.")
 @click.option("--overwrite", is_flag=True, help="Replace a victim already saved in OUT.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
-def train(name, train_path, dev_path, out_dir, config_path, resume, overwrite, quiet, **flags) -> None:
+def train(name, train_path, dev_path, out_dir, config_path, defence, resume, overwrite, quiet, **flags) -> None:
     """Train a detector and save it as a victim."""
     check_files([path for path in (train_path, dev_path, config_path, flags["relevant"]) if path])
     check_victim_out(out_dir, overwrite, resume)
@@ -188,6 +194,10 @@ def train(name, train_path, dev_path, out_dir, config_path, resume, overwrite, q
     from .victims.base import training_data
 
     victim = make_victim(name, config, training)
+    if defence:
+        from .victims.defended import defend
+
+        victim = defend(victim, defence)
     if victim.differentiable:
         _quiet_libraries()
     started = time.perf_counter()
@@ -426,10 +436,13 @@ def _attack_options(classes: tuple[type, ...]) -> list[click.Option]:
 @click.option("--label-names", default=None, metavar="0=NAME,1=NAME",
               help="What each label is called in the summary and report [default: the records' label_name, else "
                    "0=non-offensive,1=offensive].")
+@click.option("--defence", default=None, metavar="SPEC",
+              help=DEFENCE_HELP + " Each victim is evaluated as it is and with the defence in front, as NAME+unveil: "
+                                  "the search then attacks the defence too (an adaptive attack).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def evaluate(victim_dirs, data_path, out_dir, attack_names, limit, shard, engine, address, workers, batch_size,
-             label_names, quiet, **attack_options) -> None:
+             label_names, defence, quiet, **attack_options) -> None:
     """Attack every victim with every attack; per-post outcomes and summary.json in OUT (resumable)."""
     from cloak.run import parse_shard
 
@@ -441,7 +454,15 @@ def evaluate(victim_dirs, data_path, out_dir, attack_names, limit, shard, engine
         raise ValueError("--shard is for one machine's part: --engine ray cuts and merges the shards itself")
     if engine != "ray" and (address or workers):
         raise ValueError("--address and --workers are for --engine ray")
+    if engine == "ray" and defence:
+        raise ValueError("--defence runs on this machine only, not yet with --engine ray")
     victims, records = _checked_victims(victim_dirs, data_path, limit)
+    if defence:
+        from .victims.defended import DefendedFolder, Unveiler
+
+        spec = Unveiler.from_spec(defence).spec()
+        victims.update({f"{name}+unveil": DefendedFolder(folder, spec) for name, folder in list(victims.items())
+                        if not folder.facts.get("defence")})  # one defended already is not defended twice
     attacks = [attack for kind, cls in kinds.items() for attack in make_attacks(kind, cls and cls(**{
         f.name: attack_options[f.name] for f in dataclasses.fields(cls) if f.name in attack_options}), records)]
     _quiet_libraries()

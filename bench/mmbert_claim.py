@@ -178,8 +178,8 @@ def train_augmented_bert(protocol: Protocol, args, seed: int) -> dict:
         started = time.time()
         victim.fit(records["train"], records["dev"], out_dir=str(out),
                    resume=(out / "checkpoint" / "trainer_state.json").exists(), progress=False)
-        write_result(done, {"seconds": round(time.time() - started, 1), "log": victim.log["log"],
-                            "best_epoch": victim.log["best_epoch"]})
+        write_result(done, {"seconds": round(time.time() - started, 1), "log": victim.log_["log"],
+                            "best_epoch": victim.log_["best_epoch"]})
     summary = read_json(done)
     return {"bert_augmented": {"best_epoch": summary["best_epoch"],
                                "seconds": round(sum(e["seconds"] for e in summary["log"]), 1)}}

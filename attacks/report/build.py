@@ -10,6 +10,7 @@ from cloak.commands import check_out_folder
 from cloak.io import write_atomic
 
 from ..victims.base import versions
+from .defences import defence_rows
 from .examples import examples_of
 from .figures import (attack_order, budget_curves, coverage_rows, matrix_rows, missing_attacks, search_rows)
 from .markdown import markdown
@@ -49,6 +50,7 @@ def build_report(results: Sequence[Results], *, curves: Sequence[str] = (), rout
         "ranking": groups,
         "coverage": coverage_rows(rows, attacks),
         "search": search,
+        "defences": defence_rows(results, rows, attacks),
         "budget": budget_curves(results, rows, attacks),
         "examples": {row["row"]: examples_of(next(r for r in results if r.label == row["results"]), row["victim"],
                                              attacks, examples) for row in rows},

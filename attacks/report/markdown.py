@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from cloak.commands import plural
 
-from .text import (attacks_text, bounds, change, coverage_text, flips_cell, flips_heading, lead_text, num, pct,
-                   search_labels, trained_on_text)
+from .text import (attacks_text, bounds, change, coverage_text, flips_cell, flips_heading, lead_bounds, lead_text, num,
+                   pct, search_labels, signed, trained_on_text)
 
 
 def markdown(report: dict) -> str:
@@ -182,4 +182,33 @@ def _training_curves(report: dict) -> list[str]:
 
 
 # The page's sections in order; each gives its lines, none where the report has nothing for it.
-MARKDOWN_SECTIONS = (_header, _matrix, _coverage, _ranking, _search, _budget, _examples, _training_curves)
+def _defences(report: dict) -> list[str]:
+    """Each detector with and without unveil in front, and trained on cloaked posts or not: which to pick, and what
+    it costs on clean posts."""
+    view = report.get("defences")
+    if not view:
+        return []
+    searches = view["searches"]
+    out = ["", "## Defences", "",
+           f"Each detector as it is, with `cloak unveil` in front, trained on cloaked posts or not. Mean drop: the "
+           f"mean macro-F1 drop over {attacks_text({'attacks': view['attacks']}, lambda a: _heading(report, a))}, "
+           "with its paired bootstrap 95% interval. Against: what unveil in front changed, clean macro-F1 (its cost "
+           "on clean posts) and the mean drop, defended minus not, each with its interval (`~` within the noise). "
+           "The search queries the whole pipeline: against a defended detector it is an adaptive attack on unveil.",
+           ""]
+    out.append("| victim | defence | clean | mean drop | clean change | drop change | "
+               + " | ".join(_heading(report, a) for a in searches) + (" |" if searches else "|"))
+    out.append("|---|---|---:|---:|---:|---:|" + "---:|" * len(searches))
+    for e in view["rows"]:
+        against = e.get("against") or {}
+        clean = signed(against["clean_change"], against["clean_interval"], against["clean_noise"]) if against else ""
+        drop = signed(against["drop_change"], against["drop_interval"], against["drop_noise"]) \
+            if "drop_change" in against else ""
+        mean = f"{e['mean_drop']:.3f} {lead_bounds(e['mean_drop_interval'])}" if e["mean_drop"] is not None else "-"
+        search = [f"{c['drop']:.3f} {lead_bounds(c['interval'])}" if c else "-" for c in e["search"].values()]
+        out.append(f"| {md(e['row'])} | {md(e['defence'])} | {e['clean_f1']:.3f} | {mean} | {clean} | {drop} | "
+                   + " | ".join(search) + (" |" if search else "|"))
+    return out
+
+
+MARKDOWN_SECTIONS = (_header, _matrix, _coverage, _ranking, _defences, _search, _budget, _examples, _training_curves)

@@ -6,7 +6,7 @@ from cloak.commands import plural
 
 from .plots import curves_svg, op_bars_svg, routing_svg, training_curve_svg
 from .text import (attacks_text, bounds, change, flips_cell, flips_heading, lead_bounds, lead_text, pct, search_labels,
-                   trained_on_text)
+                   signed, trained_on_text)
 
 TEMPLATE = "report.html.j2"
 
@@ -38,7 +38,9 @@ def html(report: dict) -> str:
     env.filters.update(pct=pct, heading=headings.__getitem__, colour=drop_colour, change=change, bounds=bounds,
                        lead_bounds=lead_bounds, flips=flips_cell, trained_on=trained_on_text, breakable=breakable,
                        lead=lambda lead: lead_text(lead, headings.__getitem__),
-                       averaged=lambda group: attacks_text(group, headings.__getitem__))
+                       averaged=lambda group: attacks_text(group, headings.__getitem__),
+                       signed=lambda change, part: signed(change[f"{part}_change"], change[f"{part}_interval"],
+                                                          change[f"{part}_noise"]))
     env.globals.update(plural=plural, flips_heading=flips_heading)
     plots = {"ops": op_bars_svg(report),
              "budget": [(axis, curves_svg(report, axis))

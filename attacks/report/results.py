@@ -129,8 +129,11 @@ def victim_facts(result: Results, victim: str) -> dict:
     """What the folder recorded of a victim: kind, settings, training data and the cloaks it carried."""
     facts = result.summary["victims"][victim].get("facts") or \
         (result.run.get("victims", {}).get(victim) or {}).get("facts") or {}
-    return {"kind": facts.get("kind", "?"), "settings": facts.get("settings", "not recorded"),
-            "trained_on": facts.get("trained_on"), "fingerprint": facts.get("fingerprint")}
+    out = {"kind": facts.get("kind", "?"), "settings": facts.get("settings", "not recorded"),
+           "trained_on": facts.get("trained_on"), "fingerprint": facts.get("fingerprint")}
+    if facts.get("defence"):  # a detector behind a defence: the defence, and which detector
+        out.update(defence=facts["defence"], detector={"fingerprint": (facts.get("detector") or {}).get("fingerprint")})
+    return out
 
 
 def trained_ops(facts: dict) -> set[str]:

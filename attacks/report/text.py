@@ -36,6 +36,11 @@ def pct(x: float | None) -> str:
     return num(x, ".1%")
 
 
+def signed(difference: float, bounds: Sequence[float], noise: bool) -> str:
+    """A difference with its interval, ``~`` where the interval holds zero: ``-0.312 [-0.35, -0.27]``."""
+    return f"{difference:+.3f} {lead_bounds(bounds)}{' ~' if noise else ''}"
+
+
 def num(x: float | None, spec: str) -> str:
     return "" if x is None else format(x, spec)
 

@@ -174,6 +174,12 @@ class Victim(abc.ABC):
         return cls.summary
 
     @classmethod
+    def folder_facts(cls, directory: str, meta: dict) -> dict:
+        """What a report says of a saved victim of this kind beyond what every victim.json holds (a defended
+        detector: its defence, and the detector behind it); {} for most."""
+        return {}
+
+    @classmethod
     def read_folder(cls, directory: str) -> dict | None:
         """For a kind that also reads folders another tool wrote, with no victim.json (MMBERT: those of
         ``mmbert train``): what ``directory`` holds, as victim.json would say it (kind, name, num_labels,
@@ -293,6 +299,7 @@ register_victim(kind="chinesebert", module="attacks.victims.chinesebert")
 register_victim(kind="habertor", module="attacks.victims.habertor")
 register_victim(kind="mmbert", module="attacks.victims.multimodal")
 register_victim(kind="llm", module="attacks.victims.llm")
+register_victim(kind="defended", module="attacks.victims.defended")
 
 
 def register_installed() -> None:
@@ -372,7 +379,8 @@ def read_meta(directory: str) -> dict:
         raise VictimError(f"{path}: {e}") from None
     for name, digest in (meta.get("files") or {}).items():
         file = os.path.join(directory, name)
-        if os.path.basename(name) != name or not os.path.isfile(file):
+        # a file of the folder, in it or in a subfolder of it (a defended victim's detector/victim.json)
+        if os.path.isabs(name) or ".." in name.split("/") or not os.path.isfile(file):
             raise VictimError(f"{directory}: weight file {name!r} is missing")
         if sha256(file) != digest:
             raise VictimError(f"{file} changed after the victim was saved (its SHA-256 differs from "
@@ -416,7 +424,7 @@ def inspect_victim(directory: str) -> VictimFolder:
         "kind": meta["kind"], "name": meta.get("name", meta["kind"]), "num_labels": int(meta["num_labels"]),
         "config": config.to_dict(), "training": training.to_dict(),
         "settings": meta.get("settings") or settings_text(cls, config.to_dict(), training.to_dict()),
-        "trained_on": meta.get("trained_on"), "fingerprint": meta["fingerprint"]})
+        "trained_on": meta.get("trained_on"), "fingerprint": meta["fingerprint"], **cls.folder_facts(directory, meta)})
 
 
 def settings_text(cls: type[Victim], config: dict, training: dict) -> str:

@@ -189,7 +189,7 @@ class Features:
 class Classifier:
     """A classifier: what ``attacks models`` says of it, the scikit-learn estimator made from its
     hyperparameters and the seed, their declaration, defaults and Wankmüller (2021)'s grid (small grids of
-    our own where the paper has none), where they sit in the estimator (an SVM's inside its calibration),
+    our own where Wankmüller has none), where they sit in the estimator (an SVM's inside its calibration),
     and whether it needs count features."""
 
     summary: str

@@ -19,6 +19,9 @@ def headline_rows(r) -> list[tuple[str, str, str, str]]:
     flipped = [v["values"]["10"]["success_rate"] for v in r("search_candidates.json")["victims"].values()
                if "10" in v["values"]]
     first, masked = r("mmbert_e5_verdict.json")["claim"], r("mmbert_e5_term80_verdict.json")["claim"]
+    defence = r("unveil_defence.json")["views"]
+    unveiled = {name: {row["row"]: row for row in view["rows"]} for name, view in defence.items()}
+    seen_rows, held_rows = unveiled["seen"], unveiled["held out"]
     return [
         ("How much does a detector lose when posters cloak? (7 conventional detectors, COLD test, each op alone)",
          f"{f3(drop)} macro-F1 on average; the cloaks reach {pct(default['coverage_offensive'], 0)} of the "
@@ -33,9 +36,17 @@ def headline_rows(r) -> list[tuple[str, str, str, str]]:
         ("Can a search that picks its cloaks against the detector break it?",
          f"it flips {pct(min(flipped), 0)} to {pct(max(flipped), 0)} of the posts a detector gets right", "Attacks",
          "docs/results/attacks.md#the-search-attack"),
+        ("Does `cloak unveil` in front of a detector take the cloaks off? (tfidf-lr, mean over the cloak attacks)",
+         f"its drop falls from {f3(seen_rows['victim_plain']['mean_drop'])} to "
+         f"{f3(seen_rows['victim_plain+unveil']['mean_drop'])} ({f3(held_rows['victim_plain']['mean_drop'])} to "
+         f"{f3(held_rows['victim_plain+unveil']['mean_drop'])} on cloaks its settings were not chosen on), clean "
+         f"{seen_rows['victim_plain+unveil']['against']['clean_change']:+.3f}; the search, adapting to it, still "
+         f"flips {pct(seen_rows['victim_plain+unveil']['search']['search']['success_rate'], 0)}", "Attacks",
+         "docs/results/attacks.md#cloak-unveil-in-front-of-a-detector-seen-cloaks"),
         ("Does MMBERT (text + speech + glyphs) lose less than its text-only twin under homophones? (3 seeds)",
          f"as Xue et al. train it, {f3(first['mmbert_homophone_drop'])} against {f3(first['twin_homophone_drop'])}; "
          f"with whole terms masked, {f3(masked['mmbert_homophone_drop'])} against "
          f"{f3(masked['twin_homophone_drop'])} (clean {f3(masked['mmbert_clean_f1'])} against "
-         f"{f3(masked['twin_clean_f1'])})", "the MMBERT study", "docs/studies/mmbert.md"),
+         f"{f3(masked['twin_clean_f1'])}); that setting was chosen on the test posts, so the claim is being settled "
+         "again under a protocol committed before the test", "the MMBERT study", "docs/studies/mmbert.md"),
     ]

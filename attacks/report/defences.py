@@ -1,0 +1,119 @@
+"""The defences view: each detector with and without ``cloak unveil`` in front (``attacks evaluate --defence``),
+and trained on cloaked posts or not, on the same attacks, so that a person sees which defence to pick and what
+it costs on clean posts.
+
+A row is a (folder, victim) of the matrix; its defence is what its facts say: ``unveil`` (a defended victim),
+``augmentation`` (trained on cloaked posts), both, or none. Every row is judged on the same cloak attacks
+(those every row ran and that changed at least 5% of the posts), by the mean macro-F1 drop over them with its
+paired bootstrap 95% interval. A defended row beside its detector (the same folder, the detector's
+fingerprint) also gets what the defence changed: clean macro-F1 (the defence's cost on clean posts) and the
+mean drop, each with its interval; and the search, which queries the whole pipeline, is the adaptive attack on
+the defence, given as its own column."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..bootstrap import excludes_zero, interval, macro_f1, resamples
+from .results import Results
+
+
+def defence_of(facts: dict) -> str:
+    """What a row's victim has against cloaks: unveil in front, training on cloaked posts, both, or none."""
+    cloaked = (((facts.get("trained_on") or {}).get("train") or {}).get("cloaked") or {}).get("records")
+    parts = (["augmentation"] if cloaked else []) + (["unveil"] if facts.get("defence") else [])
+    return " + ".join(parts) or "none"
+
+
+def defence_rows(results: Sequence[Results], rows: Sequence[dict], attacks: Sequence[str]) -> dict | None:
+    """The view's data, or None where no row has unveil in front (nothing to compare)."""
+    if not any(row["facts"].get("defence") for row in rows):
+        return None
+    by_label = {r.label: r for r in results}
+    judged = [a for a in attacks if all(_judged(row["cells"].get(a)) for row in rows)]
+    searches = [a for a in attacks if any((row["cells"].get(a) or {}).get("figure") == "counts" for row in rows)]
+    out = []
+    for row in rows:
+        result = by_label[row["results"]]
+        entry = {"row": row["row"], "defence": defence_of(row["facts"]), "clean_f1": row["clean_f1"],
+                 "spec": row["facts"].get("defence"),
+                 **_mean_drop(result, row["victim"], judged),
+                 "search": {a: _search_cell(row["cells"].get(a)) for a in searches}}
+        base = _base_row(row, rows)
+        if base is not None:
+            entry["against"] = {"row": base["row"], **_change(result, base["victim"], row["victim"], judged)}
+        out.append(entry)
+    return {"attacks": judged, "searches": searches, "rows": out}
+
+
+def _judged(cell: dict | None) -> bool:
+    return bool(cell) and cell.get("figure") == "ranked" and "skipped" not in cell and not cell["barely"]
+
+
+def _search_cell(cell: dict | None) -> dict | None:
+    if not cell or "skipped" in cell:
+        return None
+    return {"drop": cell["drop"], "interval": cell["interval"], "success_rate": cell["success_rate"]}
+
+
+def _base_row(row: dict, rows: Sequence[dict]) -> dict | None:
+    """The row of the detector a defended row has in front of it: the same folder, that detector's fingerprint."""
+    detector = row["facts"].get("detector")
+    if not detector:
+        return None
+    return next((r for r in rows if r["results"] == row["results"] and r is not row
+                 and r["facts"].get("fingerprint") == detector.get("fingerprint")), None)
+
+
+def _predictions(result: Results, victim: str, attacks: Sequence[str]) -> tuple[np.ndarray, np.ndarray, list]:
+    labels = result.labels(victim)
+    clean = np.array([-1 if o["probs"] is None else int(np.argmax(o["probs"]))
+                      for o in result.outcomes(victim, "clean.jsonl")])
+    return labels, clean, [result.predictions(victim, a) for a in attacks]
+
+
+def _width(result: Results, labels: np.ndarray) -> int:
+    return max(len(result.summary["data"].get("label_names") or {}), int(labels.max()) + 1, 2)
+
+
+def _drops(labels, clean, attacked, width, draws) -> np.ndarray:
+    """The mean macro-F1 drop over the attacks of each resample."""
+    before = macro_f1(labels, clean, width, draws)
+    return np.mean([before - macro_f1(labels, p, width, draws) for p in attacked], axis=0)
+
+
+def _mean_drop(result: Results, victim: str, attacks: Sequence[str]) -> dict:
+    if not attacks:
+        return {"mean_drop": None, "mean_drop_interval": None}
+    labels, clean, attacked = _predictions(result, victim, attacks)
+    width = _width(result, labels)
+    everyone = np.arange(len(labels))[None, :]
+    values = np.concatenate([_drops(labels, clean, attacked, width, d) for d in resamples(len(labels))])
+    return {"mean_drop": float(_drops(labels, clean, attacked, width, everyone)[0]),
+            "mean_drop_interval": interval(values)}
+
+
+def _change(result: Results, base: str, defended: str, attacks: Sequence[str]) -> dict:
+    """What the defence changed, defended minus base, on the same posts resampled together: clean macro-F1, and
+    the mean drop over ``attacks``; each with its interval and whether that interval holds zero."""
+    labels, clean_a, attacked_a = _predictions(result, base, attacks)
+    _, clean_b, attacked_b = _predictions(result, defended, attacks)
+    width = _width(result, labels)
+    clean, drop = [], []
+    for draws in resamples(len(labels)):
+        clean.append(macro_f1(labels, clean_b, width, draws) - macro_f1(labels, clean_a, width, draws))
+        if attacks:
+            drop.append(_drops(labels, clean_b, attacked_b, width, draws) - _drops(labels, clean_a, attacked_a, width,
+                                                                                 draws))
+    everyone = np.arange(len(labels))[None, :]
+    out = {"clean_change": float(macro_f1(labels, clean_b, width, everyone)[0]
+                                 - macro_f1(labels, clean_a, width, everyone)[0]),
+           "clean_interval": interval(np.concatenate(clean))}
+    out["clean_noise"] = not excludes_zero(out["clean_interval"])
+    if attacks:
+        out["drop_change"] = float(_drops(labels, clean_b, attacked_b, width, everyone)[0]
+                                   - _drops(labels, clean_a, attacked_a, width, everyone)[0])
+        out["drop_interval"] = interval(np.concatenate(drop))
+        out["drop_noise"] = not excludes_zero(out["drop_interval"])
+    return out

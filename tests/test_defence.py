@@ -1,0 +1,121 @@
+"""A detector behind cloak unveil (attacks.victims.defended): what it predicts, how it is saved, trained and
+evaluated, and the report's defences view."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from attacks import load_victim, make_victim
+from attacks.cli import main
+from attacks.victims.base import VictimError
+from attacks.victims.defended import defend
+from cloak import Unveiler
+
+from .conftest import SAMPLE, read_jsonl
+
+CLOAKED = "你们这些拜仁都是垃圾"  # 白人 read back by the homophone reader
+
+
+@pytest.fixture(scope="module")
+def posts():
+    return read_jsonl(SAMPLE)
+
+
+@pytest.fixture(scope="module")
+def detector(posts):
+    return make_victim("tfidf-lr").fit(posts[:200], progress=False)
+
+
+def invoke(*args) -> str:
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert result.exit_code == 0, (args, result.output, result.exception)
+    return result.output
+
+
+def test_the_detector_reads_the_posts_with_their_cloaks_read_back(detector):
+    defended = defend(detector)
+    read = Unveiler()(CLOAKED).text
+    assert read != CLOAKED and "白人" in read
+    np.testing.assert_array_equal(defended.predict_proba([CLOAKED, "今天天气很好"]),
+                                  detector.predict_proba([read, "今天天气很好"]))
+    assert defended.name == "tfidf-lr+unveil" and defended.num_labels == 2
+    assert defended.facts["defence"] == "unveil" and defended.facts["settings"] == "unveil in front"
+
+
+def test_fit_trains_the_detector_on_the_training_posts_read_back(posts):
+    cloaked = [{**r, "text": r["text"].replace("白人", "拜仁")} for r in posts[:200]]
+    assert sum("拜仁" in r["text"] for r in cloaked) >= 3
+    inner, seen = make_victim("tfidf-lr"), []
+    fit = inner.fit
+    inner.fit = lambda train, dev=None, **options: (seen.append(train), fit(train, dev, **options))[1]
+    defended = defend(inner).fit(cloaked, progress=False)
+    assert not any("拜仁" in r["text"] for r in seen[0]) and [r["id"] for r in seen[0]] == [r["id"] for r in cloaked]
+    assert defended.num_labels == 2 and defended.predict(["今天天气很好"]).shape == (1,)
+
+
+def test_a_defended_detector_is_saved_with_its_defence_and_refused_once_tampered(detector, tmp_path):
+    defended = defend(detector, "unveil:threshold=4")
+    defended.save(str(tmp_path / "d"))
+    meta = json.loads((tmp_path / "d" / "victim.json").read_text())
+    assert meta["kind"] == "defended" and meta["config"] == {"defence": "unveil:threshold=4.0"}
+    again = load_victim(str(tmp_path / "d"))
+    assert again.config.defence == "unveil:threshold=4.0" and again.unveiler.threshold == 4.0
+    np.testing.assert_array_equal(again.predict_proba([CLOAKED]), defended.predict_proba([CLOAKED]))
+    with open(tmp_path / "d" / "detector" / "victim.json", "a", encoding="utf-8") as f:
+        f.write(" ")
+    with pytest.raises(VictimError, match="changed after the victim was saved"):
+        load_victim(str(tmp_path / "d"))
+
+
+def test_a_saved_detector_and_the_defence_make_another_fingerprint(detector, tmp_path):
+    detector.save(str(tmp_path / "v"))
+    loaded = load_victim(str(tmp_path / "v"))
+    assert defend(loaded).fingerprint not in (None, loaded.fingerprint)
+    assert defend(loaded).fingerprint != defend(loaded, "unveil:threshold=4").fingerprint
+
+
+def test_a_misspelt_defence_is_refused_by_name(detector):
+    with pytest.raises(ValueError, match="threshhold"):
+        defend(detector, "unveil:threshhold=4")
+
+
+def test_train_and_evaluate_with_the_defence_and_the_report_compares_them(tmp_path):
+    train = tmp_path / "train.jsonl"
+    test = tmp_path / "test.jsonl"
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
+    train.write_text("".join(lines[:220]), encoding="utf-8")
+    test.write_text("".join(lines[220:280]), encoding="utf-8")
+    invoke("train", "--model", "tfidf-lr", "--train", train, "--out", tmp_path / "plain", "-q")
+    invoke("train", "--model", "tfidf-lr", "--train", train, "--out", tmp_path / "trained", "--defence", "unveil", "-q")
+    assert json.loads((tmp_path / "trained" / "victim.json").read_text())["kind"] == "defended"
+    invoke("evaluate", "--victim", tmp_path / "plain", "--victim", tmp_path / "trained", "--data", test,
+           "--attacks", "cloak,fgm", "--ops", "homophone,emoji,split", "--defence", "unveil", "--out", tmp_path / "ev",
+           "-q")
+    summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
+    assert list(summary["victims"]) == ["plain", "trained", "plain+unveil"]  # one defended already: not twice
+    assert "not differentiable" in summary["victims"]["plain+unveil"]["attacks"]["fgm@0.5"]["skipped"]
+    invoke("report", tmp_path / "ev", "--out", tmp_path / "rep")
+    view = json.loads((tmp_path / "rep" / "report.json").read_text())["defences"]
+    rows = {e["row"]: e for e in view["rows"]}
+    assert [rows[r]["defence"] for r in ("plain", "trained", "plain+unveil")] == ["none", "unveil", "unveil"]
+    against = rows["plain+unveil"]["against"]
+    assert against["row"] == "plain" and "against" not in rows["plain"]
+    assert against["clean_interval"][0] <= against["clean_change"] <= against["clean_interval"][1]
+    assert against["drop_change"] == pytest.approx(rows["plain+unveil"]["mean_drop"] - rows["plain"]["mean_drop"])
+    assert "## Defences" in (tmp_path / "rep" / "report.md").read_text()
+    assert 'id="defences"' in (tmp_path / "rep" / "report.html").read_text()
+
+
+def test_no_defences_view_without_a_defended_victim(tmp_path):
+    from attacks.report.defences import defence_rows
+
+    assert defence_rows([], [{"facts": {}}], []) is None
+
+
+def test_the_defence_is_refused_on_ray(tmp_path):
+    result = CliRunner().invoke(main, ["evaluate", "--victim", str(tmp_path), "--data", str(SAMPLE), "--out",
+                                       str(tmp_path / "ev"), "--engine", "ray", "--defence", "unveil"])
+    assert result.exit_code != 0 and "--defence runs on this machine only" in result.output
