@@ -118,6 +118,7 @@ bench: need-cold $(BENCH_INSTALLED)
 	$(PY) bench.command_vs_rev --cold $(COLD) --rev 7156814 --rounds 5   # the local path against before Ray
 	$(PY) bench.unveil --cold $(COLD) --tune   # ~70 min: cloak unveil on COLD test's cloaks, clean posts, speed
 	$(PY) bench.balanced_augmentation --cold $(COLD)   # ~25 min: false positives with and without --balance
+	$(PY) bench.unveil_defence --cold $(COLD)   # ~10 min: tfidf-lr with and without cloak unveil in front
 
 ## bench-mmbert: MMBERT speed, and MMBERT vs text-only under cloaking on COLD with real Kokoro + Whisper
 ## weights (WEIGHTS=folder `make weights` fills, weights/ by default); about 5 hours on 2 CPU cores, most

@@ -29,22 +29,11 @@ import re
 import time
 from pathlib import Path
 
-from bench.common import (BIN, RESULTS, WORK, cold_work, machine_info, parser, print_summary, records, run,
-                          run_once, share_difference, share_interval, write_result)
+from bench.augmented_detectors import RECIPE, cloaked, detector
+from bench.common import (BIN, RESULTS, WORK, cold_work, machine_info, parser, print_summary, records, run_once,
+                          share_difference, share_interval, write_result)
 
-RECIPE = ["--ops", "homophone,similar,emoji,split,abbrev,pinyin", "--targets", "lexicon+mined", "--strength",
-          "poster"]
 LATIN = re.compile(r"[A-Za-z]")
-
-
-
-
-def cloaked(work: Path, data: Path, name: str, balance: bool, seed: int, steps: dict) -> Path:
-    """``data`` cloaked by the recipe (terms mined from COLD train), balanced or not."""
-    out = work / f"{name}.jsonl"
-    return run_once(f"cloak {name}", out, [BIN / "cloak", "perturb", "--in", data, "--out", out, *RECIPE, "--mine-from",
-                                       work / "train.jsonl", "--balance" if balance else "--no-balance", "--seed",
-                                       seed, "-q"], steps)
 
 
 def copies_by_label(copies: list[dict]) -> dict:
@@ -58,17 +47,6 @@ def copies_by_label(copies: list[dict]) -> dict:
             "latin_brought_in": round(sum(bool(LATIN.search(r["text"])) and not LATIN.search(r["source_text"])
                                           for r in posts) / len(posts), 4)}
     return figures
-
-
-def detector(work: Path, name: str, train: list[Path], steps: dict) -> Path:
-    """tfidf-lr trained on the records of ``train`` (concatenated), once."""
-    victim = work / f"victim_{name}"
-    if not (victim / "victim.json").exists():
-        data = work / f"victim_{name}.train.jsonl"
-        data.write_bytes(b"".join(path.read_bytes() for path in train))
-        run([BIN / "attacks", "train", "--model", "tfidf-lr", "--train", data, "--out", victim, "-q"], steps,
-            f"train {name}")
-    return victim
 
 
 def predictions(work: Path, victim: Path, data: Path, steps: dict) -> list[int]:

@@ -6,7 +6,7 @@ Run from the repository root with COLD (``--cold DIR`` or ``MMCLOAK_COLD``)::
     .venv/bin/python -m bench.unveil_defence
 
 Detectors: tfidf-lr trained on COLD train (``plain``), and on COLD train with its cloaked copies by the README's
-realistic recipe, balanced (``augmented``: ``bench.balanced_augmentation``'s). The defence: ``cloak unveil`` with
+realistic recipe, balanced (``augmented``, as ``bench.balanced_augmentation`` trains it). The defence: ``cloak unveil`` with
 the lexicon's terms and those mined from COLD train, an n-gram model fitted on COLD train (``cloak fit-lm``),
 its other settings the defaults (chosen on COLD dev cloaks, never on test). Both are attacked by
 ``attacks evaluate --defence SPEC``, so each is evaluated as it is and with unveil in front, on the first
@@ -31,7 +31,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bench.balanced_augmentation import cloaked, detector
+from bench.augmented_detectors import cloaked, detector
 from bench.common import (BIN, RESULTS, WORK, cold_work, machine_info, parser, print_summary, read_json, run,
                           run_once, write_result)
 
