@@ -457,12 +457,7 @@ def evaluate(victim_dirs, data_path, out_dir, attack_names, limit, shard, engine
     if engine == "ray" and defence:
         raise ValueError("--defence runs on this machine only, not yet with --engine ray")
     victims, records = _checked_victims(victim_dirs, data_path, limit)
-    if defence:
-        from .victims.defended import DefendedFolder, Unveiler
-
-        spec = Unveiler.from_spec(defence).spec()
-        victims.update({f"{name}+unveil": DefendedFolder(folder, spec) for name, folder in list(victims.items())
-                        if not folder.facts.get("defence")})  # one defended already is not defended twice
+    victims.update(_defended(victims, defence) if defence else {})
     attacks = [attack for kind, cls in kinds.items() for attack in make_attacks(kind, cls and cls(**{
         f.name: attack_options[f.name] for f in dataclasses.fields(cls) if f.name in attack_options}), records)]
     _quiet_libraries()
@@ -500,6 +495,17 @@ def _checked_victims(victim_dirs: tuple[str, ...], data_path: str, limit: int | 
             raise RecordError(data_path, numbered[bad][0], f"{records[bad]['label']}, but victim {name} knows labels "
                               + ", ".join(map(str, range(victim.num_labels))), "label")
     return victims, records
+
+
+def _defended(victims: dict, defence: str) -> dict:
+    """Each victim with ``cloak unveil`` in front, as NAME+unveil (one defended already is not defended twice)."""
+    from cloak.unveil import Unveiler
+
+    from .victims.defended import DefendedFolder
+
+    spec = Unveiler.from_spec(defence).spec()
+    return {f"{name}+unveil": DefendedFolder(folder, spec) for name, folder in victims.items()
+            if not folder.facts.get("defence")}
 
 
 def _label_names(text: str | None) -> dict[int, str] | None:

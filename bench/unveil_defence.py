@@ -6,8 +6,8 @@ Run from the repository root with COLD (``--cold DIR`` or ``MMCLOAK_COLD``)::
     .venv/bin/python -m bench.unveil_defence
 
 Detectors: tfidf-lr trained on COLD train (``plain``), and on COLD train with its cloaked copies by the README's
-realistic recipe, balanced (``augmented``, as ``bench.balanced_augmentation`` trains it). The defence: ``cloak unveil`` with
-the lexicon's terms and those mined from COLD train, an n-gram model fitted on COLD train (``cloak fit-lm``),
+realistic recipe, balanced (``augmented``, as ``bench.balanced_augmentation`` trains it). The defence:
+``cloak unveil`` with the lexicon's terms and those mined from COLD train, an n-gram model fitted on COLD train (``cloak fit-lm``),
 its other settings the defaults (chosen on COLD dev cloaks, never on test). Both are attacked by
 ``attacks evaluate --defence SPEC``, so each is evaluated as it is and with unveil in front, on the first
 ``--limit`` COLD test posts:

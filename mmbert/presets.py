@@ -48,8 +48,10 @@ EPOCHS = LOOP["epochs"]
 PATH = [InstanceOf(str), None]
 # The trainable glyph CNN, or a frozen image encoder of mmbert.vision.FROZEN_ENCODERS (named here so
 # that checking a run config needs no torch; a test checks the two agree), each with the keys of
-# features.vision it takes (True: and needs).
-VISION_ENCODERS = {"glyph-cnn": {}, "transformers": {"model": True}, "open_clip": {"model": True, "pretrained": False}}
+# features.vision it takes (True: and needs). Not configuration.VISION_ENCODERS: those are how the model reads
+# the vision features these make.
+VISION_FEATURE_ENCODERS = {"glyph-cnn": {}, "transformers": {"model": True},
+                           "open_clip": {"model": True, "pretrained": False}}
 GROUPS = ("aligners", "expert_text", "expert_speech", "expert_vision", "routers", "head", "backbone")
 
 RUN_CONFIG = {
@@ -58,7 +60,7 @@ RUN_CONFIG = {
         "tts": {"name": Options(*BACKENDS), "model": PATH, "voice": InstanceOf(str),
                 "speed": RATE, "max_chars": Interval(int, 1)},
         "whisper": PATH, "whisper_mode": Options("trimmed", "padded"), "speech_cache": PATH,
-        "vision": {"encoder": Options(*VISION_ENCODERS), "model": PATH, "pretrained": PATH},
+        "vision": {"encoder": Options(*VISION_FEATURE_ENCODERS), "model": PATH, "pretrained": PATH},
     },
     "train": {
         "batch_size": LOOP["batch_size"], "max_length": Interval(int, 3), "seed": LOOP["seed"],
@@ -158,13 +160,13 @@ def check_run_config(run: dict) -> dict:
 
 
 def _check_vision(vision: dict | None) -> None:
-    """``features.vision`` has an encoder and the keys that encoder takes (``VISION_ENCODERS``)."""
+    """``features.vision`` has an encoder and the keys that encoder takes (``VISION_FEATURE_ENCODERS``)."""
     if vision is None:
         return
     encoder = vision.get("encoder")
     if encoder is None:
-        raise ParameterError(f"features.vision: 'encoder' is missing (one of {', '.join(VISION_ENCODERS)})")
-    takes = VISION_ENCODERS[encoder]
+        raise ParameterError(f"features.vision: 'encoder' is missing (one of {', '.join(VISION_FEATURE_ENCODERS)})")
+    takes = VISION_FEATURE_ENCODERS[encoder]
     for key in ("model", "pretrained"):
         if vision.get(key) is not None and key not in takes:
             raise ParameterError(f"features.vision: encoder {encoder} takes no '{key}'"

@@ -710,10 +710,10 @@ def test_run_configs_are_checked_against_one_declaration(tmp_path, yaml_text, me
 
 def test_vision_encoders_of_the_run_config_are_the_registered_ones():
     """The run config names them without importing torch; the registry has the classes."""
-    from mmbert.presets import VISION_ENCODERS
+    from mmbert.presets import VISION_FEATURE_ENCODERS
     from mmbert.vision import FROZEN_ENCODERS
 
-    assert set(VISION_ENCODERS) == {"glyph-cnn", *FROZEN_ENCODERS}
+    assert set(VISION_FEATURE_ENCODERS) == {"glyph-cnn", *FROZEN_ENCODERS}
 
 
 @pytest.mark.parametrize("spec, vision", [

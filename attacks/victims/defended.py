@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from hashlib import sha256
 from collections.abc import Sequence
+from hashlib import sha256
 
 import numpy as np
 
