@@ -7,7 +7,7 @@ imported on first use, so that ``attacks --help`` loads neither torch nor scikit
 """
 from __future__ import annotations
 
-from cloak.lazy import lazy_exports
+from cloak.common.lazy import lazy_exports
 
 from .victims.base import (NotFittedError, Victim, VictimError, inspect_victim, load_victim, make_victim,
                            register_victim, victim_class, victim_kind, victim_kinds, victim_names)

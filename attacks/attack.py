@@ -12,7 +12,7 @@ An attack (after TextAttack's split into what it changes and how it searches) is
   column of the robustness matrix and nothing more).
 
 The evaluator and the report read only these. An attack of your own is one module: its options, a
-dataclass whose fields (``cloak.params.param``: a default and a help text) become ``attacks evaluate``'s
+dataclass whose fields (``cloak.common.params.param``: a default and a help text) become ``attacks evaluate``'s
 options, checked as every parameter here; its class; and its registration, a factory making the attacks
 one ``attacks evaluate --attacks KIND`` asks for from those options and the records under attack::
 
@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from cloak.params import InstanceOf, Interval, ListOf, Options, unknown_key, validate_fields
+from cloak.common.params import InstanceOf, Interval, ListOf, Options, unknown_key, validate_fields
 
 
 @dataclasses.dataclass

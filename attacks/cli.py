@@ -14,9 +14,9 @@ import click
 import numpy as np
 
 from cloak.cli import ray_options
-from cloak.commands import check_out_folder, dataclass_options, plural, reports_errors
-from cloak.io import RecordError, batched, check_files, dump_record, known_labels, read_records, write_atomic
-from cloak.params import ParameterError, validate
+from cloak.common.commands import check_out_folder, dataclass_options, plural, reports_errors
+from cloak.common.io import RecordError, batched, check_files, dump_record, known_labels, read_records, write_atomic
+from cloak.common.params import ParameterError, validate
 
 from .attack import attack_kind, make_attacks, options_classes
 # the names of these tables are the CLI's choices; importing them loads no torch
@@ -317,7 +317,7 @@ def pretrain_habertor_command(corpus_paths, out_dir, preset, config_path, tau, e
 def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
     """Score records with a saved victim."""
     check_files([in_path], [out_path])
-    from cloak.io import AtomicWriter
+    from cloak.common.io import AtomicWriter
 
     from . import inspect_victim
 

@@ -22,7 +22,7 @@ import numpy as np
 from cloak import Perturber
 from cloak.mining import describe_targets
 from cloak.ops.base import STRENGTHS
-from cloak.params import InstanceOf, Interval, Options, param, validate_fields
+from cloak.common.params import InstanceOf, Interval, Options, param, validate_fields
 from cloak.targets import Lexicon, default_lexicon
 
 from .attack import Outcome, ReportedAs, register_attack
@@ -120,7 +120,7 @@ def make_cloaks(options: CloakOptions, records: Sequence[dict]) -> list[CloakAtt
     """One attack per op or mix of ``ops`` (``a+b`` is one mix; default: every op), per mode; keyword mode's
     targets the lexicon's terms and those mined from ``mine_from`` (default: the records under attack)."""
     from cloak import available_ops
-    from cloak.io import read_records
+    from cloak.common.io import read_records
     from cloak.mining import build_targets
 
     mixes = [m.strip().replace("+", ",") for m in (options.ops or ",".join(available_ops())).split(",") if m.strip()]

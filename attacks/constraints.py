@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from cloak.edits import Edit, apply_edits
-from cloak.params import InstanceOf, Interval, Named, Registry
+from cloak.common.params import InstanceOf, Interval, Named, Registry
 from cloak.targets import Lexicon, default_lexicon, load_stopwords
 
 Span = tuple[int, int]

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from cloak.io import write_atomic
+from cloak.common.io import write_atomic
 
 from .victims.base import Victim, labels_of, texts_of
 

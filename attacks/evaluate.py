@@ -25,9 +25,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from cloak.commands import check_out_folder
-from cloak.progress import progress_bar
-from cloak.io import dump_record, file_sha256, label_name, write_atomic
+from cloak.common.commands import check_out_folder
+from cloak.common.progress import progress_bar
+from cloak.common.io import dump_record, file_sha256, label_name, write_atomic
 
 from .attack import Attack, ReportedAs
 from .bootstrap import paired_intervals

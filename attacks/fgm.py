@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cloak.params import Interval, param, validate_fields
+from cloak.common.params import Interval, param, validate_fields
 
 from .attack import Outcome, ReportedAs, register_attack
 from .victims.base import Victim, check_texts, victim_kind

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from cloak.params import Interval, Named, Registry
+from cloak.common.params import Interval, Named, Registry
 
 GOALS = Registry("goal")
 DEFAULT_GOAL = "untargeted"

@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from cloak.progress import progress_bar
+from cloak.common.progress import progress_bar
 from cloak.ray import cluster_cpus, connect, ray  # cloak.ray says how to install Ray where it is missing
 
 from .evaluate import Attack, evaluate, merge

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from cloak.params import unknown_key
+from cloak.common.params import unknown_key
 
 
 @dataclasses.dataclass(frozen=True)

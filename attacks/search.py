@@ -34,7 +34,7 @@ import numpy as np
 
 from cloak import Perturber, available_ops, parse_ops
 from cloak.edits import Edit
-from cloak.params import InstanceOf, Interval, Options, Satisfies, param, validate_fields
+from cloak.common.params import InstanceOf, Interval, Options, Satisfies, param, validate_fields
 
 from .attack import Outcome, ReportedAs, register_attack
 from .constraints import Constraint, Stopwords, make_constraint

@@ -28,7 +28,7 @@ import numpy as np
 
 from cloak import apply_edits
 from cloak.edits import Edit
-from cloak.params import Interval, Named, Registry
+from cloak.common.params import Interval, Named, Registry
 
 from .attack import Outcome
 from .constraints import Constraint

@@ -1,6 +1,6 @@
 """Every real model ``mmcloak-weights`` makes, by name, and the one the ``llm`` victim is run with here.
 
-A model's recipe (``cloak.weights.Recipe``) stays with the package that uses the model: ``speech``
+A model's recipe (``cloak.common.weights.Recipe``) stays with the package that uses the model: ``speech``
 (whisper-base, kokoro), ``mmbert`` (e5) and this one (qwen); ``attacks``, which may import every package
 to its left, keeps the registry of them all.
 """
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cloak.params import unknown_key
-from cloak.weights import Output, Package, Recipe, concatenate, wheel_member
+from cloak.common.params import unknown_key
+from cloak.common.weights import Output, Package, Recipe, concatenate, wheel_member
 from mmbert.weights import E5
 from speech.weights import KOKORO, WHISPER_BASE
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import click
 
-from cloak.commands import error_message, reports_errors
-from cloak.weights import Recipe, WeightsError, assemble
+from cloak.common.commands import error_message, reports_errors
+from cloak.common.weights import Recipe, WeightsError, assemble
 
 from .weights import ALL, RECIPES, recipes_named
 

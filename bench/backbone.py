@@ -21,7 +21,7 @@ import time
 
 from bench.common import (BIN, RESULTS, WORK, backbone_log, corpus, folder, machine_info, parser, relative, shown,
                           write_result)
-from cloak.io import write_records
+from cloak.common.io import write_records
 
 
 def main() -> None:

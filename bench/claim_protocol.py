@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import REPO, relative
-from cloak.params import InstanceOf, Interval, Options, ParameterError, validate
+from cloak.common.params import InstanceOf, Interval, Options, ParameterError, validate
 
 RATE = Interval(float, 0, closed="neither")
 SHARE = Interval(float, 0, 1, closed="left")

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from bench.common import BIN, RESULTS, WORK, cold_work, machine_info, parser, records, run, run_once, write_result
-from cloak.io import write_records
+from cloak.common.io import write_records
 from cloak.ops import available_ops, example_specs
 
 MODEL = "tfidf-lr"

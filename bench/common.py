@@ -51,7 +51,7 @@ What is here:
   ``MIX``), ``cold_jsonl``
   (converted once by ``cloak convert`` into a work folder), ``corpus`` (the texts the shared backbone
   learns from), ``backbone_log``, ``backbone_info`` (any encoder folder), ``resumable``,
-  ``epoch_seconds``; JSON Lines are written with ``cloak.io.write_records``.
+  ``epoch_seconds``; JSON Lines are written with ``cloak.common.io.write_records``.
 - Figures: ``share_interval`` (a share of items and its bootstrap 95% interval, resampling the posts they
   belong to), ``share_difference`` (two shares of the same posts, their difference's paired interval), ``cpu_rate`` (items a CPU-second of one function, the machine's other load aside).
 - ``attacks evaluate`` summaries: ``CONVENTIONAL`` (the conventional victims the tables attack),
@@ -75,7 +75,7 @@ from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
 
-from cloak.io import write_atomic, write_records
+from cloak.common.io import write_atomic, write_records
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -357,7 +357,7 @@ def cold_records(cold: Path, split: str) -> list[dict]:
 
 def records(path: Path) -> list[dict]:
     """The records of a JSONL file."""
-    from cloak.io import read_records
+    from cloak.common.io import read_records
 
     return [record for _, record in read_records(str(path))]
 

@@ -46,7 +46,7 @@ def data(cold: Path, work: Path, posts: int, dev: int) -> dict[str, Path]:
     """The measurement's record files in ``work`` (written once)."""
     from bench.common import cold_records
     from bench.mmbert_data import TRAIN_OPS, cloaked, interleaved, sample
-    from cloak.io import write_records
+    from cloak.common.io import write_records
 
     paths = {name: work / f"{name}.jsonl" for name in ("train", "dev", "mm_train", "mm_dev")}
     if all(p.exists() for p in paths.values()):
@@ -79,7 +79,7 @@ def run_config(encoder: str, weights: Path, work: Path, layers: int, text_only: 
 def one_off(encoder: str, weights: Path, paths: dict[str, Path], work: Path) -> dict:
     """What a long run pays once: the vocabulary's glyph tables (chinesebert's 24 px, MMBERT's 32 px)
     and the speech of every text; both cached, so the measurements after find them."""
-    from cloak.io import read_records
+    from cloak.common.io import read_records
     from mmbert.loading import speech_features
     from mmbert.tokenization import add_emoji, load_tokenizer, piece_texts
     from mmbert.vision import glyph_images
@@ -105,7 +105,7 @@ def one_off(encoder: str, weights: Path, paths: dict[str, Path], work: Path) -> 
 
 def measure(kind: str, layers: int, encoder: str, weights: Path, paths: dict[str, Path], work: Path) -> dict:
     """One epoch of ``kind`` in this process (its thread count already set)."""
-    from cloak.io import read_records
+    from cloak.common.io import read_records
 
     def records(name: str) -> list[dict]:
         return [r for _, r in read_records(str(paths[name]), labels=True)]

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from bench.common import (BIN, RESULTS, WORK, cold_records, corpus, folder, machine_info, parser, read_json, run,
                           victim_flags, write_result)
-from cloak.io import write_records
+from cloak.common.io import write_records
 
 SHAPE = {"embedding_size": 128, "hidden_size": 256, "num_layers": 4, "num_heads": 4, "attention_size": 128,
          "intermediate_size": 128, "feedforward_size": 1024, "max_position": 128}

@@ -29,7 +29,7 @@ from bench.common import (REPO, RESULTS, WORK, machine_info, parser, print_summa
                           version, write_result)
 from bench.llm_server import ALIAS, server_command, serving
 from bench.mmbert_data import TEST_SETS
-from cloak.io import read_records
+from cloak.common.io import read_records
 
 OUTPUTS = {"validation": RESULTS / "llm_detector_validation.json", "test": RESULTS / "llm_detector_test.json"}
 

@@ -40,7 +40,7 @@ from bench.common import (
     write_result,
 )
 from bench.llm_server import ALIAS, server_command, serving
-from cloak.io import write_records
+from cloak.common.io import write_records
 
 
 def attacks_command(*args) -> float:

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from bench.common import BIN, REPO, RESULTS, cold_records, machine_info, measure, parser, print_summary, write_result
-from cloak.io import write_records
+from cloak.common.io import write_records
 
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 BASELINE_SIZES = (1_000, 4_000, 16_000)  # the old speech code is quadratic: larger ones take minutes

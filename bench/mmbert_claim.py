@@ -52,7 +52,7 @@ from bench.mmbert_data import (MAX_CHARS, MIN_CHARS, TEST_OPS, TEST_SETS, TRAIN_
                                written)
 from bench.mmbert_evaluation import evaluate
 from bench.mmbert_runs import speech_step, trained
-from cloak.io import read_records
+from cloak.common.io import read_records
 
 PROTOCOL = Path(__file__).resolve().parent / "protocols" / "mmbert_claim.yaml"
 HELD_OUT_SETS = ("heldout_homophone", "heldout_homophone_seen")

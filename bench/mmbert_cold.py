@@ -59,7 +59,7 @@ from bench.common import (RESULTS, WORK, backbone_info, machine_info, parser, re
 from bench.mmbert_data import TEST_SETS, TEST_STRENGTH, TEST_TARGETS, VOICE, head, prepare
 from bench.mmbert_evaluation import MODELS, bootstrap_drops, evaluate, half_the_drop, predictions_text, print_table
 from bench.mmbert_runs import speech_step, trained
-from cloak.io import read_records
+from cloak.common.io import read_records
 
 DEV_POSTS = 200  # the dev set already spoken; a bigger --train-posts keeps it (early stopping only)
 DEFAULT_BACKBONE = WORK / "backbone"  # bench.backbone's small BERT, pre-trained here from scratch

@@ -29,7 +29,7 @@ import random
 from pathlib import Path
 
 from bench.common import WORK, cold_records, parser
-from cloak.io import dump_record, read_records, write_atomic
+from cloak.common.io import dump_record, read_records, write_atomic
 from cloak.targets import Lexicon
 
 MIN_CHARS, MAX_CHARS = 8, 32

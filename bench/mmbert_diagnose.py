@@ -44,7 +44,7 @@ MODALITY_TOKENS = {"speech": 1, "vision": 2}  # token type ids (mmbert.modeling)
 
 
 def records(path: Path) -> list[dict]:
-    from cloak.io import read_records
+    from cloak.common.io import read_records
 
     return [r for _, r in read_records(str(path))]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.mmbert_data import TEST_OPS, TEST_SETS
-from cloak.io import read_records
+from cloak.common.io import read_records
 
 BOOTSTRAP = 2000  # resamples of the test posts
 # The models every run trains: the run folder of the model evaluated, and the modalities (None: all three).

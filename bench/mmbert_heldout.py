@@ -34,7 +34,7 @@ import numpy as np
 from bench.common import RESULTS, WORK, machine_info, parser, read_json, require, write_result
 from bench.mmbert_evaluation import MODELS, bootstrap_drops, evaluate, half_the_drop, predictions_text, print_table
 from bench.mmbert_data import DEFAULT_HOLD_OUT, heldout_cloaks, split_terms
-from cloak.io import read_records
+from cloak.common.io import read_records
 
 SETS = ("clean", "homophone", "homophone_seen")
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from bench.common import epoch_seconds, read_json, resumable, timed
-from cloak.io import read_records, write_atomic
+from cloak.common.io import read_records, write_atomic
 
 
 def trained(stage: int, run: dict, files: dict, out: Path, from_dir: Path, allow_skip: bool = False) -> dict:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from bench.common import BIN, MIX, REPO, log, ratio, write_cycled
-from cloak.io import count_lines, file_sha256
+from cloak.common.io import count_lines, file_sha256
 # The whole-command figure: this perturber, in the bench's process and as ``cloak perturb`` flags.
 ENGINE = {"ops": "homophone", "targets": "all", "rate": 0.3}
 COMMAND = [arg for key, value in ENGINE.items() for arg in (f"--{key}", str(value))]

@@ -48,7 +48,7 @@ def main() -> None:
     import torch
 
     from attacks import load_victim
-    from cloak.io import read_records
+    from cloak.common.io import read_records
 
     torch.set_num_threads(1)
     victim = load_victim(str(args.victim))

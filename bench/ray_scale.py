@@ -34,7 +34,7 @@ os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 
 from bench.common import (BIN, MIX, REPO, RESULTS, cold_records, machine_info, measure, parser, print_summary,
                           write_cycled, write_result)
-from cloak.io import file_sha256
+from cloak.common.io import file_sha256
 
 GOAL = 0.8
 PAPER_POSTS = 100_000_000

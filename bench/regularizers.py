@@ -35,7 +35,7 @@ from pathlib import Path
 from attacks.search import SearchAttack
 from bench.common import (BIN, RESULTS, WORK, backbone_info, cold_records, encoder_options, epoch_seconds, folder,
                           machine_info, parser, read_json, resumable, run, victim_flags, write_result)
-from cloak.io import write_records
+from cloak.common.io import write_records
 
 VARIANTS = {"none": [], "ear": ["--regularizer", "ear"], "klar": ["--regularizer", "klar"],
             "gattention": ["--head", "gattention"]}

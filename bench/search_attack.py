@@ -31,7 +31,7 @@ from pathlib import Path
 from attacks.search import SearchAttack
 from bench.common import (BIN, REPO, RESULTS, WORK, cold_records, folder, machine_info, parser, print_summary,
                           read_json, require, write_result)
-from cloak.io import write_atomic, write_records
+from cloak.common.io import write_atomic, write_records
 
 TEXTATTACK = WORK / "textattack-venv" / "bin" / "python"
 # ours: (label, ops, stop words). "zh" is the list TextAttack's constraint uses (stopwords-iso's

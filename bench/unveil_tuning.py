@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.common import BIN, run
 from cloak.edits import output_spans
-from cloak.io import read_records
+from cloak.common.io import read_records
 from cloak.targets import Lexicon
 
 CAP = 0.92

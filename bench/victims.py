@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench.common import (BIN, RESULTS, WORK, backbone_info, cold_records, corpus, encoder_options, epoch_seconds,
                           folder, machine_info, parser, print_summary, read_json, resumable, run, write_result)
-from cloak.io import write_records
+from cloak.common.io import write_records
 
 CURVE_SIZES = "500,1000,2000,5000,10000"
 

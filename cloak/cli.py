@@ -18,8 +18,8 @@ from click.core import ParameterSource
 
 from .convert import FORMATS, convert_file
 from .edits import apply_edits
-from .commands import dataclass_options, fail, plural, reports_errors, target_options
-from .io import ON_ERROR, check_files, read_records
+from .common.commands import dataclass_options, fail, plural, reports_errors, target_options
+from .common.io import ON_ERROR, check_files, read_records
 from .mining import mines
 from .ops import available_ops, cloakable, make_op
 from .ops.base import STRENGTHS

@@ -24,7 +24,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 
-from .io import (RecordError, UniqueIds, check_files, check_text, empty_input, json_type, parse_label,
+from .common.io import (RecordError, UniqueIds, check_files, check_text, empty_input, json_type, parse_label,
                  write_records)
 
 FORMATS = ("cold", "toxicn", "toxicloakcn", "cntp", "swsr", "csv", "tsv")

@@ -124,7 +124,7 @@ def write_terms(path: str, mined: Sequence[MinedTerm], base: Lexicon | None = No
     """The mined terms, the highest z first, then ``base``'s others, as a lexicon file (TSV with a
     ``term`` column: ``--lexicon FILE`` and ``--targets lexicon:FILE`` read it back) that also says where
     each term came from and, for a mined one, its z-score and counts. Returns the number of terms."""
-    from .io import write_atomic
+    from .common.io import write_atomic
 
     rows = [(m.term, "mined", f"{m.z:.3f}", str(m.offensive), str(m.other)) for m in mined]
     seen = {m.term for m in mined}
@@ -155,7 +155,7 @@ def build_targets(spec: str, *, lexicon: str | None = None,
     ``"all"``."""
     kind, _, path = spec.partition(":")
     if kind not in TARGETS or (path and kind != "lexicon"):
-        from .params import unknown_key
+        from .common.params import unknown_key
 
         raise unknown_key(spec, TARGETS, "--targets", kind="targets")
     if path and lexicon and path != lexicon:
@@ -185,7 +185,7 @@ def build_targets(spec: str, *, lexicon: str | None = None,
 def labelled_records(labelled: Iterable[dict] | str | os.PathLike) -> list[dict]:
     """Labelled records, or those of their JSONL file (every one needs a label)."""
     if isinstance(labelled, (str, os.PathLike)):
-        from .io import read_records
+        from .common.io import read_records
 
         return [r for _, r in read_records(os.fspath(labelled), labels=True)]
     return list(labelled)

@@ -16,7 +16,7 @@ from typing import NamedTuple
 from .edits import Edit, splice
 from .ops import Op, parse_ops
 from .ops.base import STRENGTHS
-from .params import Interval, Options, validate
+from .common.params import Interval, Options, validate
 from .rng import Rng, text_key
 from .targets import DEFAULT_PROTECT, Lexicon, LexiconTargets, WordTargets, drop_protected, make_targets
 

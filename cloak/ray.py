@@ -31,7 +31,7 @@ try:
 except ImportError as e:  # the optional extra
     raise ImportError(f"--engine ray needs Ray Data ({e}): pip install 'mmcloak[ray]'") from None
 
-from .io import RecordError, check_text, count_lines
+from .common.io import RecordError, check_text, count_lines
 from .perturber import Perturber
 from .run import Cloaking, LineResult, RecordTransform, transform_lines
 from .targets import DEFAULT_PROTECT

@@ -22,14 +22,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from .progress import progress_bar
+from .common.progress import progress_bar
 
-from .commands import plural
+from .common.commands import plural
 from .edits import Edit
-from .io import (UNICODE_JSON, AtomicWriter, RecordError, SkipLog, batched, check_files, count_lines, dump_record,
+from .common.io import (UNICODE_JSON, AtomicWriter, RecordError, SkipLog, batched, check_files, count_lines, dump_record,
                  input_name, parse_record, read_lines)
 from .perturber import Perturber
-from .workers import ordered_map
+from .common.workers import ordered_map
 
 CHUNK = 256
 MAX_AUTO_WORKERS = 8
@@ -231,7 +231,7 @@ def _interrupts_between_records():
 
     An interrupt that landed between writing a record and counting it would leave a checkpoint that
     disagrees with the output; deferring it to a safe point keeps the two in step. (Workers ignore
-    both signals; ``cloak.workers`` stops them in order when the run unwinds.)
+    both signals; ``cloak.common.workers`` stops them in order when the run unwinds.)
     """
     requested: list[int] = []
     if threading.current_thread() is not threading.main_thread():

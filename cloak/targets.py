@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Sequence
 from importlib import resources
 
-from .cache import disk_cached
+from .common.cache import disk_cached
 from .hanzi import cjk_chars, word_frequencies
 
 Span = tuple[int, int]

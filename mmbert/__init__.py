@@ -5,7 +5,7 @@ input missing) does not wait for torch and transformers to load.
 """
 from __future__ import annotations
 
-from cloak.lazy import lazy_exports
+from cloak.common.lazy import lazy_exports
 
 _EXPORTS = {
     "MMBertConfig": "configuration", "MMBertForSequenceClassification": "modeling", "MMBertModel": "modeling",

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from cloak.io import usual_permissions, write_atomic
+from cloak.common.io import usual_permissions, write_atomic
 
 from .loading import quiet_loading
 

@@ -10,9 +10,9 @@ import os
 
 import click
 
-from cloak.commands import check_out_folder, plural, reports_errors
-from cloak.io import check_files, read_records
-from cloak.models import looks_like_path
+from cloak.common.commands import check_out_folder, plural, reports_errors
+from cloak.common.io import check_files, read_records
+from cloak.common.models import looks_like_path
 from speech import BACKENDS
 
 from .folder import mmbert_config, peek_features
@@ -31,7 +31,7 @@ Multi-GPU: accelerate launch --multi_gpu -m mmbert.cli train ...
 """
 
 
-# A model that cannot be loaded says which and, for a name, what to pass without a hub (cloak.models).
+# A model that cannot be loaded says which and, for a name, what to pass without a hub (cloak.common.models).
 _errors_reported = reports_errors("mmbert", extra="train", interrupted=dict.fromkeys(
     ("train", "pretrain"), "; the last checkpoint is kept in OUT/checkpoint: rerun with --resume to continue"))
 
@@ -201,7 +201,7 @@ def evaluate(model_dir, data_path, out_path, batch_size, tts, tts_model, voice, 
     from rich.console import Console
     from rich.table import Table
 
-    from cloak.io import write_atomic
+    from cloak.common.io import write_atomic
 
     peek_features(model_dir)
     check_files([data_path], [out_path] if out_path else [])

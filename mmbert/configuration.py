@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from transformers import BertConfig
 
-from cloak.params import InstanceOf, Interval, Options, Satisfies, validate
+from cloak.common.params import InstanceOf, Interval, Options, Satisfies, validate
 
 MODALITIES = ("text", "speech", "vision")
 VISION_ENCODERS = ("glyph-cnn", "table")

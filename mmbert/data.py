@@ -86,7 +86,7 @@ class Featurizer:
                progress: bool | None = None,
                terms: Callable[[str], list[tuple[int, int]]] | None = None) -> list[dict]:
         """Examples of records; ``labels``: with each record's ``label`` (an int already: see
-        ``cloak.io.read_records(labels=True)``), for training; ``terms``: with each token's term
+        ``cloak.common.io.read_records(labels=True)``), for training; ``terms``: with each token's term
         (``term_ids``; ``terms(text)`` finds the terms' spans)."""
         texts = [r[text_field] for r in records]
         ids = self._ids(texts)

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from cloak.progress import progress_bar
+from cloak.common.progress import progress_bar
 
-from cloak.io import AtomicWriter, batched, dump_record, read_records
+from cloak.common.io import AtomicWriter, batched, dump_record, read_records
 
 from .metrics import classification_metrics
 from .modeling import MMBertForSequenceClassification

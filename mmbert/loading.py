@@ -12,7 +12,7 @@ import os
 
 import torch
 
-from cloak.models import loading_model
+from cloak.common.models import loading_model
 
 from .configuration import MMBertConfig
 from .data import Featurizer
@@ -80,7 +80,7 @@ def _grow_vocabulary(model: MMBertForSequenceClassification, bert_vocab: int) ->
 def default_speech_cache() -> str:
     """Where speech is cached unless told: ``speech/`` in the user cache folder (``MMCLOAK_CACHE``), not the
     current folder (Kokoro's audio of a few thousand posts is gigabytes)."""
-    from cloak.cache import cache_dir
+    from cloak.common.cache import cache_dir
 
     return str(cache_dir() / "speech")
 

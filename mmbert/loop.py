@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import torch
-from cloak.progress import progress_bar
+from cloak.common.progress import progress_bar
 
 from .checkpoint import Objective, start_run
 from .loop_settings import LoopSettings  # declared where torch is not needed; imported from here too

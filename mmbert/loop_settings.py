@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from cloak.params import Interval, validate_fields
+from cloak.common.params import Interval, validate_fields
 
 
 @dataclass

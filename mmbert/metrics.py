@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import accuracy_score, precision_recall_fscore_support
 
-from cloak.io import label_name
+from cloak.common.io import label_name
 
 
 def classification_metrics(labels, predictions) -> dict[str, float]:
@@ -24,7 +24,7 @@ def useless_reason(f1: float, n: int, predicted: dict[str, int] | None, where: s
     ``predicted[label]`` posts in each label — one label for every answered post — or scored macro-F1
     ``f1`` below 0.5. Its figures under attack mean nothing (a constant detector loses nothing to any
     attack), so training warns and the report leaves it out of "holds up best". ``names``: what each label
-    is called (see :func:`cloak.io.label_name`)."""
+    is called (see :func:`cloak.common.io.label_name`)."""
     answered = {k: c for k, c in (predicted or {}).items() if k != "-1" and c}
     if len(answered) == 1 and n > 1:
         (label, count), = answered.items()

@@ -25,7 +25,7 @@ A YAML file may name a ``preset`` to start from and override any field::
     preset: small
     train: {stage3: {epochs: 10}}
 
-Every run configuration is checked against one declaration, ``RUN_CONFIG`` (``cloak.params``): a
+Every run configuration is checked against one declaration, ``RUN_CONFIG`` (``cloak.common.params``): a
 misspelt key (``bach_size``) or a value out of range (``batch_size: 0``) is refused, naming the key.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ import copy
 import os
 import re
 
-from cloak.params import InstanceOf, Interval, Options, ParameterError, unknown_key, validate
+from cloak.common.params import InstanceOf, Interval, Options, ParameterError, unknown_key, validate
 from speech import BACKENDS
 
 from .configuration import BERT_SHAPE, MMBertConfig

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from cloak.io import read_lines, read_records
+from cloak.common.io import read_lines, read_records
 
 from .checkpoint import save_model
 from .loop import LoopSettings, train_epochs

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 
 from cloak.edits import output_spans
-from cloak.io import write_atomic
-from cloak.progress import progress_bar
+from cloak.common.io import write_atomic
+from cloak.common.progress import progress_bar
 
 from .inference import op_groups
 from .modeling import SPEECH, TEXT, VISION

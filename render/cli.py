@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from cloak.commands import check_out_folder, plural, reports_errors, target_options
-from cloak.io import ON_ERROR
+from cloak.common.commands import check_out_folder, plural, reports_errors, target_options
+from cloak.common.io import ON_ERROR
 
 from .fonts import FontNotFoundError, font_file
 

@@ -22,9 +22,9 @@ import os
 import re
 
 import numpy as np
-from cloak.progress import progress_bar
+from cloak.common.progress import progress_bar
 
-from cloak.io import AtomicWriter, batched, check_files, check_records, dump_record, read_records, write_atomic
+from cloak.common.io import AtomicWriter, batched, check_files, check_records, dump_record, read_records, write_atomic
 
 from .glyphs import GlyphRenderer, glyph_tokens
 

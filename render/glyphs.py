@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from cloak.io import write_atomic
+from cloak.common.io import write_atomic
 
 from .fonts import FontFile, find_cjk_font, find_emoji_font, find_fallback_font
 

@@ -24,7 +24,7 @@ import numpy as np
 from PIL import Image, ImageFilter
 
 from cloak.hanzi import gb2312_chars
-from cloak.io import write_atomic
+from cloak.common.io import write_atomic
 
 from .fonts import FontFile, find_cjk_font
 from .glyphs import GlyphRenderer

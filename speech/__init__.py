@@ -5,7 +5,7 @@ The names below are imported on first use, so that a command line offering the b
 """
 from __future__ import annotations
 
-from cloak.lazy import lazy_exports
+from cloak.common.lazy import lazy_exports
 
 BACKENDS = ("tone", "kokoro-onnx", "kokoro", "espeak-ng")  # speech.tts's, by name
 

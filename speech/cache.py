@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cloak.io import write_atomic
+from cloak.common.io import write_atomic
 
 from .text import speakable
 from .tts import TTSBackend

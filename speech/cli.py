@@ -5,8 +5,8 @@ from collections.abc import Callable
 
 import click
 
-from cloak.commands import Renamed, check_out_folder, reports_errors
-from cloak.io import check_files
+from cloak.common.commands import Renamed, check_out_folder, reports_errors
+from cloak.common.io import check_files
 
 from . import BACKENDS
 from .text import MAX_CHARS

@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from cloak.models import loading_model
+from cloak.common.models import loading_model
 
 from .cache import _Store, audio_hash, content_key
 

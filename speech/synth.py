@@ -14,10 +14,10 @@ import os
 from collections import deque
 from collections.abc import Iterator
 
-from cloak.progress import progress_bar
+from cloak.common.progress import progress_bar
 
-from cloak.io import AtomicWriter, batched, check_files, check_records, count_lines, dump_record, read_records
-from cloak.workers import ordered_map, threads_per_worker
+from cloak.common.io import AtomicWriter, batched, check_files, check_records, count_lines, dump_record, read_records
+from cloak.common.workers import ordered_map, threads_per_worker
 
 from .cache import AudioCache
 from .tts import make_backend

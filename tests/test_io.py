@@ -5,7 +5,7 @@ import pytest
 import os
 import stat
 
-from cloak.io import (AtomicWriter, RecordError, SkipLog, count_lines, parse_label, read_records, write_atomic,
+from cloak.common.io import (AtomicWriter, RecordError, SkipLog, count_lines, parse_label, read_records, write_atomic,
                       write_records)
 
 

@@ -183,7 +183,7 @@ def test_contrastive_alignment_rewards_each_post_nearest_its_own_clean_text():
 
 @pytest.mark.slow
 def test_stage1_trains_with_the_contrastive_alignment(run, data, tmp_path):
-    from cloak.params import ParameterError
+    from cloak.common.params import ParameterError
     from mmbert.presets import check_run_config
 
     contrastive = {**run, "train": {**run["train"], "stage1": {**run["train"]["stage1"], "loss": "contrastive"}}}
@@ -260,7 +260,7 @@ def test_term_ids_number_the_terms_each_token_overlaps():
 def test_stage3_masks_mask_training_batches_only(run, data, stages, tmp_path, monkeypatch):
     import mmbert.train as train_module
     from cloak import default_lexicon
-    from cloak.params import ParameterError
+    from cloak.common.params import ParameterError
     from mmbert.loading import load_tokenizer
     from mmbert.presets import check_run_config
 

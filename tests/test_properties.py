@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from cloak import Perturber, Rng, apply_edits, available_ops, invert_edits, make_op
 from cloak.hanzi import is_han
-from cloak.io import RecordError, dump_record, is_blank, parse_record
+from cloak.common.io import RecordError, dump_record, is_blank, parse_record
 from cloak.ops import example_specs
 
 from .conftest import SAMPLE, read_jsonl

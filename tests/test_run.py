@@ -6,7 +6,7 @@ import time
 import pytest
 
 from cloak import Perturber, apply_edits
-from cloak.io import RecordError
+from cloak.common.io import RecordError
 from cloak.run import perturb_file
 
 from .conftest import read_jsonl
@@ -140,7 +140,7 @@ def _square_slowly(x: int) -> int:
 def test_workers_give_results_in_order_and_stop_in_order():
     """Stopping half-way lets the tasks under way finish and skips the rest (Pool.terminate() could
     kill a worker while it wrote a result, and the pool's shutdown then hung on the queue's lock)."""
-    from cloak.workers import ordered_map
+    from cloak.common.workers import ordered_map
 
     assert list(ordered_map(_square_slowly, range(40), 2, start_method="fork")) == [x * x for x in range(40)]
     started = time.monotonic()

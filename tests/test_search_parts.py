@@ -13,7 +13,7 @@ from attacks import make_victim
 from attacks.attack import Outcome, make_attacks, register_attack
 from attacks.search import SearchAttack
 from cloak import Edit, apply_edits
-from cloak.params import Interval, ParameterError, param, validate_fields
+from cloak.common.params import Interval, ParameterError, param, validate_fields
 
 from .conftest import read_jsonl
 

@@ -63,7 +63,7 @@ def test_attacks_predict_refuses_a_label_the_victim_does_not_know(sample_path, t
 
 @pytest.mark.parametrize("label", ["x", -1])
 def test_a_label_that_is_no_label_is_refused_where_labels_are_checked(label, tmp_path):
-    from cloak.io import RecordError, known_labels
+    from cloak.common.io import RecordError, known_labels
 
     with pytest.raises(RecordError, match="line 4: field 'label': must be a non-negative integer"):
         list(known_labels([(3, {"text": "a"}), (4, {"text": "a", "label": label})], 2, "in.jsonl", "victim v"))

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from attacks import (NotFittedError, inspect_victim, load_victim, make_victim, register_victim, victim_class,
                      victim_names)
 from attacks.victims.base import Fitted, Settings, Victim, check_texts, labels_of
-from cloak.io import write_atomic
+from cloak.common.io import write_atomic
 
 from .conftest import DATA, read_jsonl
 

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import cloak.weights as weights
-from cloak.weights import Output, Package, Recipe, Registry, WeightsError, assemble, check_sha256, download, fetch
+import cloak.common.weights as weights
+from cloak.common.weights import Output, Package, Recipe, Registry, WeightsError, assemble, check_sha256, download, fetch
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
 

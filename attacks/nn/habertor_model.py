@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cloak.params import Interval, Options
+from cloak.common.params import Interval, Options
 
 from ..victims.base import Settings
 from .quaternion import QuaternionEmbedding, QuaternionLinear
@@ -101,7 +101,7 @@ class HabertorConfig(Settings):
             return cls.from_dict(json.load(f), os.path.join(directory, CONFIG_FILE))
 
     def save_pretrained(self, directory: str) -> str:
-        from cloak.io import write_atomic
+        from cloak.common.io import write_atomic
 
         os.makedirs(directory, exist_ok=True)
         write_atomic(os.path.join(directory, CONFIG_FILE), (json.dumps(self.to_dict(), indent=1) + "\n").encode())

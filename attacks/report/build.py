@@ -6,8 +6,8 @@ import json
 import os
 from collections.abc import Sequence
 
-from cloak.commands import check_out_folder
-from cloak.io import write_atomic
+from cloak.common.commands import check_out_folder
+from cloak.common.io import write_atomic
 
 from ..victims.base import versions
 from .defences import defence_rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from cloak.commands import plural
+from cloak.common.commands import plural
 
 from .text import (attacks_text, bounds, change, coverage_text, flips_cell, flips_heading, lead_bounds, lead_text, num,
                    pct, search_labels, signed, trained_on_text)

@@ -2,7 +2,7 @@
 (autoescape on: every text of the data is escaped)."""
 from __future__ import annotations
 
-from cloak.commands import plural
+from cloak.common.commands import plural
 
 from .plots import curves_svg, op_bars_svg, routing_svg, training_curve_svg
 from .text import (attacks_text, bounds, change, flips_cell, flips_heading, lead_bounds, lead_text, pct, search_labels,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cloak.commands import plural
+from cloak.common.commands import plural
 
 from ..bootstrap import excludes_zero, mean_difference_interval
 from .figures import counted, ranked_cells

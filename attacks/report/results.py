@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cloak.io import label_name
+from cloak.common.io import label_name
 
 from ..attack import ReportedAs
 from ..evaluate import META, SUMMARY, outcome_file

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from cloak.commands import plural
-from cloak.io import label_name
+from cloak.common.commands import plural
+from cloak.common.io import label_name
 
 
 def change(drop: float) -> str:

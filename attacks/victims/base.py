@@ -9,7 +9,7 @@ After scikit-learn's classifiers and TextAttack's model wrappers::
     victim.save("victims/tfidf-lr")               # victim.json + weights
     load_victim("victims/tfidf-lr")               # the same victim back
 
-A victim is described by two dataclasses checked against their declarations (``cloak.params``): its
+A victim is described by two dataclasses checked against their declarations (``cloak.common.params``): its
 ``config`` (what the model is: features, backbone, sizes) and its ``training`` (how it was trained:
 epochs, learning rate, seed, ...); neither is ever rewritten. What ``fit`` learns or derives is fitted
 state, named as scikit-learn names it, with a trailing underscore (``num_labels_``, ``model_``, ...:
@@ -38,9 +38,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from cloak.io import file_sha256 as sha256
-from cloak.io import usual_permissions, write_atomic
-from cloak.params import ParameterError, unknown_key, validate_fields
+from cloak.common.io import file_sha256 as sha256
+from cloak.common.io import usual_permissions, write_atomic
+from cloak.common.params import ParameterError, unknown_key, validate_fields
 
 VICTIM_FILE = "victim.json"
 FORMAT = 1

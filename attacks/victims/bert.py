@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import torch
 
-from cloak.params import InstanceOf, Interval, Options
+from cloak.common.params import InstanceOf, Interval, Options
 
 from ..nn.gattention import BertWithGAttention, GAttentionGates
 from ..nn.heads import DEFAULT_HEAD, HEADS

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cloak.params import Interval
+from cloak.common.params import Interval
 
 from ..nn.gattention import GAttentionGates, GAttentionHead
 from ..nn.heads import HEADS

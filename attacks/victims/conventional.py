@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 
-from cloak.io import write_atomic
-from cloak.params import InstanceOf, Interval, Options, validate
+from cloak.common.io import write_atomic
+from cloak.common.params import InstanceOf, Interval, Options, validate
 
 from .base import Fitted, Settings, Victim, VictimError, check_texts, labels_of, register_victim, texts_of
 

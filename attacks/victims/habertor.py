@@ -31,8 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cloak.io import usual_permissions
-from cloak.params import InstanceOf, Interval, Options
+from cloak.common.io import usual_permissions
+from cloak.common.params import InstanceOf, Interval, Options
 from mmbert.loop_settings import LoopSettings
 
 from ..fgm import _norm

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from cloak.params import InstanceOf, Interval, Options
+from cloak.common.params import InstanceOf, Interval, Options
 
 from .base import NoSettings, Settings, Victim, check_texts, labels_of, register_victim
 
@@ -241,7 +241,7 @@ class LLMVictim(Victim):
 
     def _cache(self) -> AnswerCache:
         if self._answers is None:
-            from cloak.cache import cache_dir
+            from cloak.common.cache import cache_dir
 
             self._answers = AnswerCache(os.path.expanduser(self.config.cache or str(cache_dir() / "llm")))
         return self._answers

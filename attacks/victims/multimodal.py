@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 import torch
 
-from cloak.io import write_records
-from cloak.params import InstanceOf, Interval
+from cloak.common.io import write_records
+from cloak.common.params import InstanceOf, Interval
 
 from .base import Fitted, NoSettings, Settings, register_victim
 from .neural import Embedded, TorchVictim, save_tokenizer
@@ -58,7 +58,7 @@ class MMBertVictim(TorchVictim):
     def read_folder(cls, directory: str) -> dict | None:
         """A folder ``mmbert train`` wrote (no victim.json) is a victim too: its labels from its config.json;
         its fingerprint from its config, tokenizer and weights."""
-        from cloak.io import file_sha256
+        from cloak.common.io import file_sha256
         from mmbert.folder import label_count
 
         labels = label_count(directory)

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from cloak.params import InstanceOf, Interval, Options
+from cloak.common.params import InstanceOf, Interval, Options
 from mmbert.loop_settings import LoopSettings
 
 from ..nn.regularizers import REGULARIZERS, Regularizer
@@ -320,7 +320,7 @@ def save_tokenizer(tokenizer, directory: str) -> list[str]:
 
 
 def write_json(directory: str, name: str, value: dict) -> str:
-    from cloak.io import write_atomic
+    from cloak.common.io import write_atomic
 
     write_atomic(os.path.join(directory, name), (json.dumps(value, indent=1, ensure_ascii=False) + "\n").encode())
     return name

@@ -2,7 +2,7 @@
 
 An operation is a small dataclass: its fields are its parameters (``homophone:tone=fuzzy`` on the
 command line sets ``Homophone(tone="fuzzy")``), checked when the op is made against the fields' types
-and the class's ``_parameter_constraints`` (``cloak.params``). ``apply(text, rng, targets)`` returns the
+and the class's ``_parameter_constraints`` (``cloak.common.params``). ``apply(text, rng, targets)`` returns the
 edits it makes inside the target spans; it must not touch text outside them, and returns no edit for a
 span it cannot cloak (the ``Perturber`` then tries another op on that span).
 
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from ..edits import Edit
-from ..params import Interval, parse_spec, spec_of, unknown_key, validate_fields
+from ..common.params import Interval, parse_spec, spec_of, unknown_key, validate_fields
 from ..rng import Rng
 
 Span = tuple[int, int]

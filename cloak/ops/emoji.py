@@ -28,7 +28,7 @@ import functools
 from dataclasses import dataclass
 from importlib import resources
 
-from ..cache import disk_cached
+from ..common.cache import disk_cached
 from ..edits import Edit
 from ..hanzi import char_frequencies, is_han
 from ..pinyin import char_readings, load_readings, syllable_key, word_reading

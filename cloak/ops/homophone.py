@@ -12,10 +12,10 @@ import math
 from dataclasses import dataclass
 from itertools import accumulate
 
-from ..cache import disk_cached
+from ..common.cache import disk_cached
 from ..edits import Edit
 from ..hanzi import char_frequencies, cjk_chars, common_chars, gb2312_chars, is_han, word_frequencies
-from ..params import Options
+from ..common.params import Options
 from ..pinyin import TONES, char_readings, load_readings, reading_key, syllable_key, word_reading
 from ..rng import Rng
 from .base import SHARE, Candidates, Op, pick, ranked_items, register_op

@@ -29,10 +29,10 @@ import math
 from dataclasses import dataclass
 from itertools import accumulate
 
-from ..cache import disk_cached
+from ..common.cache import disk_cached
 from ..edits import Edit
 from ..hanzi import char_frequencies, common_chars, gb2312_chars
-from ..params import Options
+from ..common.params import Options
 from ..pinyin import char_readings, load_readings, syllable_key
 from ..rng import Rng
 from .base import SHARE, Candidates, Op, register_op

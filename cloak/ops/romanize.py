@@ -14,7 +14,7 @@ from itertools import accumulate
 
 from ..edits import Edit
 from ..hanzi import is_han
-from ..params import Interval, Options
+from ..common.params import Interval, Options
 from ..pinyin import load_readings, word_reading
 from ..rng import Rng
 from .base import Op, register_op

@@ -15,7 +15,7 @@ from importlib import resources
 
 from ..edits import Edit
 from ..hanzi import common_chars
-from ..params import Interval, Satisfies
+from ..common.params import Interval, Satisfies
 from ..rng import Rng
 from .base import SHARE, Op, register_op
 

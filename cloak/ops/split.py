@@ -18,10 +18,10 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from ..cache import disk_cached
+from ..common.cache import disk_cached
 from ..edits import Edit
 from ..hanzi import common_chars
-from ..params import Interval
+from ..common.params import Interval
 from ..rng import Rng
 from .base import SHARE, Op, register_op
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..edits import Edit
-from ..params import Satisfies
+from ..common.params import Satisfies
 from ..rng import Rng
 from .base import SHARE, Op, register_op
 

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..cache import disk_cached
+from ..common.cache import disk_cached
 from ..hanzi import common_chars, is_han, word_frequencies
 from ..ops.homophone import word_index
 from ..ops.typography import Noise

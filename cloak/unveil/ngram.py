@@ -133,7 +133,7 @@ class CharNgramLM:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model as a gzip TSV, byte for byte the same for the same model."""
-        from ..io import write_atomic
+        from ..common.io import write_atomic
 
         lines = [f"{HEADER}\torder={self.order}\tunknown={self.unknown:.4f}"
                  + "".join(f"\t{k}={v}" for k, v in sorted(self.info.items()))]

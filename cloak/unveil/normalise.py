@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import unicodedata
 
-from ..cache import disk_cached
+from ..common.cache import disk_cached
 from ..edits import Edit, apply_edits
 from ..hanzi import cjk_chars, gb2312_chars
 

@@ -9,7 +9,7 @@ and ``cloak``, so the three texts stand side by side (``cloak show`` shows them)
 """
 from __future__ import annotations
 
-from ..io import dump_record
+from ..common.io import dump_record
 from .unveiler import Unveiler
 
 

@@ -14,7 +14,7 @@ import functools
 from collections.abc import Sequence
 from typing import ClassVar, Protocol, runtime_checkable
 
-from ..params import unknown_key
+from ..common.params import unknown_key
 from .index import Candidate
 from .ngram import BOS, EOS, CharNgramLM
 

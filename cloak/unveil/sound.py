@@ -19,7 +19,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 
-from ..cache import disk_cached
+from ..common.cache import disk_cached
 from ..hanzi import cjk_chars
 from ..pinyin import char_readings, word_reading
 

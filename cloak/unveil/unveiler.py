@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..edits import Edit, compose_edits, splice
-from ..params import Interval, Satisfies, param, parse_spec, spec_of, unknown_key, validate_fields
+from ..common.params import Interval, Satisfies, param, parse_spec, spec_of, unknown_key, validate_fields
 from ..perturber import Cloaked
 from .index import Candidate, TermIndex, changed_span
 from .normalise import READERS as CHARACTER_READERS

@@ -113,7 +113,7 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 
 def dataclass_options(classes: Sequence[type]) -> list[click.Option]:
-    """The click options of the fields that ``cloak.params.param`` declared in ``classes``, one per field name:
+    """The click options of the fields that ``cloak.common.params.param`` declared in ``classes``, one per field name:
     ``--query-budget`` for ``query_budget``, its type, range or choices from the field's declaration
     (``_parameter_constraints``: ``Interval`` as a range, ``Options`` as choices; a bool a flag, a tuple a
     repeatable option). A field in several classes is one option; each class adds its help text to it,

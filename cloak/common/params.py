@@ -218,7 +218,7 @@ def validate_fields(obj: Any, where: str) -> None:
 def param(default: Any, help: str, **cli: Any) -> Any:
     """A dataclass field that is a command-line option: its default, its help text and how the command shows
     it (``cli``: ``metavar``; ``flags``, the option's names, the first shown, the others old spellings kept
-    working; ``file``, a path the command checks before it starts). ``cloak.commands.dataclass_options``
+    working; ``file``, a path the command checks before it starts). ``cloak.common.commands.dataclass_options``
     makes the options."""
     return dataclasses.field(default=default, metadata={"help": help, **cli})
 
