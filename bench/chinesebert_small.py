@@ -38,12 +38,11 @@ SAMPLES = REPO / "samples" / "cold"
 def train_and_score(args, kind: str, seed: int) -> dict:
     """One run: train ``kind`` with ``seed``, score the test posts; its figures and commands."""
     out = args.work / f"{kind}-seed{seed}"
-    shutil.rmtree(out, ignore_errors=True)  # a run is redone whole: its seconds are one run's
     steps: dict = {}
-    started = time.perf_counter()
-    run([BIN / "attacks", "train", "--model", kind, "--backbone", args.backbone, "--backbone-layers",
-         args.backbone_layers, "--train", args.train, "--seed", seed, "--out", out, "-q"], steps, "train")
-    seconds = time.perf_counter() - started
+    if not (out / "training.json").exists() or args.force:  # a run trained whole is kept: its seconds are one run's
+        shutil.rmtree(out, ignore_errors=True)
+        run([BIN / "attacks", "train", "--model", kind, "--backbone", args.backbone, "--backbone-layers",
+             args.backbone_layers, "--train", args.train, "--seed", seed, "--out", out, "-q"], steps, "train")
     scored = out / "scored.jsonl"
     run([BIN / "attacks", "predict", "--victim", out, "--in", args.test, "--out", scored], steps, "predict")
     with open(scored, encoding="utf-8") as f:
@@ -51,10 +50,11 @@ def train_and_score(args, kind: str, seed: int) -> dict:
     labels = [r["label"] for r in rows]
     predicted = [r["victim"]["label"] for r in rows]
     training = read_json(out / "training.json")
-    log = read_json(out / "log.json", {"best_epoch": None})
+    with open(out / "log.json", encoding="utf-8") as f:
+        log = json.load(f)
     return {"kind": kind, "seed": seed, "macro_f1": round(macro_f1(labels, predicted), 4),
             "interval": f1_interval(labels, predicted), "dev_macro_f1_best_epoch": best_dev(log),
-            "train_seconds": round(seconds, 1), "posts": training.get("train_records"),
+            "train_seconds": training["seconds"], "posts": training.get("train_records"),
             "labels": labels, "predicted": predicted, "steps": steps}
 
 
@@ -72,9 +72,9 @@ def f1_interval(labels: list[int], predicted: list[int]) -> list[float]:
     return interval(np.concatenate([resampled(y, p, 2, draws) for draws in resamples(len(y))]))
 
 
-def best_dev(log: dict) -> float | None:
-    entry = next((e for e in log.get("log", []) if e.get("epoch") == log.get("best_epoch")), None)
-    return round(entry["dev_f1"], 4) if entry else None
+def best_dev(log: list[dict]) -> float | None:
+    """The dev macro-F1 of the epoch kept: the best ``score`` of the training log (one entry an epoch)."""
+    return round(max(log, key=lambda e: e["score"])["dev_f1"], 4) if log else None
 
 
 def summary(runs: dict[str, dict], seeds: list[int]) -> dict:
