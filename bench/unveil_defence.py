@@ -19,6 +19,11 @@ its other settings the defaults (chosen on COLD dev cloaks, never on test). Both
   homophones only, two-level splits, look-alike letters in initials and pinyin, radical swaps that change
   the sound, which unveil does not read) and another seed.
 
+``--neural FOLDER[,FOLDER]`` adds saved torch detectors (``bench.chinesebert_small``'s bert on e5's first 6
+layers, trained on the 2,000 bundled COLD posts: ``bench/work/chinesebert_small/bert-seed0``), attacked the same
+way but by the cloak attacks alone (the search would take hours on a CPU), as the views ``seen, neural`` and
+``held out, neural``.
+
 The figures are the report's defences view (``attacks report``): per detector, clean macro-F1, the mean
 macro-F1 drop over the cloak attacks every row is judged by with its paired bootstrap 95% interval, and for
 a defended detector what unveil changed (clean macro-F1: its cost on clean posts; the mean drop), each with
@@ -32,15 +37,15 @@ import time
 from pathlib import Path
 
 from bench.augmented_detectors import cloaked, detector
-from bench.common import (BIN, RESULTS, WORK, cold_work, machine_info, parser, print_summary, read_json, run,
-                          run_once, write_result)
+from bench.common import (BIN, RESULTS, WORK, cold_work, machine_info, parser, print_summary, read_json, require,
+                          run, run_once, write_result)
 
-SEEN = ["--attacks", "cloak,search", "--targets", "lexicon+mined", "--strength", "poster", "--query-budget", "200",
-        "--importance", "deletion"]
+CLOAKS = ["--targets", "lexicon+mined", "--strength", "poster"]
+SEEN = ["--attacks", "cloak,search", *CLOAKS, "--query-budget", "200", "--importance", "deletion"]
+SEEN_CLOAKS = ["--attacks", "cloak", *CLOAKS]
 HELD_OUT_OPS = ("homophone:tone=fuzzy,homophone:common_share=0,split:depth=2,abbrev:lookalike=1,"
                 "pinyin:mode=word:lookalike=1,radical:sound=any,homophone+emoji+pinyin")
-HELD_OUT = ["--attacks", "cloak", "--ops", HELD_OUT_OPS, "--targets", "lexicon+mined", "--strength", "poster",
-            "--seed", "7"]
+HELD_OUT = ["--attacks", "cloak", "--ops", HELD_OUT_OPS, *CLOAKS, "--seed", "7"]
 
 
 def evaluation(work: Path, name: str, victims: dict[str, Path], spec: str, attacks: list, limit: int,
@@ -74,6 +79,8 @@ def verdict(view: dict) -> dict:
 def main() -> None:
     ap = parser(__doc__, out=RESULTS / "unveil_defence.json", cold=True, work=WORK / "unveil_defence")
     ap.add_argument("--limit", type=int, default=1000, help="COLD test posts attacked")
+    ap.add_argument("--neural", default=None, metavar="FOLDER[,FOLDER]",
+                    help="saved torch detectors attacked too, by the cloak attacks alone")
     args = ap.parse_args()
     started = time.perf_counter()
     work, steps = cold_work(args, ("train", "test"))
@@ -83,9 +90,14 @@ def main() -> None:
     model = run_once("fit-lm", work / "train.lm.gz", [BIN / "cloak", "fit-lm", "--train", work / "train.jsonl",
                                                       "--out", work / "train.lm.gz"], steps)
     spec = f"unveil:targets=lexicon+mined:mine_from={work / 'train.jsonl'}:model={model}"
+    groups = [("seen", victims, SEEN), ("held out", victims, HELD_OUT)]
+    if args.neural:
+        neural = {Path(f).name: require(Path(f), "python -m bench.chinesebert_small") for f in args.neural.split(",")}
+        groups += [("seen, neural", neural, SEEN_CLOAKS),
+                   ("held out, neural", neural, HELD_OUT)]
     views = {}
-    for name, attacks in (("seen", SEEN), ("held out", HELD_OUT)):
-        report = evaluation(work, name.replace(" ", "_"), victims, spec, attacks, args.limit, steps)
+    for name, folders, attacks in groups:
+        report = evaluation(work, name.replace(", ", "_").replace(" ", "_"), folders, spec, attacks, args.limit, steps)
         views[name] = read_json(report / "report.json")["defences"]
     result = {"benchmark": "bench/unveil_defence.py", "machine": machine_info(("scikit-learn",)),
               "posts": args.limit, "defence": spec, "views": views,

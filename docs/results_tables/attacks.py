@@ -247,7 +247,8 @@ def importance(r) -> list[Table]:
 
 def defences(r) -> list[Table]:
     d = r("unveil_defence.json")
-    names = {"victim_plain": "tfidf-lr", "victim_augmented": "tfidf-lr, augmented"}
+    names = {"victim_plain": "tfidf-lr", "victim_augmented": "tfidf-lr, augmented",
+             "bert-seed0": "bert (e5's first 6 layers, 2,000 posts)"}
 
     def name(row: str) -> str:
         base, plus, _ = row.partition("+")
