@@ -271,7 +271,9 @@ def defences(r) -> list[Table]:
                         f"({'met' if v['drop_met'] else 'missed'}), clean {v['clean_change']:+.3f} "
                         f"({'met' if v['clean_met'] else 'missed'})" for row, v in verdict.items())
         attacks = ", ".join(f"`{a.removeprefix('cloak:')}`" for a in view["attacks"])
-        tables.append(Table(f"cloak unveil in front of a detector: {view_name} cloaks", ["unveil_defence.json"],
+        cloaks, _, detectors = view_name.partition(", ")
+        title = f"cloak unveil in front of a detector: {cloaks} cloaks" + (f", {detectors} detectors" if detectors else "")
+        tables.append(Table(title, ["unveil_defence.json"],
                             ["detector", "defence", "clean macro-F1", "mean drop [95%]", "clean change",
                              "drop change", "search: drop (success)"], rows,
                             f"{d['posts']:,} COLD test posts; the mean macro-F1 drop over {attacks}. Change: with "
