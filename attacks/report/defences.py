@@ -67,10 +67,10 @@ def _base_row(row: dict, rows: Sequence[dict]) -> dict | None:
 
 
 def _predictions(result: Results, victim: str, attacks: Sequence[str]) -> tuple[np.ndarray, np.ndarray, list]:
-    labels = result.labels(victim)
-    clean = np.array([-1 if o["probs"] is None else int(np.argmax(o["probs"]))
-                      for o in result.outcomes(victim, "clean.jsonl")])
-    return labels, clean, [result.predictions(victim, a) for a in attacks]
+    clean = result.outcomes(victim, "clean.jsonl")  # read once: the gold labels and the clean predictions
+    labels = np.array([o["label"] for o in clean])
+    predicted = np.array([-1 if o["probs"] is None else int(np.argmax(o["probs"])) for o in clean])
+    return labels, predicted, [result.predictions(victim, a) for a in attacks]
 
 
 def _width(result: Results, labels: np.ndarray) -> int:

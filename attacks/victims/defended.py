@@ -52,7 +52,7 @@ class DefendedVictim(Victim):
     @classmethod
     def folder_facts(cls, directory: str, meta: dict) -> dict:
         detector = inspect_victim(os.path.join(directory, DETECTOR))
-        return {"settings": f"{meta['config']['defence']} in front", "defence": meta["config"]["defence"],
+        return {"settings": in_front(meta["config"]["defence"]), "defence": meta["config"]["defence"],
                 "detector": detector.facts}
 
     @property
@@ -60,7 +60,7 @@ class DefendedVictim(Victim):
         return f"{self.detector.name}+unveil" if self.detector is not None else self.kind
 
     def settings_text(self) -> str:
-        return f"{self.config.defence} in front"
+        return in_front(self.config.defence)
 
     @property
     def facts(self) -> dict:
@@ -116,6 +116,11 @@ def defend(victim: Victim, defence: str = "unveil") -> DefendedVictim:
     return defended
 
 
+def in_front(defence: str) -> str:
+    """A defended detector's settings as a report gives them: ``unveil in front``."""
+    return f"{defence} in front"
+
+
 def defended_fingerprint(detector: str, defence: str) -> str:
     """What the outcomes of a detector behind a defence are kept by: the detector's fingerprint and the
     defence's spec together (either changed, another victim)."""
@@ -138,7 +143,7 @@ class DefendedFolder:
     def facts(self) -> dict:
         detector = self.folder.facts
         return {"kind": DefendedVictim.kind, "name": f"{detector['name']}+unveil", "num_labels": self.num_labels,
-                "config": {"defence": self.defence}, "training": {}, "settings": f"{self.defence} in front",
+                "config": {"defence": self.defence}, "training": {}, "settings": in_front(self.defence),
                 "trained_on": detector.get("trained_on"), "defence": self.defence, "detector": detector,
                 "fingerprint": defended_fingerprint(detector["fingerprint"], self.defence)}
 
