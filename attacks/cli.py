@@ -454,10 +454,12 @@ def evaluate(victim_dirs, data_path, out_dir, attack_names, limit, shard, engine
         raise ValueError("--shard is for one machine's part: --engine ray cuts and merges the shards itself")
     if engine != "ray" and (address or workers):
         raise ValueError("--address and --workers are for --engine ray")
-    if engine == "ray" and defence:
-        raise ValueError("--defence runs on this machine only, not yet with --engine ray")
     victims, records = _checked_victims(victim_dirs, data_path, limit)
-    victims.update(_defended(victims, defence) if defence else {})
+    saved = dict(zip(victims, victim_dirs))  # for Ray's actors, which load the victims (and defend them) again
+    if defence:
+        from .victims.defended import defended_folders
+
+        victims.update(defended_folders(victims, defence))
     attacks = [attack for kind, cls in kinds.items() for attack in make_attacks(kind, cls and cls(**{
         f.name: attack_options[f.name] for f in dataclasses.fields(cls) if f.name in attack_options}), records)]
     _quiet_libraries()
@@ -468,7 +470,7 @@ def evaluate(victim_dirs, data_path, out_dir, attack_names, limit, shard, engine
     if engine == "ray":
         from .ray_engine import evaluate_on_ray
 
-        summary = evaluate_on_ray(dict(zip(victims, victim_dirs)), records, attacks, out_dir, data=data,
+        summary = evaluate_on_ray(saved, records, attacks, out_dir, data=data, defence=defence,
                                   batch_size=batch_size, label_names=names, workers=workers, address=address,
                                   progress=progress)
     else:
@@ -495,17 +497,6 @@ def _checked_victims(victim_dirs: tuple[str, ...], data_path: str, limit: int | 
             raise RecordError(data_path, numbered[bad][0], f"{records[bad]['label']}, but victim {name} knows labels "
                               + ", ".join(map(str, range(victim.num_labels))), "label")
     return victims, records
-
-
-def _defended(victims: dict, defence: str) -> dict:
-    """Each victim with ``cloak unveil`` in front, as NAME+unveil (one defended already is not defended twice)."""
-    from cloak.unveil import Unveiler
-
-    from .victims.defended import DefendedFolder
-
-    spec = Unveiler.from_spec(defence).spec()
-    return {f"{name}+unveil": DefendedFolder(folder, spec) for name, folder in victims.items()
-            if not folder.facts.get("defence")}
 
 
 def _label_names(text: str | None) -> dict[int, str] | None:

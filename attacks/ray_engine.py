@@ -21,6 +21,7 @@ from cloak.ray import cluster_cpus, connect, ray  # cloak.ray says how to instal
 
 from .evaluate import Attack, evaluate, merge
 from .victims.base import Victim, VictimFolder, inspect_victim, read_meta, victim_kind
+from .victims.defended import DefendedFolder, defended_folders
 
 SHARDS_DIR = "ray-shards"
 SHARDS_PER_WORKER = 4  # more shards than actors: a slow shard holds one actor up, not the run
@@ -31,8 +32,10 @@ class ShardEvaluator:
     """A Ray actor's work: the victims, each loaded once (when a shard first needs it), and the shards
     given to it."""
 
-    def __init__(self, victim_dirs: dict[str, str], device: str | None = None) -> None:
-        self.folders = {name: LoadedOnce(inspect_victim(d), device) for name, d in victim_dirs.items()}
+    def __init__(self, victim_dirs: dict[str, str], device: str | None = None, defence: str | None = None) -> None:
+        folders = {name: inspect_victim(d) for name, d in victim_dirs.items()}
+        folders.update(defended_folders(folders, defence) if defence else {})
+        self.folders = {name: LoadedOnce(folder, device) for name, folder in folders.items()}
 
     def evaluate(self, records: Sequence[dict], attacks: Sequence[Attack], out_dir: str, data: dict,
                  shard: tuple[int, int], batch_size: int, label_names: dict[int, str] | None) -> tuple[int, int]:
@@ -46,7 +49,7 @@ class LoadedOnce:
     actor, its torch model moved to ``device``: the facts, and so the run's records, stay those of a
     local run."""
 
-    def __init__(self, folder: VictimFolder, device: str | None) -> None:
+    def __init__(self, folder: VictimFolder | DefendedFolder, device: str | None) -> None:
         self.folder, self.device, self.victim = folder, device, None
         self.facts, self.num_labels = folder.facts, folder.num_labels
 
@@ -76,11 +79,13 @@ def shard_count(out_dir: str, records: int, workers: int) -> int:
 
 def evaluate_on_ray(victim_dirs: dict[str, str], records: Sequence[dict], attacks: Sequence[Attack], out_dir: str,
                     *, data: dict | None = None, batch_size: int = 64, label_names: dict[int, str] | None = None,
-                    workers: int | None = None, address: str | None = None, progress: bool | None = None) -> dict:
+                    workers: int | None = None, address: str | None = None, progress: bool | None = None,
+                    defence: str | None = None) -> dict:
     """``attacks.evaluate.evaluate`` of the victims saved in ``victim_dirs`` (``{name: folder}``) on a Ray
     cluster (``address``; see ``cloak.ray.connect``), by ``workers`` actors (default: one per CPU, or one
-    per GPU when a victim is a torch model and the cluster has GPUs). Returns the summary, also in
-    ``OUT/summary.json``, the same a local run writes."""
+    per GPU when a victim is a torch model and the cluster has GPUs); with ``defence`` (an ``Unveiler``
+    spec), each victim also as NAME+unveil, as ``attacks evaluate --defence`` runs it. Returns the summary,
+    also in ``OUT/summary.json``, the same a local run writes."""
     connect(address)
     victim_dirs = {name: os.path.abspath(d) for name, d in victim_dirs.items()}
     out_dir = os.path.abspath(out_dir)
@@ -91,7 +96,7 @@ def evaluate_on_ray(victim_dirs: dict[str, str], records: Sequence[dict], attack
     folders = [os.path.join(out_dir, SHARDS_DIR, f"{i}-of-{n}") for i in range(n)]
     actor = ray.remote(ShardEvaluator).options(num_cpus=1, num_gpus=1 if on_gpu else 0, max_restarts=RETRIES,
                                                max_task_retries=RETRIES)
-    actors = [actor.remote(victim_dirs, "cuda" if on_gpu else None) for _ in range(min(workers, n))]
+    actors = [actor.remote(victim_dirs, "cuda" if on_gpu else None, defence) for _ in range(min(workers, n))]
     shared = ray.put(list(records)), ray.put(list(attacks))
     waiting, running = list(range(n))[::-1], {}
 

@@ -113,9 +113,3 @@ def test_no_defences_view_without_a_defended_victim(tmp_path):
     from attacks.report.defences import defence_rows
 
     assert defence_rows([], [{"facts": {}}], []) is None
-
-
-def test_the_defence_is_refused_on_ray(tmp_path):
-    result = CliRunner().invoke(main, ["evaluate", "--victim", str(tmp_path), "--data", str(SAMPLE), "--out",
-                                       str(tmp_path / "ev"), "--engine", "ray", "--defence", "unveil"])
-    assert result.exit_code != 0 and "--defence runs on this machine only" in result.output

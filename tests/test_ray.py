@@ -259,6 +259,25 @@ def test_evaluate_on_ray_writes_the_local_summary_and_resumes(cluster, evaluatio
 
 
 @pytest.mark.slow
+def test_a_defence_on_ray_is_evaluated_as_on_this_machine(cluster, evaluation):
+    """Each actor puts the same unveiler in front of the victim it loads: NAME+unveil's outcomes are the
+    local run's, byte for byte."""
+    from attacks.cli import main
+
+    args, root = evaluation
+    defended = [*args, "--limit", "24", "--defence", "unveil:families=sound+emoji"]
+    local = CliRunner().invoke(main, [*defended, "--out", str(root / "defended-local")])
+    assert local.exit_code == 0, local.output
+    on_ray = CliRunner().invoke(main, [*defended, "--engine", "ray", "--address", cluster,
+                                       "--out", str(root / "defended-ray")])
+    assert on_ray.exit_code == 0, on_ray.output
+    summary = (root / "defended-ray" / "summary.json").read_bytes()
+    assert summary == (root / "defended-local" / "summary.json").read_bytes()
+    assert "tfidf-lr+unveil" in json.loads(summary)["victims"]
+    assert outcome_files(root / "defended-ray") == outcome_files(root / "defended-local")
+
+
+@pytest.mark.slow
 def test_a_killed_evaluate_worker_is_restarted_and_its_shard_finished(cluster, evaluation):
     from attacks.cli import main
 

@@ -149,3 +149,12 @@ class DefendedFolder:
 
     def loaded(self) -> DefendedVictim:
         return defend(self.folder.loaded(), self.defence)
+
+
+def defended_folders(folders: dict[str, VictimFolder], defence: str) -> dict[str, DefendedFolder]:
+    """Each saved victim of ``folders`` (``{name: inspect_victim(...)}``) with ``defence`` in front, as
+    NAME+unveil: what ``attacks evaluate --defence`` adds, on this machine or on every Ray actor. One defended
+    already is not defended twice."""
+    spec = Unveiler.from_spec(defence).spec()
+    return {f"{name}+unveil": DefendedFolder(folder, spec) for name, folder in folders.items()
+            if not folder.facts.get("defence")}
