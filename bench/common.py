@@ -335,6 +335,12 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 2) if a and b else None
 
 
+def file_tag(name: str) -> str:
+    """A name (an op spec, a label) as part of a file name: ``homophone:common_share=0`` ->
+    ``homophone_common_share-0``."""
+    return name.replace(":", "_").replace("=", "-").replace(", ", "_").replace(" ", "-")
+
+
 def relative(path: Path) -> str:
     """A path as the results record it (``portable``): relative to the repository where it is inside it."""
     return portable(str(Path(path).resolve()))

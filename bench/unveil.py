@@ -30,13 +30,13 @@ there, so a rerun continues.
 """
 from __future__ import annotations
 
-import difflib
 import json
 import time
 from pathlib import Path
 
-from bench.common import (BIN, RESULTS, WORK, cold_work, cpu_rate, machine_info, parser, print_summary, records,
+from bench.common import (BIN, RESULTS, WORK, cold_work, cpu_rate, file_tag, machine_info, parser, print_summary, records,
                           run_once, share_interval, write_result)
+from bench.restoration import restoration
 from cloak import Perturber
 from cloak.ops import available_ops, example_specs
 from cloak.targets import Lexicon
@@ -52,39 +52,9 @@ RECIPE = "homophone,similar,emoji,split,abbrev,pinyin"  # the README's augmentat
 
 
 
-def cloaked_terms(lexicon: Lexicon, record: dict) -> list[tuple[int, int]]:
-    """The spans of the source text's terms that the cloak changed (the targets ``cloak perturb`` cloaked)."""
-    edits = record["cloak"]["edits"]
-    return [(s, e) for s, e in lexicon.find(record["source_text"])
-            if any(s <= x["start"] and x["end"] <= e and (x["start"] < e or x["start"] == s) for x in edits)]
-
-
-def read_back(source: str, unveiled: str, start: int, end: int) -> bool:
-    """Whether ``source[start:end]`` stands in ``unveiled`` as it was: the alignment of the two texts keeps
-    each of its characters and inserts nothing inside it."""
-    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, source, unveiled, autojunk=False).get_opcodes():
-        if tag != "equal" and (i1 < end and start < i2 or (tag == "insert" and start < i1 < end)):
-            return False
-    return True
-
-
-def restoration(lexicon: Lexicon, cloaked: list[dict], unveiled: list[dict]) -> dict:
-    """The shares of cloaked terms and of cloaked posts read back exactly, with their intervals."""
-    hits, totals, whole = [], [], []
-    for c, u in zip(cloaked, unveiled):
-        if not c["cloak"]["edits"]:
-            continue
-        spans = cloaked_terms(lexicon, c)
-        hits.append(sum(read_back(c["source_text"], u["text"], s, e) for s, e in spans))
-        totals.append(len(spans))
-        whole.append(int(u["text"] == c["source_text"]))
-    return {"terms": share_interval(hits, totals), "posts": share_interval(whole, [1] * len(whole)),
-            "posts_cloaked": len(whole)}
-
-
 def style_row(name: str, ops: str, seed: int, work: Path, lexicon: Lexicon, unveil: list, steps: dict) -> dict:
     """Cloak COLD test with one style, unveil it, and measure what was read back."""
-    tag = name.replace(":", "_").replace("=", "-").replace(", ", "_").replace(" ", "-")
+    tag = file_tag(name)
     cloaked = run_once(f"cloak {name}", work / f"test_{tag}.jsonl",
                    [BIN / "cloak", "perturb", "--in", work / "test.jsonl", "--out", work / f"test_{tag}.jsonl", "--ops",
                     ops, "--lexicon", work / "terms.tsv", "--strength", "poster", "--seed", seed, "-q"], steps)

@@ -1,0 +1,38 @@
+"""How much of a cloak an unveiler reads back: the terms a cloak changed, found again in the unveiled text as
+they were (``bench.unveil``, ``bench.unveil_c2tu``)."""
+from __future__ import annotations
+
+import difflib
+
+from bench.common import share_interval
+from cloak.targets import Lexicon
+
+
+def cloaked_terms(lexicon: Lexicon, record: dict) -> list[tuple[int, int]]:
+    """The spans of the source text's terms that the cloak changed (the targets ``cloak perturb`` cloaked)."""
+    edits = record["cloak"]["edits"]
+    return [(s, e) for s, e in lexicon.find(record["source_text"])
+            if any(s <= x["start"] and x["end"] <= e and (x["start"] < e or x["start"] == s) for x in edits)]
+
+
+def read_back(source: str, unveiled: str, start: int, end: int) -> bool:
+    """Whether ``source[start:end]`` stands in ``unveiled`` as it was: the alignment of the two texts keeps
+    each of its characters and inserts nothing inside it."""
+    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, source, unveiled, autojunk=False).get_opcodes():
+        if tag != "equal" and (i1 < end and start < i2 or (tag == "insert" and start < i1 < end)):
+            return False
+    return True
+
+
+def restoration(lexicon: Lexicon, cloaked: list[dict], unveiled: list[dict]) -> dict:
+    """The shares of cloaked terms and of cloaked posts read back exactly, with their intervals."""
+    hits, totals, whole = [], [], []
+    for c, u in zip(cloaked, unveiled):
+        if not c["cloak"]["edits"]:
+            continue
+        spans = cloaked_terms(lexicon, c)
+        hits.append(sum(read_back(c["source_text"], u["text"], s, e) for s, e in spans))
+        totals.append(len(spans))
+        whole.append(int(u["text"] == c["source_text"]))
+    return {"terms": share_interval(hits, totals), "posts": share_interval(whole, [1] * len(whole)),
+            "posts_cloaked": len(whole)}
