@@ -104,6 +104,8 @@ results: $(DOCS_INSTALLED)
 # The data sets' folders: the environment's MMCLOAK_COLD / MMCLOAK_SWSR unless COLD= / SWSR= are given
 # (docs/guide/data.md says where to get them); a benchmark without one stops, naming the variable
 COLD ?= $(MMCLOAK_COLD)
+# A clone of C2TU's repository, for bench.unveil_c2tu (skipped without one)
+C2TU ?=
 need-cold:
 	@test -n "$(COLD)" || { echo "make: no COLD data: set MMCLOAK_COLD (or COLD=DIR) to COLD's folder (docs/guide/data.md)" >&2; exit 2; }
 need-swsr:
@@ -120,6 +122,8 @@ bench: need-cold $(BENCH_INSTALLED)
 	$(PY) bench.unveil --cold $(COLD) --tune   # ~70 min: cloak unveil on COLD test's cloaks, clean posts, speed
 	$(PY) bench.balanced_augmentation --cold $(COLD)   # ~25 min: false positives with and without --balance
 	$(PY) bench.unveil_defence --cold $(COLD)   # ~10 min: tfidf-lr with and without cloak unveil in front
+	@if [ -n "$(C2TU)" ]; then $(PY) bench.unveil_c2tu --cold $(COLD) --c2tu $(C2TU); else \
+	  echo "make: bench.unveil_c2tu skipped: set C2TU to a clone of github.com/XDxc-cuber/C2TU-Chinese-cloaked-toxicity-unveiling"; fi   # ~30 min
 
 ## bench-mmbert: MMBERT speed, and MMBERT vs text-only under cloaking on COLD with real Kokoro + Whisper
 ## weights (WEIGHTS=folder `make weights` fills, weights/ by default); about 5 hours on 2 CPU cores, most

@@ -323,3 +323,18 @@ def test_diagnosis_measures_each_modality_path_of_a_trained_mmbert(stages, run, 
     edited = routing_shift(tmp_path / "routing.json")["edited_tokens"]["homophone"]
     assert edited["text"]["shift_from_clean"] == {"text": -0.2, "speech": 0.2} and edited["text"]["n"] == 2
     assert edited["vision"]["shift_from_clean"] == {"text": 0.0, "speech": 0.0}
+
+
+def test_c2tus_homophone_graph_joins_same_and_confused_syllables_only(tmp_path):
+    """bench.unveil_c2tu's graph, as C²TU's notebook builds it: 白 and 拜 (bai) are neighbours, 男 and 蓝
+    through n/l, 黑 and 人 are not; its lexicon the Han terms."""
+    from bench.restoration import read_back
+    from bench.unveil_c2tu import homophone_graph
+
+    folder = homophone_graph(tmp_path / "graph", ["拜仁", "蓝人", "喃"], ["白人", "男", "黑鬼", "abc"])
+    a = np.load(folder / "homoGraphA.npy")
+    ids = json.loads((folder / "char2id.json").read_text(encoding="utf-8"))
+    assert a[ids["白"], ids["拜"]] and a[ids["男"], ids["喃"]] and a[ids["男"], ids["蓝"]] and a[ids["蓝"], ids["男"]]
+    assert not a[ids["黑"], ids["人"]] and not a[ids["白"], ids["男"]]
+    assert json.loads((folder / "lexicons.json").read_text(encoding="utf-8")) == ["白人", "男", "黑鬼"]
+    assert read_back("白人都是", "白人都是", 0, 2) and not read_back("白人都是", "拜人都是", 0, 2)
