@@ -18,6 +18,8 @@ import numpy as np
 from ..bootstrap import excludes_zero, interval, macro_f1, resamples
 from .results import Results
 
+Predictions = tuple[np.ndarray, np.ndarray, list]  # gold labels, clean predictions, each attack's predictions
+
 
 def defence_of(facts: dict) -> str:
     """What a row's victim has against cloaks: unveil in front, training on cloaked posts, both, or none."""
@@ -33,16 +35,24 @@ def defence_rows(results: Sequence[Results], rows: Sequence[dict], attacks: Sequ
     by_label = {r.label: r for r in results}
     judged = [a for a in attacks if all(_judged(row["cells"].get(a)) for row in rows)]
     searches = [a for a in attacks if any((row["cells"].get(a) or {}).get("figure") == "counts" for row in rows)]
+    read: dict[tuple[str, str], Predictions] = {}  # outcome files read once, for a row and the row defended
+
+    def predictions(row: dict) -> Predictions:
+        key = (row["results"], row["victim"])
+        if key not in read:
+            read[key] = _predictions(by_label[row["results"]], row["victim"], judged)
+        return read[key]
+
     out = []
     for row in rows:
         result = by_label[row["results"]]
         entry = {"row": row["row"], "defence": defence_of(row["facts"]), "clean_f1": row["clean_f1"],
                  "spec": row["facts"].get("defence"),
-                 **_mean_drop(result, row["victim"], judged),
+                 **_mean_drop(result, predictions(row), judged),
                  "search": {a: _search_cell(row["cells"].get(a)) for a in searches}}
         base = _base_row(row, rows)
         if base is not None:
-            entry["against"] = {"row": base["row"], **_change(result, base["victim"], row["victim"], judged)}
+            entry["against"] = {"row": base["row"], **_change(result, predictions(base), predictions(row), judged)}
         out.append(entry)
     return {"attacks": judged, "searches": searches, "rows": out}
 
@@ -66,7 +76,7 @@ def _base_row(row: dict, rows: Sequence[dict]) -> dict | None:
                  and r["facts"].get("fingerprint") == detector.get("fingerprint")), None)
 
 
-def _predictions(result: Results, victim: str, attacks: Sequence[str]) -> tuple[np.ndarray, np.ndarray, list]:
+def _predictions(result: Results, victim: str, attacks: Sequence[str]) -> Predictions:
     clean = result.outcomes(victim, "clean.jsonl")  # read once: the gold labels and the clean predictions
     labels = np.array([o["label"] for o in clean])
     predicted = np.array([-1 if o["probs"] is None else int(np.argmax(o["probs"])) for o in clean])
@@ -83,10 +93,10 @@ def _drops(labels, clean, attacked, width, draws) -> np.ndarray:
     return np.mean([before - macro_f1(labels, p, width, draws) for p in attacked], axis=0)
 
 
-def _mean_drop(result: Results, victim: str, attacks: Sequence[str]) -> dict:
+def _mean_drop(result: Results, predictions: Predictions, attacks: Sequence[str]) -> dict:
     if not attacks:
         return {"mean_drop": None, "mean_drop_interval": None}
-    labels, clean, attacked = _predictions(result, victim, attacks)
+    labels, clean, attacked = predictions
     width = _width(result, labels)
     everyone = np.arange(len(labels))[None, :]
     values = np.concatenate([_drops(labels, clean, attacked, width, d) for d in resamples(len(labels))])
@@ -94,11 +104,11 @@ def _mean_drop(result: Results, victim: str, attacks: Sequence[str]) -> dict:
             "mean_drop_interval": interval(values)}
 
 
-def _change(result: Results, base: str, defended: str, attacks: Sequence[str]) -> dict:
+def _change(result: Results, base: Predictions, defended: Predictions, attacks: Sequence[str]) -> dict:
     """What the defence changed, defended minus base, on the same posts resampled together: clean macro-F1, and
     the mean drop over ``attacks``; each with its interval and whether that interval holds zero."""
-    labels, clean_a, attacked_a = _predictions(result, base, attacks)
-    _, clean_b, attacked_b = _predictions(result, defended, attacks)
+    labels, clean_a, attacked_a = base
+    _, clean_b, attacked_b = defended
     width = _width(result, labels)
     clean, drop = [], []
     for draws in resamples(len(labels)):
