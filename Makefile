@@ -123,7 +123,7 @@ bench: need-cold $(BENCH_INSTALLED)
 	$(PY) bench.balanced_augmentation --cold $(COLD)   # ~25 min: false positives with and without --balance
 	$(PY) bench.unveil_defence --cold $(COLD)   # ~10 min: tfidf-lr with and without cloak unveil in front
 	@if [ -n "$(C2TU)" ]; then $(PY) bench.unveil_c2tu --cold $(COLD) --c2tu $(C2TU); else \
-	  echo "make: bench.unveil_c2tu skipped: set C2TU to a clone of github.com/XDxc-cuber/C2TU-Chinese-cloaked-toxicity-unveiling"; fi   # ~30 min
+	  echo "make: bench.unveil_c2tu skipped: set C2TU to a clone of github.com/XDxc-cuber/C2TU-Chinese-cloaked-toxicity-unveiling"; fi   # ~15 min
 
 ## bench-mmbert: MMBERT speed, and MMBERT vs text-only under cloaking on COLD with real Kokoro + Whisper
 ## weights (WEIGHTS=folder `make weights` fills, weights/ by default); about 5 hours on 2 CPU cores, most

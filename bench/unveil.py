@@ -21,6 +21,8 @@ there, so a rerun continues.
 - Speed, one process on the same COLD test posts back to back, in posts a CPU-second (the machine is
   shared; wall-clock rates beside): ``cloak perturb``'s Perturber with the README recipe's ops, the
   unveiler's matching stage alone, and the whole unveiler, on those cloaks and on the clean posts.
+- ``--speed-only``: the speeds measured again (the machine quiet, say), the other figures of ``--out`` kept;
+  the speeds then carry the machine and date they were measured on.
 - ``--tune``: every candidate of COLD dev's cloaks (the ops at their defaults, seed 1) and clean posts with
   its gain, then a coordinate search from the code's defaults over the threshold, the confusion and
   one-character penalties and a prior for each reader: the mean share read back (each capped at 0.92, so
@@ -35,7 +37,7 @@ import time
 from pathlib import Path
 
 from bench.common import (BIN, RESULTS, WORK, cold_work, cpu_rate, file_tag, machine_info, parser, print_summary, records,
-                          run_once, share_interval, write_result)
+                          require, run_once, share_interval, write_result)
 from bench.restoration import restoration
 from cloak import Perturber
 from cloak.ops import available_ops, example_specs
@@ -122,6 +124,8 @@ def speed(work: Path, model: Path) -> dict:
 def main() -> None:
     ap = parser(__doc__, out=RESULTS / "unveil.json", cold=True, work=WORK / "unveil")
     ap.add_argument("--tune", action="store_true", help="choose the threshold and priors on COLD dev first")
+    ap.add_argument("--speed-only", action="store_true",
+                    help="measure the speeds again (on a quieter machine), keeping the other figures of --out")
     args = ap.parse_args()
     started = time.perf_counter()
     work, steps = cold_work(args, ("train", "dev", "test"))
@@ -129,6 +133,10 @@ def main() -> None:
                                                     "--out", work / "terms.tsv"], steps)
     model = run_once("fit the n-gram model", work / "cold.lm.gz", [BIN / "cloak", "fit-lm", "--train",
                                                                work / "train.jsonl", "--out", work / "cold.lm.gz"], steps)
+    if args.speed_only:
+        kept = json.loads(require(args.out, "python -m bench.unveil").read_text(encoding="utf-8"))
+        write_result(args.out, {**kept, "speed": {**speed(work, model), "machine": machine_info()}})
+        return
     tuning = None
     if args.tune:
         from bench.unveil_tuning import tune

@@ -11,7 +11,7 @@ graph is built as its notebook builds one (``homoGraphs/COLD_homoGraph/generate_
 toneless readings, every heteronym, and the confusions n/l, zh/z, ch/c, sh/s, ng/n) over the characters of
 the posts read and the terms, since the graph files of the repository are kept out of git.
 
-Run from the repository root: ``.venv/bin/python -m bench.unveil_c2tu --cold DIR --c2tu DIR`` (about 30
+Run from the repository root: ``.venv/bin/python -m bench.unveil_c2tu --cold DIR --c2tu DIR`` (about 15
 minutes on 2 cores). Writes ``bench/results/unveil_c2tu.json``; every step is skipped when its output is
 there, so a rerun continues.
 
