@@ -209,8 +209,8 @@ def unveil(r) -> list[Table]:
                   "JSON's examples). The goal: 97% unchanged, and no non-offensive post made offensive."),
             Table("cloak unveil: speed", ["unveil.json"], ["", "posts a CPU-second", "posts a second", "against perturb"],
                   speed, f"All {sp['posts']:,} COLD test posts, one process, back to back"
-                         + (f", measured again on {sp['machine']['date'][:10]} (`--speed-only`, load average "
-                            f"{sp['machine']['loadavg_at_start'][0]:.1f} at the start)" if "machine" in sp else "")
+                         + (f", measured again on {sp['machine']['date'][:10]} (`--speed-only`; where the rates a "
+                            "second match those a CPU-second, the process had a core to itself)" if "machine" in sp else "")
                          + ". The goals: the matching stage 5,000 posts a second on one core, the whole unveiler 1,000.")]
 
 
