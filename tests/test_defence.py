@@ -113,3 +113,16 @@ def test_no_defences_view_without_a_defended_victim(tmp_path):
     from attacks.report.defences import defence_rows
 
     assert defence_rows([], [{"facts": {}}], []) is None
+
+
+def test_an_mmbert_folder_is_evaluated_behind_the_defence(stages, data, tmp_path):
+    """`mmbert train`'s folder (MMBERT, or its text-only twin) is a victim like any other: with unveil in front
+    it reads the posts as read back, speech and glyphs made from the text read back."""
+    out = tmp_path / "eval"
+    invoke("evaluate", "--victim", stages[3], "--data", data / "dev.jsonl", "--out", out, "--attacks", "cloak",
+           "--ops", "homophone", "--limit", "8", "--defence", "unveil:families=sound", "-q")
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert set(summary["victims"]) == {"s3", "s3+unveil"}
+    facts = summary["victims"]["s3+unveil"]["facts"]
+    assert facts["defence"] == "unveil:families=sound" and facts["detector"]["kind"] == "mmbert"
+    assert len(read_jsonl(out / "s3+unveil" / "clean.jsonl")) == 8
