@@ -33,6 +33,7 @@ posts, as they are, left unchanged; posts a CPU-second.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -98,6 +99,12 @@ def c2tu_naive(c2tu: Path, graph: Path):
     return lambda text: DenoiseModel.naive_denoise(None, text, detector.detectLexicons(text))
 
 
+def commit_of(clone: Path) -> str | None:
+    """The commit a clone is at (None where it is no git checkout)."""
+    found = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return found.stdout.strip() or None
+
+
 def read_all(name: str, out: Path, read, posts: list[dict], timings: dict) -> list[dict]:
     """``read(text)`` of every post into ``out`` (reused when there), its CPU time kept in ``timings`` (and
     beside ``out``, for a rerun)."""
@@ -142,8 +149,8 @@ def main() -> None:
     for name, words in (("c2tu naive, our terms", lexicon.terms), ("c2tu naive, its lexicon", theirs)):
         tag = file_tag(name)
         read = c2tu_naive(args.c2tu, homophone_graph(work / f"graph_{tag}", texts, list(words)))
-        results[name] = figures(lexicon, cloaked, clean, {k: read_all(f"{name}: {k}", work / f"{tag}_{file_tag(k)}.jsonl", read, (
-            cloaked.get(k) or clean), timings) for k in inputs})
+        results[name] = figures(lexicon, cloaked, clean, {k: read_all(
+            f"{name}: {k}", work / f"{tag}_{file_tag(k)}.jsonl", read, cloaked.get(k) or clean, timings) for k in inputs})
     unveil = [BIN / "cloak", "unveil", "--lexicon", terms, "--model", model, "--workers", "1", "-q"]
     for name, extra in (("unveil, no context", ["--families", "sound", NO_CONTEXT]), ("unveil", [])):
         tag = file_tag(name)
@@ -153,6 +160,7 @@ def main() -> None:
             steps)) for k, path in inputs.items()})
     write_result(args.out, {"benchmark": "bench/unveil_c2tu.py", "machine": machine_info(("pypinyin",)),
                             "c2tu": {"repository": "XDxc-cuber/C2TU-Chinese-cloaked-toxicity-unveiling",
+                                     "commit": commit_of(args.c2tu),
                                      "mode": "naive (its filtering needs bert-base-chinese or an LLM from the hub)",
                                      "its_lexicon_terms": len(theirs)},
                             "posts": len(clean), "results": results, "c2tu_cpu": timings, "steps": steps,
