@@ -77,9 +77,7 @@ def _base_row(row: dict, rows: Sequence[dict]) -> dict | None:
 
 
 def _predictions(result: Results, victim: str, attacks: Sequence[str]) -> Predictions:
-    clean = result.outcomes(victim, "clean.jsonl")  # read once: the gold labels and the clean predictions
-    labels = np.array([o["label"] for o in clean])
-    predicted = np.array([-1 if o["probs"] is None else int(np.argmax(o["probs"])) for o in clean])
+    labels, predicted = result.clean(victim)
     return labels, predicted, [result.predictions(victim, a) for a in attacks]
 
 

@@ -48,10 +48,18 @@ class Results:
     def labels(self, victim: str) -> np.ndarray:
         return np.array([o["label"] for o in self.outcomes(victim, "clean.jsonl")])
 
+    def clean(self, victim: str) -> tuple[np.ndarray, np.ndarray]:
+        """Each post's gold label and its predicted label as written (-1 where unanswered), from one read."""
+        outcomes = self.outcomes(victim, "clean.jsonl")
+        return np.array([o["label"] for o in outcomes]), _predicted(outcomes)
+
     def predictions(self, victim: str, attack: str) -> np.ndarray:
         """Each post's predicted label under ``attack``; -1 where unanswered."""
-        return np.array([-1 if o["probs"] is None else int(np.argmax(o["probs"]))
-                         for o in self.outcomes(victim, outcome_file(attack))])
+        return _predicted(self.outcomes(victim, outcome_file(attack)))
+
+
+def _predicted(outcomes: list[dict]) -> np.ndarray:
+    return np.array([-1 if o["probs"] is None else int(np.argmax(o["probs"])) for o in outcomes])
 
 
 def load_results(path: str, label: str | None = None) -> Results:
