@@ -104,6 +104,8 @@ results: $(DOCS_INSTALLED)
 # The data sets' folders: the environment's MMCLOAK_COLD / MMCLOAK_SWSR unless COLD= / SWSR= are given
 # (docs/guide/data.md says where to get them); a benchmark without one stops, naming the variable
 COLD ?= $(MMCLOAK_COLD)
+# The benchmarks' working files, inside the repository (bench.common.WORK)
+BENCH_WORK := bench/work
 # A clone of C2TU's repository, for bench.unveil_c2tu (skipped without one)
 C2TU ?=
 need-cold:
@@ -138,9 +140,9 @@ bench-mmbert: need-cold $(BENCH_INSTALLED) $(OPEN_CLIP_INSTALLED)
 	$(PY) bench.mmbert_data --cold $(COLD) --weights $(WEIGHTS) --workers 2
 	$(PY) bench.mmbert_cold --cold $(COLD) --weights $(WEIGHTS)
 	$(PY) bench.speech_backends --cold $(COLD) --weights $(WEIGHTS)
-	$(PY) bench.mmbert_cold --cold $(COLD) --weights $(WEIGHTS) --tts espeak-ng --work bench/work/mmbert-espeak \
+	$(PY) bench.mmbert_cold --cold $(COLD) --weights $(WEIGHTS) --tts espeak-ng --work $(BENCH_WORK)/mmbert-espeak \
 		--out bench/results/mmbert_cold_espeak.json --routing-out bench/results/mmbert_routing_espeak
-	$(PY) bench.mmbert_robustness --work bench/work/mmbert-espeak   # after mmbert_cold and bench-attacks' victims
+	$(PY) bench.mmbert_robustness --work $(BENCH_WORK)/mmbert-espeak   # after mmbert_cold and bench-attacks' victims
 
 ## bench-attacks: the detectors on COLD (every conventional one, the training-size curve, the shared
 ## small backbone pre-trained here, bert and chinesebert on it), the cloak attacks at scale, the
@@ -174,7 +176,7 @@ bench-attacks: need-cold need-swsr $(BENCH_INSTALLED)
 ## it never masked, and both verdicts. About two hours a seed on 2 CPU cores (20 in all); needs `make weights`
 ## and espeak-ng. Every run resumes where it stopped.
 .PHONY: bench-mmbert-e5
-E5_WORK ?= bench/work/mmbert-e5
+E5_WORK ?= $(BENCH_WORK)/mmbert-e5
 MMBERT_E5 = $(PY) bench.mmbert_cold --cold $(COLD) --weights $(WEIGHTS) --tts espeak-ng --backbone $(WEIGHTS)/e5 \
 	--backbone-layers 6 --max-length 64 --stage3-lr 2e-5 --train-posts 5000 --epochs 1,2,3 --test 1000
 bench-mmbert-e5: need-cold $(BENCH_INSTALLED)
@@ -225,7 +227,7 @@ bench-llm: need-cold $(BENCH_INSTALLED)
 ## on 2 CPU cores; needs `make weights`, espeak-ng and (for the llm) llama-cpp-python[server]. Every step
 ## resumes; test-data and test refuse to run while the protocol has changes not committed.
 .PHONY: bench-mmbert-claim
-CLAIM_WORK ?= bench/work/mmbert_claim
+CLAIM_WORK ?= $(BENCH_WORK)/mmbert_claim
 CLAIM = $(PY) bench.mmbert_claim --cold $(COLD) --weights $(WEIGHTS) --backbone $(WEIGHTS)/e5 --work $(CLAIM_WORK)
 LLM_CLAIM = $(PY) bench.llm_detector --gguf $(WEIGHTS)/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf --work $(CLAIM_WORK)
 bench-mmbert-claim: need-cold $(BENCH_INSTALLED)

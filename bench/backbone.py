@@ -2,7 +2,7 @@
 unlabelled post we may use, for as long as the held-out loss keeps falling.
 
 Run from the repository root: ``.venv/bin/python -m bench.backbone`` (resumable: run it again after an
-interruption); writes the backbone to ``bench/work/backbone/`` and its figures to
+interruption); writes the backbone to ``WORK/backbone/`` (``bench.common.WORK``, in the repository) and its figures to
 ``bench/results/backbone.json``. No pretrained Chinese BERT is reachable on these machines, so
 ``bert``, ``chinesebert`` and MMBERT all start from this one, on the same footing.
 

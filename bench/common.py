@@ -2,7 +2,7 @@
 
 A benchmark is a module ``bench/NAME.py`` run from the repository root as
 ``.venv/bin/python -m bench.NAME --help``; it writes its figures to ``bench/results/NAME.json`` (with
-``write_result``) and its working files under ``bench/work/``, and has a line in a ``make bench*`` target
+``write_result``) and its working files under ``WORK`` (the repository's ``bench`` folder's ``work``), and has a line in a ``make bench*`` target
 after the benchmarks whose output it reads. It imports what it shares from here, never from another
 benchmark (what one family shares and nothing else needs is a module that writes no figures:
 ``speech_measures``, ``perturb_realism``, ``perturb_command``, ``mmbert_data``, ``mmbert_evaluation``;

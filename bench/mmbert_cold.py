@@ -5,7 +5,7 @@ Run from the repository root with the real weights ``make weights`` fetches (``m
     make weights
     .venv/bin/python -m bench.mmbert_cold --weights weights
 
-Everything lands in ``--work`` (default ``bench/work/mmbert``; any folder, outside the repository too)
+Everything lands in ``--work`` (default ``WORK/mmbert``, ``bench.common.WORK``; any folder, outside the repository too)
 and is reused when present, so rerunning the same command after an interruption continues (a stage
 stopped after a checkpoint resumes from it); the figures go to ``--out`` (default
 ``bench/results/mmbert_cold.json``), one file a seed: ``python -m bench.mmbert_verdict`` reads them.
@@ -202,7 +202,7 @@ def arguments():
     ap.add_argument("--speech-workers", type=int, default=len(os.sched_getaffinity(0)), metavar="N",
                     help="processes that speak and encode the run's texts, the cores shared among them [one a core]")
     ap.add_argument("--quick", action="store_true",
-                    help="smoke run: 40 posts, tone TTS instead of Kokoro, 1 epoch a stage, results to /tmp")
+                    help="smoke run: 40 posts, tone TTS instead of Kokoro, 1 epoch a stage, results to the system's temporary folder")
     ap.add_argument("--seed", type=int, default=0,
                     help="training seed of every model (initialisation, order, dropout); another seed trains "
                          "in WORK/runs_N_seedS beside seed 0's runs, on the same data, speech and backbone")

@@ -20,7 +20,7 @@ stratified by label, the first N of each split.
 Not a benchmark itself: ``bench.mmbert_cold`` prepares its data with it. Run alone to prepare (and
 speak) the data ahead of ``python -m bench.mmbert_cold``::
 
-    .venv/bin/python -m bench.mmbert_data --weights weights --work bench/work/mmbert
+    .venv/bin/python -m bench.mmbert_data --weights weights   # into WORK/mmbert, where mmbert_cold looks
 """
 from __future__ import annotations
 

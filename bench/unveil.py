@@ -52,8 +52,6 @@ UNTUNED += [(spec, spec, 0) for spec in example_specs() if spec.split(":")[0] in
 RECIPE = "homophone,similar,emoji,split,abbrev,pinyin"  # the README's augmentation recipe (make demo)
 
 
-
-
 def style_row(name: str, ops: str, seed: int, work: Path, lexicon: Lexicon, unveil: list, steps: dict) -> dict:
     """Cloak COLD test with one style, unveil it, and measure what was read back."""
     tag = file_tag(name)

@@ -91,7 +91,8 @@ def homophone_graph(out: Path, texts: list[str], terms: list[str]) -> Path:
 
 def c2tu_naive(c2tu: Path, graph: Path):
     """C²TU's detector and naive read-back, from its clone: text -> text."""
-    sys.path.insert(0, str(c2tu))
+    if str(c2tu) not in sys.path:  # once, though both lexicons ask
+        sys.path.insert(0, str(c2tu))
     from models.denoiseModel import DenoiseModel
     from models.lexicon_detector import DetectorModel
 
