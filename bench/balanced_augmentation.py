@@ -3,7 +3,7 @@ cloaked copies made by the README's realistic recipe, with the non-offensive pos
 heavily as the offensive ones (``cloak perturb --balance``, the default) and without (``--no-balance``):
 false positives on clean and on cloaked non-offensive COLD test posts.
 
-Run from the repository root: ``.venv/bin/python -m bench.balanced_augmentation --cold DIR`` (about 25
+Run from the repository root: ``.venv/bin/python -m bench.balanced_augmentation --cold DIR`` (about 6
 minutes on 2 cores); writes ``bench/results/balanced_augmentation.json``. Every step is the command a user
 runs, skipped when its output is there (a rerun continues).
 
@@ -14,7 +14,12 @@ runs, skipped when its output is there (a rerun continues).
   offensive one on average; unbalanced, the offensive posts' terms alone (the recipe before ``--balance``).
 - How the copies differ by label, on COLD train: posts changed, edits a post, posts given pinyin or
   English they did not have.
-- Detectors: ``attacks train --model tfidf-lr`` on COLD train alone (``plain``) and on each augmented set.
+- Detectors: ``attacks train --model tfidf-lr`` on COLD train alone (``plain``), on each augmented set, and
+  on COLD train twice (``doubled``: the control, what a second copy of every post does with no cloak in it;
+  logistic regression's fixed ``C`` and ``min_df`` see twice the posts, which moves its decisions).
+- Unveil in front: ``cloak unveil --targets lexicon+mined --model cold.lm.gz`` (terms mined from COLD train,
+  ``cloak fit-lm`` on it) reads every test file back before ``plain`` and ``balanced`` score it
+  (``plain + unveil``, ``balanced + unveil``): whether reading back costs the non-offensive posts.
 - Test: COLD test as it is, and cloaked by the same recipe with the terms mined from COLD train (seed 1),
   two ways: the offensive posts' terms (``offensive terms``: what ``attacks evaluate``'s cloak attacks
   cloak, the non-offensive posts that speak of 黑人 or 女权 cloaked where the offensive ones are) and the
@@ -30,7 +35,7 @@ import time
 from pathlib import Path
 
 from bench.augmented_detectors import RECIPE, cloaked, detector
-from bench.common import (BIN, RESULTS, WORK, cold_work, machine_info, parser, print_summary, records, run_once,
+from bench.common import (BIN, RESULTS, WORK, cold_work, machine_info, ngram_model, parser, print_summary, records, run_once,
                           share_difference, share_interval, write_result)
 
 LATIN = re.compile(r"[A-Za-z]")
@@ -57,17 +62,26 @@ def predictions(work: Path, victim: Path, data: Path, steps: dict) -> list[int]:
     return [r["victim"]["label"] for r in records(out)]
 
 
-def rates(labels: list[int], clean: list[int], tests: dict[str, list[int]]) -> dict:
-    """False-positive rate and recall, clean and under each cloaking, and cloaking's change to the FPR."""
+def unveiled(work: Path, data: Path, steps: dict) -> Path:
+    """``data`` read back by ``cloak unveil`` (the offensive posts' terms mined from COLD train, the n-gram
+    model fitted on it)."""
+    out = work / f"unveiled_{data.stem}.jsonl"
+    return run_once(f"unveil {data.stem}", out, [BIN / "cloak", "unveil", "--in", data, "--out", out, "--targets",
+                                                 "lexicon+mined", "--mine-from", work / "train.jsonl", "--model",
+                                                 ngram_model(work, steps), "-q"], steps)
+
+
+def rates(labels: list[int], tests: dict[str, list[int]]) -> dict:
+    """False-positive rate and recall on each test (``clean`` first), and each cloaking's change to the FPR."""
     negative = [k for k, label in enumerate(labels) if label == 0]
     positive = [k for k, label in enumerate(labels) if label != 0]
-    figures = {"clean": {"fpr": share_interval([clean[k] for k in negative], [1] * len(negative)),
-                         "recall": share_interval([int(clean[k] != 0) for k in positive], [1] * len(positive))}}
+    figures = {}
     for name, predicted in tests.items():
         figures[name] = {"fpr": share_interval([predicted[k] for k in negative], [1] * len(negative)),
-                         "recall": share_interval([int(predicted[k] != 0) for k in positive], [1] * len(positive)),
-                         "fpr_change": share_difference([predicted[k] for k in negative],
-                                                        [clean[k] for k in negative])}
+                         "recall": share_interval([int(predicted[k] != 0) for k in positive], [1] * len(positive))}
+        if name != "clean":
+            figures[name]["fpr_change"] = share_difference([predicted[k] for k in negative],
+                                                           [tests["clean"][k] for k in negative])
     return figures
 
 
@@ -78,21 +92,26 @@ def main() -> None:
     work, steps = cold_work(args, ("train", "test"))
     copies = {name: cloaked(work, work / "train.jsonl", f"train_{name}", name == "balanced", 0, steps)
               for name in ("balanced", "unbalanced")}
-    victims = {"plain": detector(work, "plain", [work / "train.jsonl"], steps)}
+    victims = {"plain": detector(work, "plain", [work / "train.jsonl"], steps),
+               "doubled": detector(work, "doubled", [work / "train.jsonl"] * 2, steps)}
     victims.update({name: detector(work, name, [work / "train.jsonl", path], steps) for name, path in copies.items()})
-    tests = {"offensive terms": cloaked(work, work / "test.jsonl", "test_offensive_terms", False, 1, steps),
+    tests = {"clean": work / "test.jsonl",
+             "offensive terms": cloaked(work, work / "test.jsonl", "test_offensive_terms", False, 1, steps),
              "balanced targets": cloaked(work, work / "test.jsonl", "test_balanced_targets", True, 1, steps)}
     labels = [r["label"] for r in records(work / "test.jsonl")]
-    figures = {name: rates(labels, predictions(work, victim, work / "test.jsonl", steps),
-                           {test: predictions(work, victim, path, steps) for test, path in tests.items()})
+    figures = {name: rates(labels, {test: predictions(work, victim, path, steps) for test, path in tests.items()})
                for name, victim in victims.items()}
+    read_back = {test: unveiled(work, path, steps) for test, path in tests.items()}
+    figures.update({f"{name} + unveil": rates(labels, {test: predictions(work, victims[name], path, steps)
+                                                       for test, path in read_back.items()})
+                    for name in ("plain", "balanced")})
     result = {"benchmark": "bench/balanced_augmentation.py", "machine": machine_info(("scikit-learn",)),
               "recipe": " ".join(RECIPE), "copies_by_label": {n: copies_by_label(records(p)) for n, p in copies.items()},
-              "test_cloaks_by_label": {n: copies_by_label(records(p)) for n, p in tests.items()},
+              "test_cloaks_by_label": {n: copies_by_label(records(p)) for n, p in tests.items() if n != "clean"},
               "detectors": figures, "steps": steps, "seconds": round(time.perf_counter() - started, 1)}
     write_result(args.out, result)
     rows = [(f"{name}: FPR {test}", f"{f[test]['fpr']['share']}", f"{f[test]['fpr']['interval']}")
-            for name, f in figures.items() for test in ("clean", *tests)]
+            for name, f in figures.items() for test in tests]
     print_summary(rows, args.out, time.perf_counter() - started)
 
 

@@ -159,6 +159,18 @@ def run_once(name: str, output: Path, command: list, steps: dict) -> Path:
     return output
 
 
+def mined_terms(work: Path, steps: dict) -> Path:
+    """``cloak mine-terms`` on the work folder's COLD train: the terms file the unveil benchmarks read back to."""
+    return run_once("mine terms", work / "terms.tsv", [BIN / "cloak", "mine-terms", "--train", work / "train.jsonl",
+                                                    "--out", work / "terms.tsv"], steps)
+
+
+def ngram_model(work: Path, steps: dict) -> Path:
+    """``cloak fit-lm`` on the work folder's COLD train: the n-gram model ``cloak unveil`` scores with."""
+    return run_once("fit the n-gram model", work / "cold.lm.gz", [BIN / "cloak", "fit-lm", "--train",
+                                                               work / "train.jsonl", "--out", work / "cold.lm.gz"], steps)
+
+
 def log(message: str) -> None:
     """A progress line, with the time of day."""
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)

@@ -36,7 +36,7 @@ import json
 import time
 from pathlib import Path
 
-from bench.common import (BIN, RESULTS, WORK, cold_work, cpu_rate, file_tag, machine_info, parser, print_summary, records,
+from bench.common import (BIN, RESULTS, WORK, cold_work, cpu_rate, file_tag, machine_info, mined_terms, ngram_model, parser, print_summary, records,
                           require, run_once, share_interval, write_result)
 from bench.restoration import restoration
 from cloak import Perturber
@@ -127,10 +127,7 @@ def main() -> None:
     args = ap.parse_args()
     started = time.perf_counter()
     work, steps = cold_work(args, ("train", "dev", "test"))
-    terms = run_once("mine terms", work / "terms.tsv", [BIN / "cloak", "mine-terms", "--train", work / "train.jsonl",
-                                                    "--out", work / "terms.tsv"], steps)
-    model = run_once("fit the n-gram model", work / "cold.lm.gz", [BIN / "cloak", "fit-lm", "--train",
-                                                               work / "train.jsonl", "--out", work / "cold.lm.gz"], steps)
+    terms, model = mined_terms(work, steps), ngram_model(work, steps)
     if args.speed_only:
         kept = json.loads(require(args.out, "python -m bench.unveil").read_text(encoding="utf-8"))
         write_result(args.out, {**kept, "speed": {**speed(work, model), "machine": machine_info()}})

@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import (BIN, RESULTS, WORK, cold_work, file_tag, machine_info, parser, print_summary, records, run_once,
+from bench.common import (BIN, RESULTS, WORK, cold_work, file_tag, machine_info, mined_terms, ngram_model, parser, print_summary, records, run_once,
                           share_interval, write_result)
 from bench.restoration import restoration
 from cloak.common.io import write_records
@@ -134,10 +134,7 @@ def main() -> None:
         ap.error(f"--c2tu {args.c2tu}: no models/lexicon_detector.py there (a clone of C2TU's repository)")
     started = time.perf_counter()
     work, steps = cold_work(args, ("train", "test"))
-    terms = run_once("mine terms", work / "terms.tsv", [BIN / "cloak", "mine-terms", "--train", work / "train.jsonl",
-                                                    "--out", work / "terms.tsv"], steps)
-    model = run_once("fit the n-gram model", work / "cold.lm.gz", [BIN / "cloak", "fit-lm", "--train",
-                                                               work / "train.jsonl", "--out", work / "cold.lm.gz"], steps)
+    terms, model = mined_terms(work, steps), ngram_model(work, steps)
     files = {style: run_once(f"cloak {style}", work / f"test_{file_tag(style)}.jsonl", [
         BIN / "cloak", "perturb", "--in", work / "test.jsonl", "--out", work / f"test_{file_tag(style)}.jsonl",
         "--ops", style, "--lexicon", terms, "--strength", "poster", "--seed", 0, "-q"], steps) for style in STYLES}

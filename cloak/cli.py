@@ -213,9 +213,9 @@ def main() -> None:
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed; with the line number and variant it fixes every choice.")
 @click.option("--balance/--no-balance", default=True, show_default=True,
-              help="With mined targets: add the words that mark the non-offensive posts, so that they are cloaked "
-                   "as often and as heavily as the offensive ones and a detector trained on the cloaks cannot learn "
-                   "that a cloak means offensive; or the offensive posts' words alone (what attacks cloak).")
+              help="With mined targets: add the words that mark the non-offensive posts; these are then cloaked as "
+                   "often and as heavily as the offensive ones, and a cloak does not carry the label to a "
+                   "detector trained on the cloaks; or the offensive posts' words alone (what attacks cloak).")
 @click.option("--protect", default=None, metavar="REGEX",
               help="Extra spans never to touch (URLs, @mentions, #topics# and [emoticons] always are). "
                    "Records may also carry \"protected\": [[start, end], ...].")

@@ -64,8 +64,8 @@ class Perturber:
     mine_from: labelled records, or their JSONL file, to mine ``mined`` targets from (``--mine-from``);
     balance: with mined targets, add the words that mark the non-offensive posts, as many as make them hold
     as many characters of targets as the offensive posts (``cloak.mining.build_balanced_targets``): a
-    non-offensive post is cloaked as often and as heavily as an offensive one, so that a detector trained
-    on the cloaks cannot learn that a cloak means offensive (the default; False: the offensive posts'
+    non-offensive post is cloaked as often and as heavily as an offensive one, so that a cloak does not
+    carry the label to a detector trained on the cloaks (the default; False: the offensive posts'
     terms alone, which attacks cloak);
     rate: probability that a target span is cloaked (default 1.0 for lexicon, 0.3 for all);
     strength: how much of each target the ops cloak: ``op`` (each op's own parameters), ``whole``

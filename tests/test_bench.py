@@ -338,3 +338,14 @@ def test_c2tus_homophone_graph_joins_same_and_confused_syllables_only(tmp_path):
     assert not a[ids["黑"], ids["人"]] and not a[ids["白"], ids["男"]]
     assert json.loads((folder / "lexicons.json").read_text(encoding="utf-8")) == ["白人", "男", "黑鬼"]
     assert read_back("白人都是", "白人都是", 0, 2) and not read_back("白人都是", "拜人都是", 0, 2)
+
+
+def test_balanced_augmentation_pairs_each_cloaking_with_the_clean_posts():
+    from bench.balanced_augmentation import rates
+
+    labels = [0, 0, 0, 0, 1, 1]
+    figures = rates(labels, {"clean": [1, 0, 0, 0, 1, 0], "cloaked": [1, 1, 0, 0, 1, 1]})
+    assert figures["clean"]["fpr"]["share"] == 0.25 and figures["clean"]["recall"]["share"] == 0.5
+    assert "fpr_change" not in figures["clean"]
+    assert figures["cloaked"]["fpr"]["share"] == 0.5 and figures["cloaked"]["recall"]["share"] == 1.0
+    assert figures["cloaked"]["fpr_change"]["difference"] == 0.25

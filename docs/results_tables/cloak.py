@@ -164,9 +164,12 @@ def balanced(r) -> list[Table]:
                   "COLD test's non-offensive posts (false positives) and offensive ones (recall), as they are and "
                   f"cloaked by the recipe (`{d['recipe']}`, terms mined from COLD train) on the offensive posts' "
                   "terms (what the cloak attacks cloak) and on the balanced targets; `plain` is COLD train alone, "
-                  "`balanced` and `unbalanced` it and one copy of every post cloaked with and without `--balance`. "
-                  "A change's interval is paired (the same posts drawn for both rates). The goal: cloaked within "
-                  "0.01 of clean, and clean within 0.01 of `plain`."),
+                  "`doubled` COLD train twice (the control: a second copy of every post with no cloak in it), "
+                  "`balanced` and `unbalanced` COLD train and one copy of every post cloaked with and without "
+                  "`--balance`; `+ unveil`: every test file read back by `cloak unveil` (lexicon + mined terms, "
+                  "the n-gram model of COLD train) before the detector scores it. A change's interval is paired "
+                  "(the same posts drawn for both rates). The goal: cloaked within 0.01 of clean, and clean within "
+                  "0.01 of `plain`."),
             Table("The augmentation copies by label", ["balanced_augmentation.json"],
                   ["copies", "label", "posts changed", "edits a post", "pinyin or English brought in"], copies)]
 
