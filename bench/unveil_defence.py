@@ -19,10 +19,15 @@ its other settings the defaults (chosen on COLD dev cloaks, never on test). Both
   homophones only, two-level splits, look-alike letters in initials and pinyin, radical swaps that change
   the sound, which unveil does not read) and another seed.
 
-``--neural FOLDER[,FOLDER]`` adds saved torch detectors (``bench.chinesebert_small``'s bert on e5's first 6
-layers, trained on the 2,000 bundled COLD posts: ``bench/work/chinesebert_small/bert-seed0``), attacked the same
-way but by the cloak attacks alone (the search would take hours on a CPU), as the views ``seen, neural`` and
-``held out, neural``.
+``--neural FOLDER[,FOLDER]`` adds saved torch detectors, attacked the same way but by the cloak attacks alone
+(the search would take hours on a CPU), as the views ``seen, neural`` and ``held out, neural``: the
+recorded run takes ``bench.chinesebert_small``'s bert on e5's first 6 layers, trained on the 2,000 bundled
+COLD posts (``bench/work/chinesebert_small/bert-seed0``), and MMBERT's text-only twin as the issue-56
+protocol trains it (``python -m bench.mmbert_claim choose``: e5's first 6 layers, the text warm-up, stage 3
+at mask rate 0.15, seed 0; ``bench/work/mmbert_claim/seed0/mask15/twin_stage3``, reached through a link
+named ``mmbert-twin-mask15-seed0``, since a victim is named by its folder). 183 of the 1,000 posts are
+among the protocol's 950 fresh test posts: this run reads them for the defence's figures alone, with a
+candidate the protocol may not choose, and nothing of the protocol is chosen from it.
 
 The figures are the report's defences view (``attacks report``): per detector, clean macro-F1, the mean
 macro-F1 drop over the cloak attacks every row is judged by with its paired bootstrap 95% interval, and for

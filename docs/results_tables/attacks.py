@@ -248,7 +248,8 @@ def importance(r) -> list[Table]:
 def defences(r) -> list[Table]:
     d = r("unveil_defence.json")
     names = {"victim_plain": "tfidf-lr", "victim_augmented": "tfidf-lr, augmented",
-             "bert-seed0": "bert (e5's first 6 layers, 2,000 posts)"}
+             "bert-seed0": "bert (e5's first 6 layers, 2,000 posts)",
+             "mmbert-twin-mask15-seed0": "MMBERT's text-only twin (mask 0.15, seed 0)"}
 
     def name(row: str) -> str:
         base, plus, _ = row.partition("+")
