@@ -19,7 +19,9 @@ runs, skipped when its output is there (a rerun continues).
   logistic regression's fixed ``C`` and ``min_df`` see twice the posts, which moves its decisions).
 - Unveil in front: ``cloak unveil --targets lexicon+mined --model cold.lm.gz`` (terms mined from COLD train,
   ``cloak fit-lm`` on it) reads every test file back before ``plain`` and ``balanced`` score it
-  (``plain + unveil``, ``balanced + unveil``): whether reading back costs the non-offensive posts.
+  (``plain + unveil``, ``balanced + unveil``): whether reading back costs the non-offensive posts; and with
+  ``--balance`` (the words that mark the non-offensive posts read back too), with the share of clean COLD
+  test posts each leaves as they are.
 - Test: COLD test as it is, and cloaked by the same recipe with the terms mined from COLD train (seed 1),
   two ways: the offensive posts' terms (``offensive terms``: what ``attacks evaluate``'s cloak attacks
   cloak, the non-offensive posts that speak of 黑人 or 女权 cloaked where the offensive ones are) and the
@@ -62,13 +64,17 @@ def predictions(work: Path, victim: Path, data: Path, steps: dict) -> list[int]:
     return [r["victim"]["label"] for r in records(out)]
 
 
-def unveiled(work: Path, data: Path, steps: dict) -> Path:
-    """``data`` read back by ``cloak unveil`` (the offensive posts' terms mined from COLD train, the n-gram
-    model fitted on it)."""
-    out = work / f"unveiled_{data.stem}.jsonl"
-    return run_once(f"unveil {data.stem}", out, [BIN / "cloak", "unveil", "--in", data, "--out", out, "--targets",
+UNVEIL = {"unveil": [], "unveil --balance": ["--balance"]}
+
+
+def unveiled(work: Path, data: Path, name: str, steps: dict) -> Path:
+    """``data`` read back by ``cloak unveil`` set up as ``UNVEIL[name]`` says (terms mined from COLD train,
+    the n-gram model fitted on it)."""
+    flags = UNVEIL[name]
+    out = work / f"unveiled{''.join('_' + f.lstrip('-') for f in flags)}_{data.stem}.jsonl"
+    return run_once(f"{name} {data.stem}", out, [BIN / "cloak", "unveil", "--in", data, "--out", out, "--targets",
                                                  "lexicon+mined", "--mine-from", work / "train.jsonl", "--model",
-                                                 ngram_model(work, steps), "-q"], steps)
+                                                 ngram_model(work, steps), *flags, "-q"], steps)
 
 
 def rates(labels: list[int], tests: dict[str, list[int]]) -> dict:
@@ -101,14 +107,18 @@ def main() -> None:
     labels = [r["label"] for r in records(work / "test.jsonl")]
     figures = {name: rates(labels, {test: predictions(work, victim, path, steps) for test, path in tests.items()})
                for name, victim in victims.items()}
-    read_back = {test: unveiled(work, path, steps) for test, path in tests.items()}
-    figures.update({f"{name} + unveil": rates(labels, {test: predictions(work, victims[name], path, steps)
-                                                       for test, path in read_back.items()})
-                    for name in ("plain", "balanced")})
+    unchanged = {}
+    for unveil in UNVEIL:
+        read_back = {test: unveiled(work, path, unveil, steps) for test, path in tests.items()}
+        figures.update({f"{name} + {unveil}": rates(labels, {test: predictions(work, victims[name], path, steps)
+                                                             for test, path in read_back.items()})
+                        for name in ("plain", "balanced")})
+        same = [int(a["text"] == b["text"]) for a, b in zip(records(tests["clean"]), records(read_back["clean"]))]
+        unchanged[unveil] = share_interval(same, [1] * len(same))
     result = {"benchmark": "bench/balanced_augmentation.py", "machine": machine_info(("scikit-learn",)),
               "recipe": " ".join(RECIPE), "copies_by_label": {n: copies_by_label(records(p)) for n, p in copies.items()},
               "test_cloaks_by_label": {n: copies_by_label(records(p)) for n, p in tests.items() if n != "clean"},
-              "detectors": figures, "steps": steps, "seconds": round(time.perf_counter() - started, 1)}
+              "detectors": figures, "clean_unchanged_by_unveil": unchanged, "steps": steps, "seconds": round(time.perf_counter() - started, 1)}
     write_result(args.out, result)
     rows = [(f"{name}: FPR {test}", f"{f[test]['fpr']['share']}", f"{f[test]['fpr']['interval']}")
             for name, f in figures.items() for test in tests]

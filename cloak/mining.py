@@ -215,6 +215,24 @@ def build_balanced_targets(spec: str, *, lexicon: str | None = None,
     return targets
 
 
+def build_every_label_targets(spec: str, *, lexicon: str | None = None,
+                              labelled: Iterable[dict] | str | os.PathLike | None = None) -> Lexicon:
+    """What ``cloak unveil --balance`` reads back: the offensive posts' terms as ``build_targets`` mines
+    them, and the words that mark each other label, mined the same way (the same z-score and count). Read
+    back to the offensive terms alone, a post whose own words are cloaked too gains offensive terms and
+    keeps its other words cloaked, and reads as more offensive than it was."""
+    if labelled is None:
+        return build_targets(spec, lexicon=lexicon)  # the error that names what is missing
+    records = labelled_records(labelled)
+    targets = build_targets(spec, lexicon=lexicon, labelled=records)
+    labels = sorted({int(r["label"]) for r in records})
+    terms = dict(targets.categories)
+    for label in labels:
+        if label == 0 or len(labels) > 2:
+            terms.update({m.term: f"label {label}" for m in mine_terms(records, label=label) if m.term not in terms})
+    return Lexicon(terms, terms, name=f"{targets.name}, every label")
+
+
 def _held(terms: Lexicon, texts: list[str]) -> float:
     """How many characters of the terms the texts hold, on average (what the ops cloak)."""
     return sum(e - s for t in texts for s, e in terms.find(t)) / max(1, len(texts))

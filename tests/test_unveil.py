@@ -16,7 +16,7 @@ from cloak.unveil import CharNgramLM, Unveiler
 from cloak.unveil.records import Unveiling
 from cloak.unveil.sound import pinyin_readings, read_initials, read_pinyin, syllable_class
 
-from .conftest import interrupted_after, read_jsonl
+from .conftest import ROOT, interrupted_after, read_jsonl
 
 POSTS = ["白人都是垃圾", "我讨厌黑人", "河南人偷井盖", "同性恋滚出去", "别跟我说什么种族歧视"]
 CLEAN = ["今天天气很好，我们去公园散步吧", "这家店的面条味道不错，价格也公道", "他考完试就回家了",
@@ -267,3 +267,17 @@ def test_a_masked_language_model_scores_through_the_entry_point_group(tmp_path, 
     assert unveiler._scorer.gains_batch([(view, found)])[0] == gains  # the same inputs, the same scores
     with pytest.raises(ValueError, match="needs a masked language model"):
         Unveiler(scorer="mlm")
+
+
+def test_balance_reads_back_the_non_offensive_posts_words_too():
+    from cloak.mining import build_every_label_targets, build_targets
+
+    train = str(ROOT / "samples" / "cold" / "cold_train_2000.jsonl")
+    every, offensive = build_every_label_targets("mined", labelled=train), build_targets("mined", labelled=train)
+    assert set(offensive.terms) < set(every.terms) and {"朋友", "辽宁"} <= set(every.terms) - set(offensive.terms)
+    readers = {b: Unveiler(targets="mined", mine_from=train, balance=b, threshold=2.0) for b in (False, True)}
+    assert ":balance=True" in readers[True].spec() and Unveiler.from_spec(readers[True].spec()).balance
+    for op in ("split", "homophone"):
+        cloaked = Perturber(ops=op, strength="whole", targets=every, seed=0)("我的男朋友是辽宁人")
+        assert readers[True](cloaked.text).text == cloaked.source, op
+        assert readers[False](cloaked.text).text != cloaked.source, op  # 朋友 and 辽宁 are no offensive terms

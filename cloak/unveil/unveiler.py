@@ -55,6 +55,7 @@ class Unveiler:
     families: ``+``-joined, of sound, shape, emoji, script, typography, english, order (see ``FAMILIES``);
     targets, lexicon, mine_from: the terms to read back, chosen as ``cloak perturb`` chooses what to cloak
     (``--targets lexicon|mined|lexicon+mined``, ``--lexicon FILE``, ``--mine-from FILE``);
+    balance: with mined targets, the words that mark the other labels too (``cloak.mining.build_every_label_targets``);
     common: pinyin written out may also be read as one of this many common words (0: terms only);
     scorer: the context scorer (``ngram``, or one a package registers: ``mlm``); model: its file, folder or
     hub name ("" for its default); threshold: the log-probability gain a candidate needs.
@@ -76,6 +77,10 @@ class Unveiler:
                                 metavar="FILE", file=True)
     mine_from: str | None = param(None, "--targets mined / lexicon+mined: the labelled records to mine.",
                                   metavar="FILE", file=True)
+    balance: bool = param(False, (
+        "With mined targets, also read back the words that mark the non-offensive posts (mined the same way), "
+        "so that a post whose own words are cloaked too is not read back to its offensive terms alone. It "
+        "leaves fewer clean posts as they are."))
     common: int = param(20_000, "Pinyin written out may also be read as one of the N commonest words (0: terms "
                                 "only).", metavar="N")
     scorer: str = param("ngram", "The context scorer: ngram (a character n-gram model, no weights) or one a package "
@@ -120,9 +125,10 @@ class Unveiler:
     def prepare(self) -> Unveiler:
         """Mine or read the terms, build the automata and load the scorer now (else on first use)."""
         if self._index is None:
-            from ..mining import build_targets
+            from ..mining import build_every_label_targets, build_targets, mines
 
-            terms = build_targets(self.targets, lexicon=self.lexicon, labelled=self.mine_from)
+            build = build_every_label_targets if self.balance and mines(self.targets) else build_targets
+            terms = build(self.targets, lexicon=self.lexicon, labelled=self.mine_from)
             self._index = TermIndex(terms.terms, self.readers, self.common)
         self._index.prepare()
         self._scorer.prepare()

@@ -156,6 +156,8 @@ def balanced(r) -> list[Table]:
                f"{interval(f[t]['fpr_change']['interval'])})" for t in tests]
             + [f"{f3(f['clean']['recall']['share'])} / " + " / ".join(f3(f[t]['recall']['share']) for t in tests)]
             for name, f in d["detectors"].items()]
+    unchanged = ", ".join(f"`{name}` {f3(u['share'])} {interval(u['interval'])}"
+                          for name, u in d["clean_unchanged_by_unveil"].items())
     copies = [[name, label, pct(c["changed"]), c["edits_a_post"], pct(c["latin_brought_in"])]
               for name, by_label in d["copies_by_label"].items() for label, c in by_label.items()]
     return [Table("Does augmentation teach that a cloak means offensive?", ["balanced_augmentation.json"],
@@ -167,9 +169,10 @@ def balanced(r) -> list[Table]:
                   "`doubled` COLD train twice (the control: a second copy of every post with no cloak in it), "
                   "`balanced` and `unbalanced` COLD train and one copy of every post cloaked with and without "
                   "`--balance`; `+ unveil`: every test file read back by `cloak unveil` (lexicon + mined terms, "
-                  "the n-gram model of COLD train) before the detector scores it. A change's interval is paired "
-                  "(the same posts drawn for both rates). The goal: cloaked within 0.01 of clean, and clean within "
-                  "0.01 of `plain`."),
+                  "the n-gram model of COLD train) before the detector scores it, and `+ unveil --balance` with "
+                  "the words that mark the non-offensive posts read back too (clean COLD test posts left as they "
+                  f"are: {unchanged}). A change's interval is paired (the same posts drawn for both rates). The "
+                  "goal: cloaked within 0.01 of clean, and clean within 0.01 of `plain`."),
             Table("The augmentation copies by label", ["balanced_augmentation.json"],
                   ["copies", "label", "posts changed", "edits a post", "pinyin or English brought in"], copies)]
 
