@@ -122,7 +122,7 @@ bench: need-cold $(BENCH_INSTALLED)
 	$(PY) bench.ray_scale --cold $(COLD)   # cloak perturb --engine ray vs --workers 2, 1M posts
 	$(PY) bench.command_vs_rev --cold $(COLD) --rev 7156814 --rounds 5   # the local path against before Ray
 	$(PY) bench.unveil --cold $(COLD) --tune   # ~70 min: cloak unveil on COLD test's cloaks, clean posts, speed
-	$(PY) bench.balanced_augmentation --cold $(COLD)   # ~7 min: false positives with and without --balance, and behind unveil
+	$(PY) bench.balanced_augmentation --cold $(COLD)   # ~9 min: false positives with and without --balance, and behind unveil
 	$(PY) bench.unveil_defence --cold $(COLD)   # ~10 min: tfidf-lr with and without cloak unveil in front
 	@if [ -n "$(C2TU)" ]; then $(PY) bench.unveil_c2tu --cold $(COLD) --c2tu $(C2TU); else \
 	  echo "make: bench.unveil_c2tu skipped: set C2TU to a clone of github.com/XDxc-cuber/C2TU-Chinese-cloaked-toxicity-unveiling"; fi   # ~15 min

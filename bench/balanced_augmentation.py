@@ -3,7 +3,7 @@ cloaked copies made by the README's realistic recipe, with the non-offensive pos
 heavily as the offensive ones (``cloak perturb --balance``, the default) and without (``--no-balance``):
 false positives on clean and on cloaked non-offensive COLD test posts.
 
-Run from the repository root: ``.venv/bin/python -m bench.balanced_augmentation --cold DIR`` (about 6
+Run from the repository root: ``.venv/bin/python -m bench.balanced_augmentation --cold DIR`` (about 9
 minutes on 2 cores); writes ``bench/results/balanced_augmentation.json``. Every step is the command a user
 runs, skipped when its output is there (a rerun continues).
 
@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 
 from bench.augmented_detectors import RECIPE, cloaked, detector
-from bench.common import (BIN, RESULTS, WORK, cold_work, machine_info, ngram_model, parser, print_summary, records, run_once,
-                          share_difference, share_interval, write_result)
+from bench.common import (BIN, RESULTS, WORK, cold_work, machine_info, ngram_model, parser, print_summary, records,
+                          run_once, share_difference, share_interval, write_result)
 
 LATIN = re.compile(r"[A-Za-z]")
 
@@ -118,7 +118,8 @@ def main() -> None:
     result = {"benchmark": "bench/balanced_augmentation.py", "machine": machine_info(("scikit-learn",)),
               "recipe": " ".join(RECIPE), "copies_by_label": {n: copies_by_label(records(p)) for n, p in copies.items()},
               "test_cloaks_by_label": {n: copies_by_label(records(p)) for n, p in tests.items() if n != "clean"},
-              "detectors": figures, "clean_unchanged_by_unveil": unchanged, "steps": steps, "seconds": round(time.perf_counter() - started, 1)}
+              "detectors": figures, "clean_unchanged_by_unveil": unchanged, "steps": steps,
+              "seconds": round(time.perf_counter() - started, 1)}
     write_result(args.out, result)
     rows = [(f"{name}: FPR {test}", f"{f[test]['fpr']['share']}", f"{f[test]['fpr']['interval']}")
             for name, f in figures.items() for test in tests]

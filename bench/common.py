@@ -167,8 +167,9 @@ def mined_terms(work: Path, steps: dict) -> Path:
 
 def ngram_model(work: Path, steps: dict) -> Path:
     """``cloak fit-lm`` on the work folder's COLD train: the n-gram model ``cloak unveil`` scores with."""
-    return run_once("fit the n-gram model", work / "cold.lm.gz", [BIN / "cloak", "fit-lm", "--train",
-                                                               work / "train.jsonl", "--out", work / "cold.lm.gz"], steps)
+    model = work / "cold.lm.gz"
+    return run_once("fit the n-gram model", model, [BIN / "cloak", "fit-lm", "--train", work / "train.jsonl",
+                                                    "--out", model], steps)
 
 
 def log(message: str) -> None:

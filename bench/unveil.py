@@ -36,8 +36,8 @@ import json
 import time
 from pathlib import Path
 
-from bench.common import (BIN, RESULTS, WORK, cold_work, cpu_rate, file_tag, machine_info, mined_terms, ngram_model, parser, print_summary, records,
-                          require, run_once, share_interval, write_result)
+from bench.common import (BIN, RESULTS, WORK, cold_work, cpu_rate, file_tag, machine_info, mined_terms, ngram_model,
+                          parser, print_summary, records, require, run_once, share_interval, write_result)
 from bench.restoration import restoration
 from cloak import Perturber
 from cloak.ops import available_ops, example_specs

@@ -38,8 +38,8 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import (BIN, RESULTS, WORK, cold_work, file_tag, machine_info, mined_terms, ngram_model, parser, print_summary, records, run_once,
-                          share_interval, write_result)
+from bench.common import (BIN, RESULTS, WORK, cold_work, file_tag, machine_info, mined_terms, ngram_model, parser,
+                          print_summary, records, run_once, share_interval, write_result)
 from bench.restoration import restoration
 from cloak.common.io import write_records
 from cloak.targets import Lexicon
