@@ -215,6 +215,7 @@ def test_fit_lm_then_unveil_with_it(tmp_path, sample_path):
     (["--model", "no/such.lm.gz"], "language model not found: no/such.lm.gz"),
     (["--targets", "mined"], "mines terms from labelled records: give them"),
     (["--targets", "all"], "'targets' must be lexicon[:FILE], mined or lexicon+mined"),
+    (["--balance"], "targets lexicon mine none (give targets mined or lexicon+mined)"),
     (["--settings", "unveil:threshold"], "parameter 'threshold' needs a value"),
     (["--settings", "defence:x=1"], "unknown defence 'defence'"),
 ])

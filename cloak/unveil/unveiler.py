@@ -100,6 +100,11 @@ class Unveiler:
         for family in self.families.split("+"):
             if family not in FAMILIES:
                 raise unknown_key(family, list(FAMILIES), "unveil", kind="family")
+        from ..mining import mines
+
+        if self.balance and not mines(self.targets):
+            raise ValueError(f"unveil: balance reads back the words mined from labelled posts beside the terms; "
+                             f"targets {self.targets} mine none (give targets mined or lexicon+mined)")
         self.readers = frozenset(r for f in self.families.split("+") for r in FAMILIES[f])
         self._scorer: Scorer = make_scorer(self.scorer, self.model or "")
         self._index: TermIndex | None = None
@@ -125,9 +130,9 @@ class Unveiler:
     def prepare(self) -> Unveiler:
         """Mine or read the terms, build the automata and load the scorer now (else on first use)."""
         if self._index is None:
-            from ..mining import build_every_label_targets, build_targets, mines
+            from ..mining import build_every_label_targets, build_targets
 
-            build = build_every_label_targets if self.balance and mines(self.targets) else build_targets
+            build = build_every_label_targets if self.balance else build_targets
             terms = build(self.targets, lexicon=self.lexicon, labelled=self.mine_from)
             self._index = TermIndex(terms.terms, self.readers, self.common)
         self._index.prepare()
