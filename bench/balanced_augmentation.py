@@ -28,7 +28,9 @@ runs, skipped when its output is there (a rerun continues).
   balanced targets (``balanced targets``: a non-offensive poster's own words cloaked too).
 - Figures: each detector's false-positive rate on the non-offensive posts (label 0) and recall on the
   offensive ones, clean and cloaked, with bootstrap 95% intervals, and the change cloaking makes to the
-  false-positive rate with its paired interval (the same posts drawn for both).
+  false-positive rate with its paired interval (the same posts drawn for both); and the ROC AUC of its
+  offensive probability, with its interval: whether a change of rates is a change of ranking or only of
+  the threshold's place.
 """
 from __future__ import annotations
 
@@ -56,12 +58,26 @@ def copies_by_label(copies: list[dict]) -> dict:
     return figures
 
 
-def predictions(work: Path, victim: Path, data: Path, steps: dict) -> list[int]:
-    """The detector's label for each record of ``data``."""
+def predictions(work: Path, victim: Path, data: Path, steps: dict) -> list[dict]:
+    """The detector's answer for each record of ``data`` (its ``label`` and ``probs``)."""
     out = work / f"pred_{victim.name}_{data.stem}.jsonl"
     run_once(f"predict {victim.name} {data.stem}", out, [BIN / "attacks", "predict", "--victim", victim, "--in", data,
                                                      "--out", out], steps)
-    return [r["victim"]["label"] for r in records(out)]
+    return [r["victim"] for r in records(out)]
+
+
+def auc_interval(labels: list[int], scores: list[float]) -> dict:
+    """ROC AUC of the offensive label's probability, with its 95% bootstrap interval (posts drawn with
+    replacement): how well the detector ranks the posts, whatever its threshold."""
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    from attacks.bootstrap import interval, resamples
+
+    y, p = np.asarray(labels) != 0, np.asarray(scores, dtype=float)
+    draws = [roc_auc_score(y[rows], p[rows]) for block in resamples(len(y)) for rows in block
+             if y[rows].any() and not y[rows].all()]
+    return {"auc": round(float(roc_auc_score(y, p)), 4), "interval": [round(x, 4) for x in interval(np.array(draws))]}
 
 
 UNVEIL = {"unveil": [], "unveil --balance": ["--balance"]}
@@ -77,17 +93,21 @@ def unveiled(work: Path, data: Path, name: str, steps: dict) -> Path:
                                                  ngram_model(work, steps), *flags, "-q"], steps)
 
 
-def rates(labels: list[int], tests: dict[str, list[int]]) -> dict:
-    """False-positive rate and recall on each test (``clean`` first), and each cloaking's change to the FPR."""
+def rates(labels: list[int], tests: dict[str, list[dict]]) -> dict:
+    """False-positive rate, recall and ROC AUC on each test (``clean`` first; each post's answer, as
+    ``predictions`` gives it), and each cloaking's change to the FPR."""
     negative = [k for k, label in enumerate(labels) if label == 0]
     positive = [k for k, label in enumerate(labels) if label != 0]
+    clean = [int(a["label"] != 0) for a in tests["clean"]]
     figures = {}
-    for name, predicted in tests.items():
+    for name, answers in tests.items():
+        predicted = [int(a["label"] != 0) for a in answers]
         figures[name] = {"fpr": share_interval([predicted[k] for k in negative], [1] * len(negative)),
-                         "recall": share_interval([int(predicted[k] != 0) for k in positive], [1] * len(positive))}
+                         "recall": share_interval([predicted[k] for k in positive], [1] * len(positive)),
+                         "auc": auc_interval(labels, [1 - a["probs"][0] for a in answers])}
         if name != "clean":
             figures[name]["fpr_change"] = share_difference([predicted[k] for k in negative],
-                                                           [tests["clean"][k] for k in negative])
+                                                           [clean[k] for k in negative])
     return figures
 
 

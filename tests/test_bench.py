@@ -343,9 +343,15 @@ def test_c2tus_homophone_graph_joins_same_and_confused_syllables_only(tmp_path):
 def test_balanced_augmentation_pairs_each_cloaking_with_the_clean_posts():
     from bench.balanced_augmentation import rates
 
+    def answers(offensive: list[float]) -> list[dict]:
+        return [{"label": int(p > 0.5), "probs": [1 - p, p]} for p in offensive]
+
     labels = [0, 0, 0, 0, 1, 1]
-    figures = rates(labels, {"clean": [1, 0, 0, 0, 1, 0], "cloaked": [1, 1, 0, 0, 1, 1]})
+    figures = rates(labels, {"clean": answers([0.9, 0.1, 0.2, 0.3, 0.8, 0.4]),
+                             "cloaked": answers([0.6, 0.7, 0.2, 0.1, 0.8, 0.9])})
     assert figures["clean"]["fpr"]["share"] == 0.25 and figures["clean"]["recall"]["share"] == 0.5
     assert "fpr_change" not in figures["clean"]
     assert figures["cloaked"]["fpr"]["share"] == 0.5 and figures["cloaked"]["recall"]["share"] == 1.0
     assert figures["cloaked"]["fpr_change"]["difference"] == 0.25
+    # clean ranks both offensive posts below the 0.9 (6 of the 8 pairs right); cloaked ranks them above all others
+    assert figures["clean"]["auc"]["auc"] == 0.75 and figures["cloaked"]["auc"]["auc"] == 1.0

@@ -154,7 +154,9 @@ def balanced(r) -> list[Table]:
     rows = [[name, f"{f3(f['clean']['fpr']['share'])} {interval(f['clean']['fpr']['interval'])}"]
             + [f"{f3(f[t]['fpr']['share'])} ({f[t]['fpr_change']['difference']:+.3f} "
                f"{interval(f[t]['fpr_change']['interval'])})" for t in tests]
-            + [f"{f3(f['clean']['recall']['share'])} / " + " / ".join(f3(f[t]['recall']['share']) for t in tests)]
+            + [f"{f3(f['clean']['recall']['share'])} / " + " / ".join(f3(f[t]['recall']['share']) for t in tests),
+               f"{f3(f['clean']['auc']['auc'])} {interval(f['clean']['auc']['interval'])} / "
+               + " / ".join(f3(f[t]['auc']['auc']) for t in tests)]
             for name, f in d["detectors"].items()]
     unchanged = ", ".join(f"`{name}` {f3(u['share'])} {interval(u['interval'])}"
                           for name, u in d["clean_unchanged_by_unveil"].items())
@@ -162,7 +164,8 @@ def balanced(r) -> list[Table]:
               for name, by_label in d["copies_by_label"].items() for label, c in by_label.items()]
     return [Table("Does augmentation teach that a cloak means offensive?", ["balanced_augmentation.json"],
                   ["tfidf-lr trained on", "false positives, clean",
-                   *(f"cloaked on the {t} (change)" for t in tests), "recall: clean / " + " / ".join(tests)], rows,
+                   *(f"cloaked on the {t} (change)" for t in tests), "recall: clean / " + " / ".join(tests),
+                   "ROC AUC: clean / " + " / ".join(tests)], rows,
                   "COLD test's non-offensive posts (false positives) and offensive ones (recall), as they are and "
                   f"cloaked by the recipe (`{d['recipe']}`, terms mined from COLD train) on the offensive posts' "
                   "terms (what the cloak attacks cloak) and on the balanced targets; `plain` is COLD train alone, "
@@ -171,7 +174,8 @@ def balanced(r) -> list[Table]:
                   "`--balance`; `+ unveil`: every test file read back by `cloak unveil` (lexicon + mined terms, "
                   "the n-gram model of COLD train) before the detector scores it, and `+ unveil --balance` with "
                   "the words that mark the non-offensive posts read back too (clean COLD test posts left as they "
-                  f"are: {unchanged}). A change's interval is paired (the same posts drawn for both rates). The "
+                  f"are: {unchanged}). A change's interval is paired (the same posts drawn for both rates). ROC "
+                  "AUC: how well the offensive probability ranks all the test posts, whatever the threshold. The "
                   "goal: cloaked within 0.01 of clean, and clean within 0.01 of `plain`."),
             Table("The augmentation copies by label", ["balanced_augmentation.json"],
                   ["copies", "label", "posts changed", "edits a post", "pinyin or English brought in"], copies)]
