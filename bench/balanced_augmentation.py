@@ -98,16 +98,16 @@ def rates(labels: list[int], tests: dict[str, list[dict]]) -> dict:
     ``predictions`` gives it), and each cloaking's change to the FPR."""
     negative = [k for k, label in enumerate(labels) if label == 0]
     positive = [k for k, label in enumerate(labels) if label != 0]
-    clean = [int(a["label"] != 0) for a in tests["clean"]]
+    flagged = {name: [int(a["label"] != 0) for a in answers] for name, answers in tests.items()}
     figures = {}
     for name, answers in tests.items():
-        predicted = [int(a["label"] != 0) for a in answers]
+        predicted = flagged[name]
         figures[name] = {"fpr": share_interval([predicted[k] for k in negative], [1] * len(negative)),
                          "recall": share_interval([predicted[k] for k in positive], [1] * len(positive)),
                          "auc": auc_interval(labels, [1 - a["probs"][0] for a in answers])}
         if name != "clean":
             figures[name]["fpr_change"] = share_difference([predicted[k] for k in negative],
-                                                           [clean[k] for k in negative])
+                                                           [flagged["clean"][k] for k in negative])
     return figures
 
 
@@ -124,7 +124,8 @@ def main() -> None:
     tests = {"clean": work / "test.jsonl",
              "offensive terms": cloaked(work, work / "test.jsonl", "test_offensive_terms", False, 1, steps),
              "balanced targets": cloaked(work, work / "test.jsonl", "test_balanced_targets", True, 1, steps)}
-    labels = [r["label"] for r in records(work / "test.jsonl")]
+    clean_posts = records(tests["clean"])
+    labels = [r["label"] for r in clean_posts]
     figures = {name: rates(labels, {test: predictions(work, victim, path, steps) for test, path in tests.items()})
                for name, victim in victims.items()}
     unchanged = {}
@@ -133,7 +134,7 @@ def main() -> None:
         figures.update({f"{name} + {unveil}": rates(labels, {test: predictions(work, victims[name], path, steps)
                                                              for test, path in read_back.items()})
                         for name in ("plain", "balanced")})
-        same = [int(a["text"] == b["text"]) for a, b in zip(records(tests["clean"]), records(read_back["clean"]))]
+        same = [int(a["text"] == b["text"]) for a, b in zip(clean_posts, records(read_back["clean"]))]
         unchanged[unveil] = share_interval(same, [1] * len(same))
     result = {"benchmark": "bench/balanced_augmentation.py", "machine": machine_info(("scikit-learn",)),
               "recipe": " ".join(RECIPE), "copies_by_label": {n: copies_by_label(records(p)) for n, p in copies.items()},

@@ -207,11 +207,9 @@ def build_balanced_targets(spec: str, *, lexicon: str | None = None,
         texts.setdefault(int(r["label"]), []).append(r["text"])
     targets = build_targets(spec, lexicon=lexicon, labelled=records)
     offensive = [t for label, group in texts.items() if label != 0 for t in group]
-    for label in sorted(texts):
-        if label == 0 or len(texts) > 2:
-            ranked = [m.term for m in mine_terms(records, z=0.0, min_count=2, label=label)]
-            targets = _enough(ranked, targets, texts[label], offensive,
-                              name=f"{targets.name}, balanced")
+    for label in _other_labels(texts):
+        ranked = [m.term for m in mine_terms(records, z=0.0, min_count=2, label=label)]
+        targets = _enough(ranked, targets, texts[label], offensive, name=f"{targets.name}, balanced")
     return targets
 
 
@@ -225,12 +223,17 @@ def build_every_label_targets(spec: str, *, lexicon: str | None = None,
         return build_targets(spec, lexicon=lexicon)  # the error that names what is missing
     records = labelled_records(labelled)
     targets = build_targets(spec, lexicon=lexicon, labelled=records)
-    labels = sorted({int(r["label"]) for r in records})
     terms = dict(targets.categories)
-    for label in labels:
-        if label == 0 or len(labels) > 2:
-            terms.update({m.term: f"label {label}" for m in mine_terms(records, label=label) if m.term not in terms})
+    for label in _other_labels({int(r["label"]) for r in records}):
+        terms.update({m.term: f"label {label}" for m in mine_terms(records, label=label) if m.term not in terms})
     return Lexicon(terms, terms, name=f"{targets.name}, every label")
+
+
+def _other_labels(labels: Iterable[int]) -> list[int]:
+    """The labels whose own words are mined beside the offensive posts' terms: 0 of two labels (the
+    offensive terms are label 1's), every label of more (the offensive terms mark no one of them)."""
+    labels = sorted(set(labels))
+    return [label for label in labels if label == 0 or len(labels) > 2]
 
 
 def _held(terms: Lexicon, texts: list[str]) -> float:
