@@ -2,12 +2,12 @@
 
 A benchmark is a module ``bench/NAME.py`` run from the repository root as
 ``.venv/bin/python -m bench.NAME --help``; it writes its figures to ``bench/results/NAME.json`` (with
-``write_result``) and its working files under ``WORK`` (the repository's ``bench`` folder's ``work``), and has a line in a ``make bench*`` target
-after the benchmarks whose output it reads. It imports what it shares from here, never from another
-benchmark (what one family shares and nothing else needs is a module that writes no figures:
-``speech_measures``, ``perturb_realism``, ``perturb_command``, ``mmbert_data``, ``mmbert_evaluation``;
-``textattack_search`` is ``search_attack``'s side in TextAttack's environment). ``tests/test_bench_rules.py``
-holds them to it. The shape of one::
+``write_result``) and its working files under ``WORK`` (the repository's ``bench`` folder's ``work``), and
+has a line in a ``make bench*`` target after the benchmarks whose output it reads. It imports what it
+shares from here, never from another benchmark (what one family shares and nothing else needs is a
+module that writes no figures: ``speech_measures``, ``perturb_realism``, ``perturb_command``,
+``mmbert_data``, ``mmbert_evaluation``; ``textattack_search`` is ``search_attack``'s side in TextAttack's
+environment). ``tests/test_bench_rules.py`` holds them to it. The shape of one::
 
     '''One line saying what it measures.
 

@@ -202,7 +202,8 @@ def arguments():
     ap.add_argument("--speech-workers", type=int, default=len(os.sched_getaffinity(0)), metavar="N",
                     help="processes that speak and encode the run's texts, the cores shared among them [one a core]")
     ap.add_argument("--quick", action="store_true",
-                    help="smoke run: 40 posts, tone TTS instead of Kokoro, 1 epoch a stage, results to the system's temporary folder")
+                    help="smoke run: 40 posts, tone TTS instead of Kokoro, 1 epoch a stage, results to the system's "
+                         "temporary folder")
     ap.add_argument("--seed", type=int, default=0,
                     help="training seed of every model (initialisation, order, dropout); another seed trains "
                          "in WORK/runs_N_seedS beside seed 0's runs, on the same data, speech and backbone")
