@@ -3,7 +3,7 @@
 Run from the repository root after ``python -m bench.mmbert_cold`` (its ``--work``) and
 ``python -m bench.robustness`` (the conventional victims)::
 
-    .venv/bin/python -m bench.mmbert_robustness --work bench/work/mmbert-espeak
+    .venv/bin/python -m bench.mmbert_robustness   # --work: bench.mmbert_cold's, the eSpeak NG run's by default
 
 writes ``bench/results/mmbert_robustness.json``. Resumable: the evaluations are ``attacks evaluate``
 runs into ``WORK/robustness/``, which resume themselves.

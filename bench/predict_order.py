@@ -3,7 +3,7 @@
 Run from the repository root after ``python -m bench.robustness`` (its COLD test records) and
 ``python -m bench.victims --neural bert`` (the victim)::
 
-    .venv/bin/python -m bench.predict_order --victim bench/work/victims/bert
+    .venv/bin/python -m bench.predict_order   # --victim: bench.victims' bert by default
 
 writes ``bench/results/predict_order.json``. ``predict_proba`` sorts the posts by length before it
 batches them (a batch pads to its longest post) and answers in the order asked; the other way is the

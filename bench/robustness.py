@@ -2,11 +2,12 @@
 
 Run from the repository root after ``python -m bench.victims`` (and ``--neural`` for bert / chinesebert):
 ``.venv/bin/python -m bench.robustness``; writes ``bench/results/robustness.json``. Resumable: the
-evaluations are ``attacks evaluate`` runs into ``bench/work/robustness/``, which resume themselves.
+evaluations are ``attacks evaluate`` runs into ``WORK/robustness/`` (``bench.common.WORK``, in the
+repository), which resume themselves.
 
 - Victims: the conventional ones worth their prediction time (``--conventional``, trained here on
   COLD train with ``attacks train`` and their default settings), ``bert`` / ``chinesebert`` from
-  ``bench/work/victims/`` when ``python -m bench.victims --neural`` has trained them, and any other
+  ``WORK/victims/`` when ``python -m bench.victims --neural`` has trained them, and any other
   trained torch victim named with ``--victim DIR`` (HABERTOR from ``python -m bench.habertor_cold``).
 - Cloak attacks: every op in keyword mode (the lexicon's terms), 2 variants, all 5,323 COLD test posts.
 - The search attack with every op, a budget of 200 queries a post, words ranked by deletion for every

@@ -8,8 +8,10 @@ The same command twice, back to back, on the same posts (the first ``--limit`` C
 victims (``bert`` and ``chinesebert``), every op, a budget of 200 queries a post, differing only in
 ``--importance``::
 
-    attacks evaluate --victim bench/work/victims/bert --victim bench/work/victims/chinesebert \\
-        --data bench/work/robustness/cold_test.jsonl --attacks search --limit 300 --importance deletion
+    attacks evaluate --victim WORK/victims/bert --victim WORK/victims/chinesebert \\
+        --data WORK/robustness/cold_test.jsonl --attacks search --limit 300 --importance deletion
+
+(``WORK``: ``bench.common.WORK``, the benchmarks' working folder in the repository.)
 
 Reported per victim and ranking: success rate, accuracy and macro-F1 under attack, queries a post,
 characters changed (TextAttack's counting; the gradient pass counts as one query), and each whole

@@ -24,11 +24,12 @@ writing ``bench/results/search_candidates.json``, ``search_stopwords.json``, ``s
 
 The same command for each value, differing only in that option::
 
-    attacks evaluate --victim bench/work/victims/tfidf-lr ... --data bench/work/robustness/cold_test.jsonl \\
+    attacks evaluate --victim WORK/victims/tfidf-lr ... --data WORK/robustness/cold_test.jsonl \\
         --attacks search --query-budget 200 --importance deletion --limit 1000 --max-candidates 10
 
-on the first ``--limit`` COLD test posts for the conventional victims and ``--neural-limit`` for the
-torch ones (deletion ranking for all, as ``bench.robustness``). Reported per victim and value:
+(``WORK``: ``bench.common.WORK``, the benchmarks' working folder in the repository) on the first
+``--limit`` COLD test posts for the conventional victims and ``--neural-limit`` for the torch ones
+(deletion ranking for all, as ``bench.robustness``). Reported per victim and value:
 success rate, accuracy under attack, queries a post, characters changed, and each command's wall time.
 A rerun adds to the JSON: the (victim, value) pairs it measures replace their old figures, others stay
 (all of a victim's, when it scores differently clean: it was retrained).

@@ -22,9 +22,9 @@ its other settings the defaults (chosen on COLD dev cloaks, never on test). Both
 ``--neural FOLDER[,FOLDER]`` adds saved torch detectors, attacked the same way but by the cloak attacks alone
 (the search would take hours on a CPU), as the views ``seen, neural`` and ``held out, neural``: the
 recorded run takes ``bench.chinesebert_small``'s bert on e5's first 6 layers, trained on the 2,000 bundled
-COLD posts (``bench/work/chinesebert_small/bert-seed0``), and MMBERT's text-only twin as the issue-56
+COLD posts (``WORK/chinesebert_small/bert-seed0``), and MMBERT's text-only twin as the issue-56
 protocol trains it (``python -m bench.mmbert_claim choose``: e5's first 6 layers, the text warm-up, stage 3
-at mask rate 0.15, seed 0; ``bench/work/mmbert_claim/seed0/mask15/twin_stage3``, reached through a link
+at mask rate 0.15, seed 0; ``WORK/mmbert_claim/seed0/mask15/twin_stage3``, reached through a link
 named ``mmbert-twin-mask15-seed0``, since a victim is named by its folder). 183 of the 1,000 posts are
 among the protocol's 950 fresh test posts: this run reads them for the defence's figures alone, with a
 candidate the protocol may not choose, and nothing of the protocol is chosen from it.
