@@ -223,7 +223,7 @@ bench-llm: need-cold $(BENCH_INSTALLED)
 ## bench-mmbert-claim: MMBERT's claim settled under the protocol committed in bench/protocols/mmbert_claim.yaml
 ## (issue 56): the settings chosen on a validation split carved from COLD train, every arm (MMBERT, its twin on
 ## the same budget, fusion without experts, bert + augmentation) at three seeds, the router's variants on
-## validation, the fresh test read once, the verdict; and the llm detector chosen the same way. About 15 hours
+## validation, the fresh test read once, the verdict; and the llm detector chosen the same way. About 35 hours
 ## on 2 CPU cores; needs `make weights`, espeak-ng and (for the llm) llama-cpp-python[server]. Every step
 ## resumes; test-data and test refuse to run while the protocol has changes not committed.
 .PHONY: bench-mmbert-claim
