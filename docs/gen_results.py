@@ -1,8 +1,8 @@
 """The results pages of the docs, generated from the benchmarks' JSON in ``bench/results/``, and nothing else.
 
 Run from the repository root: ``python docs/gen_results.py`` (``make results``; ``mkdocs build`` runs it
-first through ``docs/hooks.py``). It writes ``docs/results/*.md`` (not kept in git: they are made from the
-JSON every time) and the table of headline figures between the markers in ``README.md``. Every table says
+first through ``docs/hooks.py``). It writes ``docs/results/*.md`` (kept in git, so that they read where the
+repository is browsed, and checked by the tests to be what the JSON makes: never edited by hand) and the table of headline figures between the markers in ``README.md``. Every table says
 where it comes from: the JSON file, the command that made it, the machine and the date. A benchmark records
 its command itself (``bench.common.machine_info``); the JSON written before it did have their command in
 ``docs/result_commands.yaml``.
