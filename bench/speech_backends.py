@@ -4,7 +4,7 @@ homophone cloak still sounds like its post, and how fast each speaks.
 Run from the repository root with the real weights ``make weights`` fetches and the
 ``espeak-ng`` program (``apt-get install espeak-ng``)::
 
-    .venv/bin/python -m bench.speech_backends --weights bench/work/weights
+    .venv/bin/python -m bench.speech_backends --weights $MMCLOAK_WEIGHTS
 
 The posts and measures of ``bench.speech``, both backends in one process, back to back on the same
 posts: the first ``--cer-posts`` COLD test posts of 8-40 characters spoken and transcribed back by

@@ -5,9 +5,10 @@ TextAttack 0.3.11's greedy search with deletion importance (``GreedyWordSwapWIR(
 stop word modified), untargeted against the gold label with a query budget, on one of our saved
 victims (loaded with ``attacks.load_victim`` and wrapped as a TextAttack ``ModelWrapper``). Writes one
 JSON: a result per post (status, queries, adversarial text), the attack loop's wall time and the part
-of it spent inside the victim. Run from the repository root (``bench.search_attack`` runs it)::
+of it spent inside the victim. Run from the repository root (``bench.search_attack`` runs it; ``WORK`` is
+its working folder, ``bench.common.WORK``)::
 
-    NLTK_DATA=DIR bench/work/textattack-venv/bin/python -m bench.textattack_search \\
+    NLTK_DATA=DIR WORK/textattack-venv/bin/python -m bench.textattack_search \\
         --victim DIR --data posts.jsonl --budget 200 --out result.json
 """
 from __future__ import annotations
