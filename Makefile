@@ -126,12 +126,15 @@ bench: need-cold $(BENCH_INSTALLED)
 	$(PY) bench.unveil_defence --cold $(COLD)   # ~10 min: tfidf-lr with and without cloak unveil in front
 	@if [ -n "$(C2TU)" ]; then $(PY) bench.unveil_c2tu --cold $(COLD) --c2tu $(C2TU); else \
 	  echo "make: bench.unveil_c2tu skipped: set C2TU to a clone of github.com/XDxc-cuber/C2TU-Chinese-cloaked-toxicity-unveiling"; fi   # ~15 min
+	@if [ -e $(QWEN) ]; then $(PY) bench.unveil_scorers --gguf $(QWEN); else \
+	  echo "make: bench.unveil_scorers skipped: needs $(QWEN) (mmcloak-weights qwen $(WEIGHTS)) and llama-cpp-python"; fi   # ~20 min
 
 ## bench-mmbert: MMBERT speed, and MMBERT vs text-only under cloaking on COLD with real Kokoro + Whisper
 ## weights (WEIGHTS=folder `make weights` fills, weights/ by default); about 5 hours on 2 CPU cores, most
 ## of it Kokoro speaking ~4,300 texts (cached: a rerun takes about 30 minutes). Its last step attacks
 ## MMBERT beside bench-attacks' conventional victims: run bench-attacks first.
 WEIGHTS ?= weights
+QWEN = $(WEIGHTS)/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 bench-mmbert: need-cold $(BENCH_INSTALLED) $(OPEN_CLIP_INSTALLED)
 	$(PY) bench.mmbert_speed --cold $(COLD)
 	$(OPEN_CLIP_VENV)/bin/python -m bench.vision_table   # ~20 min
@@ -218,7 +221,7 @@ bench-chinesebert: $(BENCH_INSTALLED)
 .PHONY: bench-llm
 bench-llm: need-cold $(BENCH_INSTALLED)
 	$(BIN)/mmcloak-weights qwen $(WEIGHTS)
-	$(PY) bench.llm_victim --cold $(COLD) --gguf $(WEIGHTS)/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+	$(PY) bench.llm_victim --cold $(COLD) --gguf $(QWEN)
 
 ## bench-mmbert-claim: MMBERT's claim settled under the protocol committed in bench/protocols/mmbert_claim.yaml
 ## (issue 56): the settings chosen on a validation split carved from COLD train, every arm (MMBERT, its twin on
@@ -229,7 +232,7 @@ bench-llm: need-cold $(BENCH_INSTALLED)
 .PHONY: bench-mmbert-claim
 CLAIM_WORK ?= $(BENCH_WORK)/mmbert_claim
 CLAIM = $(PY) bench.mmbert_claim --cold $(COLD) --weights $(WEIGHTS) --backbone $(WEIGHTS)/e5 --work $(CLAIM_WORK)
-LLM_CLAIM = $(PY) bench.llm_detector --gguf $(WEIGHTS)/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf --work $(CLAIM_WORK)
+LLM_CLAIM = $(PY) bench.llm_detector --gguf $(QWEN) --work $(CLAIM_WORK)
 bench-mmbert-claim: need-cold $(BENCH_INSTALLED)
 	for step in data test-data choose train router test; do $(CLAIM) $$step || exit 1; done
 	$(PY) bench.mmbert_verdict --protocol bench/protocols/mmbert_claim.yaml bench/results/mmbert_claim_test.json \

@@ -39,8 +39,8 @@ import time
 from pathlib import Path
 
 from bench.augmented_detectors import RECIPE, cloaked, detector
-from bench.common import (BIN, RESULTS, WORK, cold_work, machine_info, ngram_model, parser, print_summary, records,
-                          run_once, share_difference, share_interval, write_result)
+from bench.common import (BIN, RESULTS, WORK, auc_interval, cold_work, machine_info, ngram_model, parser, print_summary,
+                          records, run_once, share_difference, share_interval, write_result)
 
 LATIN = re.compile(r"[A-Za-z]")
 
@@ -64,20 +64,6 @@ def predictions(work: Path, victim: Path, data: Path, steps: dict) -> list[dict]
     run_once(f"predict {victim.name} {data.stem}", out, [BIN / "attacks", "predict", "--victim", victim, "--in", data,
                                                      "--out", out], steps)
     return [r["victim"] for r in records(out)]
-
-
-def auc_interval(labels: list[int], scores: list[float]) -> dict:
-    """ROC AUC of the offensive label's probability, with its 95% bootstrap interval (posts drawn with
-    replacement): how well the detector ranks the posts, whatever its threshold."""
-    import numpy as np
-    from sklearn.metrics import roc_auc_score
-
-    from attacks.bootstrap import interval, resamples
-
-    y, p = np.asarray(labels) != 0, np.asarray(scores, dtype=float)
-    draws = [roc_auc_score(y[rows], p[rows]) for block in resamples(len(y)) for rows in block
-             if y[rows].any() and not y[rows].all()]
-    return {"auc": round(float(roc_auc_score(y, p)), 4), "interval": [round(x, 4) for x in interval(np.array(draws))]}
 
 
 UNVEIL = {"unveil": [], "unveil --balance": ["--balance"]}

@@ -480,6 +480,44 @@ def share_difference(first: list[int], second: list[int]) -> dict:
             "interval": [round(x, 4) for x in interval(np.concatenate(draws))]}
 
 
+def auc_interval(labels: list[int], scores: list[float], groups: list | None = None) -> dict:
+    """ROC AUC of ``scores`` for the labels that are not 0, with its 95% bootstrap interval: items drawn with
+    replacement, or, given ``groups`` (an item's post, say), whole groups drawn, their items together."""
+    return auc_difference(labels, scores, None, groups)
+
+
+def auc_difference(labels: list[int], first: list[float], second: list[float] | None,
+                   groups: list | None = None) -> dict:
+    """ROC AUC of ``first`` less that of ``second`` on the same items (or ``first``'s alone, ``second``
+    None), with its paired 95% bootstrap interval, drawn as ``auc_interval`` draws."""
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    from attacks.bootstrap import interval, resamples
+
+    y, a = np.asarray(labels) != 0, np.asarray(first, dtype=float)
+    b = None if second is None else np.asarray(second, dtype=float)
+    if y.all() or not y.any():  # one class: no ranking to judge
+        return {"auc" if b is None else "difference": None, "interval": None}
+    if groups is None:
+        items = None
+    else:
+        names, members = np.unique(np.asarray(groups), return_inverse=True)
+        items = [np.flatnonzero(members == g) for g in range(len(names))]
+
+    def figure(rows: np.ndarray) -> float:
+        return roc_auc_score(y[rows], a[rows]) - (0.0 if b is None else roc_auc_score(y[rows], b[rows]))
+
+    draws = []
+    for block in resamples(len(y) if items is None else len(items)):
+        for picked in block:
+            rows = picked if items is None else np.concatenate([items[g] for g in picked])
+            if y[rows].any() and not y[rows].all():
+                draws.append(figure(rows))
+    return {"auc" if b is None else "difference": round(float(figure(np.arange(len(y)))), 4),
+            "interval": [round(x, 4) for x in interval(np.array(draws))]}
+
+
 def cpu_rate(func: Callable, items: list) -> dict:
     """``func(item)`` over ``items``: items a second of this process's CPU time (what one core does, however
     loaded the machine) and a second of wall time."""

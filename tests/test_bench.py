@@ -355,3 +355,16 @@ def test_balanced_augmentation_pairs_each_cloaking_with_the_clean_posts():
     assert figures["cloaked"]["fpr_change"]["difference"] == 0.25
     # clean ranks both offensive posts below the 0.9 (6 of the 8 pairs right); cloaked ranks them above all others
     assert figures["clean"]["auc"]["auc"] == 0.75 and figures["cloaked"]["auc"]["auc"] == 1.0
+
+
+def test_auc_difference_pairs_the_draws_and_draws_whole_posts():
+    from bench.common import auc_difference, auc_interval
+
+    labels = [1, 0, 1, 0, 1, 0, 0, 1]
+    good, bad = [0.9, 0.1, 0.8, 0.3, 0.7, 0.2, 0.4, 0.6], [0.5, 0.6, 0.4, 0.3, 0.7, 0.8, 0.1, 0.2]
+    posts = ["a", "a", "b", "b", "c", "c", "d", "d"]
+    assert auc_interval(labels, good, posts) == {"auc": 1.0, "interval": [1.0, 1.0]}
+    assert auc_difference(labels, good, good, posts) == {"difference": 0.0, "interval": [0.0, 0.0]}
+    better = auc_difference(labels, good, bad, posts)
+    assert better["difference"] == 0.5 and better["interval"][0] <= 0.5 <= better["interval"][1]
+    assert auc_interval([1, 1], [0.2, 0.3]) == {"auc": None, "interval": None}

@@ -291,5 +291,37 @@ def ray(r) -> list[Table]:
                   f"alternating rounds on {v['records']:,} COLD posts.")]
 
 
-TABLES = [demo, coverage, perturb_command, speed, realism, scale, augmentation, balanced, unveil, c2tu, long_posts,
-          ray]
+def unveil_scorers(r) -> list[Table]:
+    d = r("unveil_scorers.json")
+    misses, scorers = [], []
+    for op, v in d["ops"].items():
+        m = v["missed"]
+        misses.append([f"`{op}`", f"{f3(v['read_back']['share'])} {interval(v['read_back']['interval'])}",
+                       num(v["read_back"]["items"])]
+                      + [num(m[why][size]) for why in ("turned down", "not listed") for size in ("one character", "longer")])
+        for name, s in v["scorers"].items():
+            against = s.get("contested_against_fitted") or {}
+            scorers.append([f"`{op}`", name, f"{f3(s['auc'])} {interval(s['interval'])}",
+                            f"{f3(against.get('difference'))} {interval(against.get('interval'))}" if against else "",
+                            f"{s['seconds_a_candidate'] * 1000:.2f}"])
+    first = next(iter(d["ops"].values()))
+    return [Table("cloak unveil: the terms it misses", ["unveil_scorers.json"],
+                  ["COLD dev cloaked by", "terms read back", "terms cloaked", "turned down: one character",
+                   "turned down: longer", "not listed: one character", "not listed: longer"], misses,
+                  "Each cloaked term not read back, by whether the matching stage listed it there (then the scorer "
+                  "turned it down) or not, and by its length. COLD dev's cloaks (`poster` strength, seed 1), where "
+                  "the unveiler's settings were chosen."),
+            Table("cloak unveil: would another scorer weigh its candidates better?", ["unveil_scorers.json"],
+                  ["cloaks", "scorer", "ROC AUC, right against wrong readings [95%]",
+                   "contested candidates: AUC less the fitted model's [95%]", "ms a candidate"], scorers,
+                  f"Every candidate of {d['posts']} cloaked COLD dev posts an op ({first['candidates']:,} for the "
+                  f"first, {first['right']:,} of them right); intervals by posts drawn with replacement. Contested: "
+                  f"the {first['contested']:,} candidates (first op) the fitted model puts within 10 nats of the "
+                  f"unveiler's bar, where the scorer decides. The causal model reads {d['window']} characters either "
+                  "side of a candidate. The n-gram model keeping every n-gram has "
+                  f"{num(d['models']['n-gram (--min-count 1)']['ngrams'])} against "
+                  f"{num(d['models']['n-gram (fit-lm defaults)']['ngrams'])}.")]
+
+
+TABLES = [demo, coverage, perturb_command, speed, realism, scale, augmentation, balanced, unveil, c2tu, unveil_scorers,
+          long_posts, ray]
