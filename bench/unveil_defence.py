@@ -42,8 +42,8 @@ import time
 from pathlib import Path
 
 from bench.augmented_detectors import cloaked, detector
-from bench.common import (BIN, RESULTS, WORK, cold_work, machine_info, parser, print_summary, read_json, require,
-                          run, run_once, write_result)
+from bench.common import (BIN, RESULTS, WORK, cold_work, machine_info, ngram_model, parser, print_summary, read_json,
+                          require, run, run_once, write_result)
 
 CLOAKS = ["--targets", "lexicon+mined", "--strength", "poster"]
 SEEN = ["--attacks", "cloak,search", *CLOAKS, "--query-budget", "200", "--importance", "deletion"]
@@ -92,8 +92,7 @@ def main() -> None:
     copies = cloaked(work, work / "train.jsonl", "train_balanced", True, 0, steps)
     victims = {"plain": detector(work, "plain", [work / "train.jsonl"], steps),
                "augmented": detector(work, "augmented", [work / "train.jsonl", copies], steps)}
-    model = run_once("fit-lm", work / "train.lm.gz", [BIN / "cloak", "fit-lm", "--train", work / "train.jsonl",
-                                                      "--out", work / "train.lm.gz"], steps)
+    model = ngram_model(work, steps)
     spec = f"unveil:targets=lexicon+mined:mine_from={work / 'train.jsonl'}:model={model}"
     groups = [("seen", victims, SEEN), ("held out", victims, HELD_OUT)]
     if args.neural:
