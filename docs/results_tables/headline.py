@@ -6,6 +6,16 @@ from . import f3, mean, pct
 LEFT_OUT = ("fullwidth",)  # barely applies to Chinese posts: out of the means, as on the results pages
 
 
+def protocol_so_far(v: dict) -> str:
+    """Where the committed protocol stands: its choice on validation, until its test is read."""
+    held = [name for name, c in v["candidates"].items() if c["claim"]["holds"]]
+    c = v["candidates"][v["chosen"]]["claim"]
+    verdict = f"the claim holds at {', '.join(held)}" if held else "no candidate setting meets the whole claim"
+    return (f"on its validation split (one seed) {verdict}; "
+            f"at the one chosen, MMBERT's homophone drop {f3(c['drop'])} against {f3(c['baseline_drop'])}, clean "
+            f"{f3(c['clean'])} against {f3(c['baseline_clean'])}; its one test is still to run")
+
+
 def headline_rows(r) -> list[tuple[str, str, str, str]]:
     """(question, answer, link text, link) rows."""
     realism = r("realism.json")
@@ -48,5 +58,6 @@ def headline_rows(r) -> list[tuple[str, str, str, str]]:
          f"with whole terms masked, {f3(masked['mmbert_homophone_drop'])} against "
          f"{f3(masked['twin_homophone_drop'])} (clean {f3(masked['mmbert_clean_f1'])} against "
          f"{f3(masked['twin_clean_f1'])}); that setting was chosen on the test posts, so the claim is being settled "
-         "again under a protocol committed before the test", "the MMBERT study", "docs/studies/mmbert.md"),
+         f"again under a protocol committed before the test: {protocol_so_far(r('mmbert_claim_validation.json'))}",
+         "the MMBERT study", "docs/studies/mmbert.md"),
     ]
