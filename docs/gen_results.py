@@ -2,8 +2,8 @@
 
 Run from the repository root: ``python docs/gen_results.py`` (``make results``; ``mkdocs build`` runs it
 first through ``docs/hooks.py``). It writes ``docs/results/*.md`` (kept in git, so that they read where the
-repository is browsed, and checked by the tests to be what the JSON makes: never edited by hand) and the table of headline figures between the markers in ``README.md``. Every table says
-where it comes from: the JSON file, the command that made it, the machine and the date. A benchmark records
+repository is browsed, and checked by the tests to be what the JSON makes: never edited by hand) and the
+table of headline figures between the markers in ``README.md``. Every table says where it comes from: the JSON file, the command that made it, the machine and the date. A benchmark records
 its command itself (``bench.common.machine_info``); the JSON written before it did have their command in
 ``docs/result_commands.yaml``.
 
@@ -57,7 +57,8 @@ def index_page(all_pages: dict[str, Page]) -> str:
     lines = [GENERATED, "", "# Results", "",
              "Every figure on these pages is generated from the JSON a benchmark wrote into `bench/results/`, by",
              "`docs/gen_results.py` (`make results`; every docs build runs it): change the JSON and the page",
-             "changes. Each table names its file, the command that made it, the machine and the date. How to run",
+             "changes. Each table names its file, the command that made it, the machine and the date (`WORK` in a",
+             "command is the benchmarks' working folder, `bench.common.WORK`). How to run",
              "the benchmarks: [Benchmarks](../guide/benchmarks.md). The MMBERT work is told in order, with what",
              "was tried and what was found, in [the MMBERT study](../studies/mmbert.md).", ""]
     for name, (title, intro, _) in all_pages.items():

@@ -10,6 +10,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
 COMMANDS_FILE = "docs/result_commands.yaml"
+# the benchmarks' working folder as a command recorded it, and as the pages write it (bench.common.WORK)
+WORK_RECORDED, WORK_SHOWN = "bench/work/", "WORK/"
 
 
 class Results:
@@ -35,6 +37,7 @@ class Results:
         command = data.get("command") or machine.get("command") or self.commands.get(name)
         if not command:
             raise SystemExit(f"bench/results/{name} records no command: add it to {COMMANDS_FILE}")
+        command = command.replace(WORK_RECORDED, WORK_SHOWN)
         cpus = machine.get("cpus_usable") or machine.get("cpu_count")
         where = ", ".join(str(x) for x in (machine.get("cpu_model"), cpus and f"{cpus} CPUs",
                                              machine.get("python") and f"Python {machine['python']}") if x)
