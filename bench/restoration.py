@@ -24,15 +24,21 @@ def read_back(source: str, unveiled: str, start: int, end: int) -> bool:
     return True
 
 
+def terms_read_back(lexicon: Lexicon, cloaked: dict, unveiled: str) -> list[tuple[str, bool]]:
+    """Each term the cloak changed, and whether ``unveiled`` holds it as it was."""
+    source = cloaked["source_text"]
+    return [(source[s:e], read_back(source, unveiled, s, e)) for s, e in cloaked_terms(lexicon, cloaked)]
+
+
 def restoration(lexicon: Lexicon, cloaked: list[dict], unveiled: list[dict]) -> dict:
     """The shares of cloaked terms and of cloaked posts read back exactly, with their intervals."""
     hits, totals, whole = [], [], []
     for c, u in zip(cloaked, unveiled):
         if not c["cloak"]["edits"]:
             continue
-        spans = cloaked_terms(lexicon, c)
-        hits.append(sum(read_back(c["source_text"], u["text"], s, e) for s, e in spans))
-        totals.append(len(spans))
+        terms = terms_read_back(lexicon, c, u["text"])
+        hits.append(sum(hit for _, hit in terms))
+        totals.append(len(terms))
         whole.append(int(u["text"] == c["source_text"]))
     return {"terms": share_interval(hits, totals), "posts": share_interval(whole, [1] * len(whole)),
             "posts_cloaked": len(whole)}

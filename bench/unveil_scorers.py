@@ -32,7 +32,7 @@ from pathlib import Path
 
 from bench.common import (BIN, RESULTS, WORK, auc_difference, auc_interval, machine_info, parser, print_summary,
                           records, require, run_once, share_interval, write_result)
-from bench.restoration import cloaked_terms, read_back
+from bench.restoration import terms_read_back
 from bench.unveil_tuning import truth
 from cloak.targets import Lexicon
 from cloak.unveil.unveiler import _margin
@@ -50,15 +50,12 @@ def misses(unveiler, lexicon: Lexicon, cloaked: list[dict]) -> dict:
     for record in cloaked:
         if not record["cloak"]["edits"]:
             continue
-        text = unveiler(record["text"]).text
+        terms = terms_read_back(lexicon, record, unveiler(record["text"]).text)
         listed = {c.dst for c in unveiler.candidates(record["text"])[2]}
-        spans = cloaked_terms(lexicon, record)
-        hits = [read_back(record["source_text"], text, s, e) for s, e in spans]
-        read.append(sum(hits))
-        total.append(len(spans))
-        for (s, e), hit in zip(spans, hits):
+        read.append(sum(hit for _, hit in terms))
+        total.append(len(terms))
+        for term, hit in terms:
             if not hit:
-                term = record["source_text"][s:e]
                 missed["not listed" if term not in listed else "turned down"][
                     "one character" if len(term) == 1 else "longer"] += 1
     return {"read_back": share_interval(read, total), "missed": missed}
@@ -101,9 +98,9 @@ def scored_candidates(unveilers: dict, causal: CausalLM, lexicon: Lexicon, cloak
     chosen = [r for r in cloaked if r["cloak"]["edits"]]
     random.Random(0).shuffle(chosen)
     rows, seconds = [], dict.fromkeys([*unveilers, "qwen2.5-coder-0.5b"], 0.0)
+    fitted = unveilers[FITTED]  # the candidates are the same for every unveiler: the same terms
     for record in chosen[:posts]:
-        first = next(iter(unveilers.values()))
-        view, normalised, found = first.candidates(record["text"])
+        view, normalised, found = fitted.candidates(record["text"])
         if normalised or not found:  # its places moved, or nothing to weigh
             continue
         right, _ = truth(lexicon, record)
@@ -116,7 +113,7 @@ def scored_candidates(unveilers: dict, causal: CausalLM, lexicon: Lexicon, cloak
         gains["qwen2.5-coder-0.5b"] = [causal.gain(view, c.start, c.end, c.dst, window) for c in found]
         seconds["qwen2.5-coder-0.5b"] += time.perf_counter() - started
         rows += [{"post": record["id"], "right": int((c.start, c.end, c.dst) in right), "dst": c.dst,
-                  "margin": _margin(c, gains[FITTED][k], first.threshold),
+                  "margin": _margin(c, gains[FITTED][k], fitted.threshold),
                   **{name: g[k] for name, g in gains.items()}} for k, c in enumerate(found)]
     return rows, {name: round(s / max(1, len(rows)), 6) for name, s in seconds.items()}
 
