@@ -35,7 +35,7 @@ from bench.common import (BIN, RESULTS, WORK, auc_difference, auc_interval, mach
 from bench.restoration import terms_read_back
 from bench.unveil_tuning import truth
 from cloak.targets import Lexicon
-from cloak.unveil.unveiler import _margin
+from cloak.unveil.unveiler import margin
 
 OPS = ("homophone", "abbrev")
 FITTED = "n-gram (fit-lm defaults)"
@@ -113,7 +113,7 @@ def scored_candidates(unveilers: dict, causal: CausalLM, lexicon: Lexicon, cloak
         gains["qwen2.5-coder-0.5b"] = [causal.gain(view, c.start, c.end, c.dst, window) for c in found]
         seconds["qwen2.5-coder-0.5b"] += time.perf_counter() - started
         rows += [{"post": record["id"], "right": int((c.start, c.end, c.dst) in right), "dst": c.dst,
-                  "margin": _margin(c, gains[FITTED][k], fitted.threshold),
+                  "margin": margin(c, gains[FITTED][k], fitted.threshold),
                   **{name: g[k] for name, g in gains.items()}} for k, c in enumerate(found)]
     return rows, {name: round(s / max(1, len(rows)), 6) for name, s in seconds.items()}
 

@@ -42,8 +42,8 @@ def truth(lexicon: Lexicon, record: dict) -> tuple[set, int]:
 
 
 def candidates(work: Path, terms: Path, model: Path, ops: list[str], steps: dict) -> list[tuple]:
-    """(name, truth, cloaked terms, [(start, end, dst, reader, fuzzy, gain)]) of every dev post that has
-    candidates: the clean ones, and each op's cloaks."""
+    """(name, truth, cloaked terms, [(candidate, gain)]) of every dev post that has candidates: the clean
+    ones, and each op's cloaks."""
     from cloak.unveil import Unveiler
 
     unveiler = Unveiler(lexicon=str(terms), model=str(model)).prepare()
@@ -63,22 +63,23 @@ def candidates(work: Path, terms: Path, model: Path, ops: list[str], steps: dict
                 continue
             right, cloaked = truth(lexicon, record) if name != "clean" else (set(), 0)
             gains = unveiler._scorer.gains(view, found) if found else []
-            posts.append((name, right, cloaked, [(c.start, c.end, c.dst, c.reader, c.fuzzy, g)
-                                                 for c, g in zip(found, gains)]))
+            posts.append((name, right, cloaked, list(zip(found, gains))))
     return posts
 
 
 def judge(posts: list[tuple], setting: dict) -> tuple[float, dict[str, float]]:
     """(the share of clean posts unchanged, the share of cloaked terms read back per op) under ``setting``."""
-    threshold, fuzzy, single, priors = setting["threshold"], setting["fuzzy"], setting["single"], setting["priors"]
+    from cloak.unveil.unveiler import margin
+
+    penalties = {"fuzzy": setting["fuzzy"], "single": setting["single"], "priors": setting["priors"]}
     clean = changed = 0
     read, cloaked = {}, {}
     for name, right, count, found in posts:
-        ranked = sorted(((g - threshold - priors.get(reader, 0) - fuzzy * fz - (single if len(dst) == 1 else 0),
-                          s, e, dst) for s, e, dst, reader, fz, g in found), reverse=True)
+        ranked = sorted(((margin(c, g, setting["threshold"], **penalties), c.start, c.end, c.dst) for c, g in found),
+                        reverse=True)
         taken: list[tuple] = []
-        for margin, s, e, dst in ranked:
-            if margin <= 0:
+        for m, s, e, dst in ranked:
+            if m <= 0:
                 break
             if all(e <= a or b <= s for a, b, _ in taken):
                 taken.append((s, e, dst))

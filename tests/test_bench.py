@@ -368,3 +368,19 @@ def test_auc_difference_pairs_the_draws_and_draws_whole_posts():
     better = auc_difference(labels, good, bad, posts)
     assert better["difference"] == 0.5 and better["interval"][0] <= 0.5 <= better["interval"][1]
     assert auc_interval([1, 1], [0.2, 0.3]) == {"auc": None, "interval": None}
+
+
+def test_unveil_tuning_judges_a_setting_with_the_unveilers_own_margin():
+    from bench.unveil_tuning import judge
+    from cloak.unveil.index import Candidate
+
+    setting = {"threshold": 5.0, "fuzzy": 12.0, "single": 2.0, "priors": {"pinyin": 5.0}}
+    cloaked = Candidate(0, 2, "白人", "homophone")
+    posts = [("clean", set(), 0, [(Candidate(3, 5, "歧视", "homophone"), 6.0)]),  # clears 5.0: a clean post changed
+             ("clean", set(), 0, [(Candidate(0, 1, "男", "homophone"), 6.0)]),  # one character: 6 - 5 - 2 < 0
+             ("homophone", {(0, 2, "白人")}, 2, [(cloaked, 9.0), (Candidate(1, 3, "人都", "homophone"), 8.0)]),
+             ("pinyin", {(0, 6, "白人")}, 1, [(Candidate(0, 6, "白人", "pinyin"), 9.0)])]  # 9 - 5 - 5 < 0
+    clean, shares = judge(posts, setting)
+    assert clean == 0.5 and shares == {"homophone": 0.5, "pinyin": 0.0}
+    clean, shares = judge(posts, dict(setting, priors={}))
+    assert shares["pinyin"] == 1.0

@@ -12,7 +12,7 @@ stays as it is wherever no candidate clears the bar.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -188,9 +188,13 @@ class Unveiler:
                     pending[k] = (now, _moved(deferred, edits))
         return done
 
-def _margin(candidate: Candidate, gain: float, threshold: float) -> float:
-    return (gain - threshold - PRIORS.get(candidate.reader, 0.0) - FUZZY * candidate.fuzzy
-            - (SINGLE if len(candidate.dst) == 1 else 0.0))
+def margin(candidate: Candidate, gain: float, threshold: float, *, fuzzy: float = FUZZY, single: float = SINGLE,
+           priors: Mapping[str, float] = PRIORS) -> float:
+    """How far a candidate's gain clears the bar (read back where above 0): the gain less the threshold, its
+    reader's prior, ``fuzzy`` for each syllable heard only through a confusion and ``single`` for a
+    one-character term; the penalties are the defaults unless given (``bench.unveil_tuning`` tries others)."""
+    return (gain - threshold - priors.get(candidate.reader, 0.0) - fuzzy * candidate.fuzzy
+            - (single if len(candidate.dst) == 1 else 0.0))
 
 
 def _choose(candidates: list[Candidate], gains: list[float], threshold: float,
@@ -199,7 +203,7 @@ def _choose(candidates: list[Candidate], gains: list[float], threshold: float,
     within ``reach`` characters of one read back; those to weigh again next round: the rest that neither
     overlap one read back nor lie beyond reach of all of them, whose gain was weighed in a context about to
     change)."""
-    ranked = sorted(((_margin(c, g, threshold), c) for c, g in zip(candidates, gains)),
+    ranked = sorted(((margin(c, g, threshold), c) for c, g in zip(candidates, gains)),
                     key=lambda mc: (-mc[0], mc[1].start, mc[1].end, mc[1].dst))
     taken: list[Candidate] = []
     waiting: list[Candidate] = []  # better candidates left for the next round
