@@ -153,9 +153,14 @@ def run(command: list, steps: dict | None = None, name: str | None = None) -> di
 
 
 def run_once(name: str, output: Path, command: list, steps: dict) -> Path:
-    """``run`` the command unless ``output`` is already there (a rerun continues where it stopped); ``output``."""
+    """``run`` the command unless ``output`` is already there (a rerun continues where it stopped); ``output``.
+    The step's record is kept beside it (``OUTPUT.step.json``), so that a rerun's result lists the steps an
+    earlier run made too."""
+    record = Path(f"{output}.step.json")
     if not Path(output).exists():
-        run(command, steps, name)
+        record.write_text(json.dumps(run(command, steps, name), ensure_ascii=False), encoding="utf-8")
+    elif record.exists():
+        steps[name] = json.loads(record.read_text(encoding="utf-8"))
     return output
 
 
@@ -399,10 +404,8 @@ def write_cycled(path: str, records: list[dict], n: int) -> int:
 
 def cold_jsonl(cold: Path, split: str, out: Path, steps: dict | None = None) -> Path:
     """A COLD split converted to records by ``cloak convert`` into ``out``, once (a rerun reuses it)."""
-    if not out.exists():
-        run([BIN / "cloak", "convert", "--from", "cold", "--in", Path(cold) / f"{split}.csv", "--out", out],
-            steps, f"convert {split}")
-    return out
+    return run_once(f"convert {split}", out, [BIN / "cloak", "convert", "--from", "cold", "--in",
+                                             Path(cold) / f"{split}.csv", "--out", out], {} if steps is None else steps)
 
 
 def corpus(cold: Path, swsr: Path, seed: int) -> list[str]:

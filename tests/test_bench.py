@@ -384,3 +384,15 @@ def test_unveil_tuning_judges_a_setting_with_the_unveilers_own_margin():
     assert clean == 0.5 and shares == {"homophone": 0.5, "pinyin": 0.0}
     clean, shares = judge(posts, dict(setting, priors={}))
     assert shares["pinyin"] == 1.0
+
+
+def test_run_once_lists_a_step_an_earlier_run_made(tmp_path):
+    from bench.common import run_once
+
+    out = tmp_path / "made.txt"
+    command = [sys.executable, "-c", f"open({str(out)!r}, 'w').write('x')"]
+    first, again = {}, {}
+    assert run_once("make", out, command, first) == out and out.read_text() == "x"
+    out.write_text("kept")  # a rerun does not run the command again
+    run_once("make", out, command, again)
+    assert out.read_text() == "kept" and again == first and first["make"]["exit"] == 0
