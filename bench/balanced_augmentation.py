@@ -21,7 +21,8 @@ runs, skipped when its output is there (a rerun continues).
   ``cloak fit-lm`` on it) reads every test file back before ``plain`` and ``balanced`` score it
   (``plain + unveil``, ``balanced + unveil``): whether reading back costs the non-offensive posts; and with
   ``--balance`` (the words that mark the non-offensive posts read back too), with the share of clean COLD
-  test posts each leaves as they are.
+  test posts each leaves as they are. ``--balance``'s threshold is chosen first, on COLD dev
+  (``balance_threshold``); where dev chooses other than the code's default the run stops before the test.
 - Test: COLD test as it is, and cloaked by the same recipe with the terms mined from COLD train (seed 1),
   two ways: the offensive posts' terms (``offensive terms``: what ``attacks evaluate``'s cloak attacks
   cloak, the non-offensive posts that speak of 黑人 or 女权 cloaked where the offensive ones are) and the
@@ -41,6 +42,7 @@ from pathlib import Path
 from bench.augmented_detectors import RECIPE, cloaked, detector
 from bench.common import (BIN, RESULTS, WORK, auc_interval, cold_work, machine_info, ngram_model, parser, print_summary,
                           records, run_once, share_difference, share_interval, write_result)
+from cloak.unveil.unveiler import BALANCE_THRESHOLD
 
 LATIN = re.compile(r"[A-Za-z]")
 
@@ -67,6 +69,34 @@ def predictions(work: Path, victim: Path, data: Path, steps: dict) -> list[dict]
 
 
 UNVEIL = {"unveil": [], "unveil --balance": ["--balance"]}
+THRESHOLDS = tuple(t / 2 for t in range(10, 21))  # 5.0 to 10.0: --balance's threshold is chosen among these
+
+
+def balance_threshold(work: Path, steps: dict) -> dict:
+    """``cloak unveil --balance``'s threshold chosen on COLD dev as ``bench.unveil --tune`` chooses the
+    default's (``bench.unveil_tuning``'s objective; its penalties and priors kept): dev as it is, and
+    cloaked by the recipe (seed 2) on the offensive terms and on the balanced targets, each cloaked term
+    counted against the targets its cloak took."""
+    from bench.unveil_tuning import choose_threshold, read_candidates
+    from cloak.mining import build_balanced_targets, build_every_label_targets, build_targets
+    from cloak.unveil import Unveiler
+    from cloak.unveil.unveiler import FUZZY, PRIORS, SINGLE
+
+    train, dev = work / "train.jsonl", work / "dev.jsonl"
+    balanced = build_balanced_targets("lexicon+mined", labelled=train)
+    sets = [("clean", dev, None),
+            ("offensive terms", cloaked(work, dev, "dev_offensive_terms", False, 2, steps),
+             build_targets("lexicon+mined", labelled=train)),
+            ("balanced targets", cloaked(work, dev, "dev_balanced_targets", True, 2, steps), balanced)]
+    unveiler = Unveiler(targets="lexicon+mined", mine_from=str(train), model=str(ngram_model(work, steps)),
+                        balance=True)
+    setting = {"fuzzy": FUZZY, "single": SINGLE, "priors": dict(PRIORS)}
+    listed = set(build_every_label_targets("lexicon+mined", labelled=train).terms)  # what unveiler lists
+    return {"data": "COLD dev as it is and cloaked by the recipe (seed 2) on the offensive terms and on the "
+                    "balanced targets",
+            "terms": {"cloaked by perturb --balance": len(balanced.terms), "read back by unveil --balance": len(listed),
+                      "cloaked but not read back": len(set(balanced.terms) - listed)},
+            **choose_threshold(read_candidates(unveiler, sets), setting, THRESHOLDS)}
 
 
 def unveiled(work: Path, data: Path, name: str, steps: dict) -> Path:
@@ -101,7 +131,11 @@ def main() -> None:
     ap = parser(__doc__, out=RESULTS / "balanced_augmentation.json", cold=True, work=WORK / "balanced_augmentation")
     args = ap.parse_args()
     started = time.perf_counter()
-    work, steps = cold_work(args, ("train", "test"))
+    work, steps = cold_work(args, ("train", "dev", "test"))
+    chosen = balance_threshold(work, steps)
+    if chosen["chosen"]["threshold"] != BALANCE_THRESHOLD:  # the test is read with the dev choice only
+        raise SystemExit(f"dev chose --balance's threshold {chosen['chosen']['threshold']}, not "
+                         f"{BALANCE_THRESHOLD}: set BALANCE_THRESHOLD in cloak/unveil/unveiler.py and run again")
     copies = {name: cloaked(work, work / "train.jsonl", f"train_{name}", name == "balanced", 0, steps)
               for name in ("balanced", "unbalanced")}
     victims = {"plain": detector(work, "plain", [work / "train.jsonl"], steps),
@@ -125,7 +159,7 @@ def main() -> None:
     result = {"benchmark": "bench/balanced_augmentation.py", "machine": machine_info(("scikit-learn",)),
               "recipe": " ".join(RECIPE), "copies_by_label": {n: copies_by_label(records(p)) for n, p in copies.items()},
               "test_cloaks_by_label": {n: copies_by_label(records(p)) for n, p in tests.items() if n != "clean"},
-              "detectors": figures, "clean_unchanged_by_unveil": unchanged, "steps": steps,
+              "detectors": figures, "clean_unchanged_by_unveil": unchanged, "balance_threshold": chosen, "steps": steps,
               "seconds": round(time.perf_counter() - started, 1)}
     write_result(args.out, result)
     rows = [(f"{name}: FPR {test}", f"{f[test]['fpr']['share']}", f"{f[test]['fpr']['interval']}")

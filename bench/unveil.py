@@ -148,11 +148,11 @@ def main() -> None:
     untuned = {name: style_row(name, ops, seed, work, lexicon, unveil, steps) for name, ops, seed in UNTUNED}
     clean = clean_figures(work, unveil, steps)
     timing = speed(work, model)
-    from cloak.unveil.unveiler import FUZZY, PRIORS, SINGLE, Unveiler
+    from cloak.unveil.unveiler import FUZZY, PRIORS, SINGLE, THRESHOLD, Unveiler
 
     result = {"benchmark": "bench/unveil.py", "machine": machine_info(), "unveiler": Unveiler(
                   lexicon="terms.tsv", model="cold.lm.gz").spec(),
-              "defaults": {"threshold": Unveiler.threshold, "fuzzy": FUZZY, "single": SINGLE, "priors": PRIORS},
+              "defaults": {"threshold": THRESHOLD, "fuzzy": FUZZY, "single": SINGLE, "priors": PRIORS},
               "styles": styles, "untuned_styles": untuned, "clean": clean, "speed": timing, "tuning": tuning,
               "steps": steps, "seconds": round(time.perf_counter() - started, 1)}
     if tuning is None and args.out.exists():  # a run without --tune keeps the last tuning's record

@@ -113,7 +113,7 @@ def scored_candidates(unveilers: dict, causal: CausalLM, lexicon: Lexicon, cloak
         gains["qwen2.5-coder-0.5b"] = [causal.gain(view, c.start, c.end, c.dst, window) for c in found]
         seconds["qwen2.5-coder-0.5b"] += time.perf_counter() - started
         rows += [{"post": record["id"], "right": int((c.start, c.end, c.dst) in right), "dst": c.dst,
-                  "margin": margin(c, gains[FITTED][k], fitted.threshold),
+                  "margin": margin(c, gains[FITTED][k], fitted.bar),
                   **{name: g[k] for name, g in gains.items()}} for k, c in enumerate(found)]
     return rows, {name: round(s / max(1, len(rows)), 6) for name, s in seconds.items()}
 

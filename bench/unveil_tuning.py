@@ -12,6 +12,7 @@ penalty for each point of clean posts changed beyond 1 - CLEAN.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from bench.common import BIN, run
@@ -42,26 +43,33 @@ def truth(lexicon: Lexicon, record: dict) -> tuple[set, int]:
 
 
 def candidates(work: Path, terms: Path, model: Path, ops: list[str], steps: dict) -> list[tuple]:
-    """(name, truth, cloaked terms, [(candidate, gain)]) of every dev post that has candidates: the clean
-    ones, and each op's cloaks."""
+    """``read_candidates`` of COLD dev's posts as they are and of each op's cloaks of them, read by the
+    unveiler at its defaults with ``terms``."""
     from cloak.unveil import Unveiler
 
-    unveiler = Unveiler(lexicon=str(terms), model=str(model)).prepare()
     lexicon = Lexicon.from_file(terms)
-    sets = [("clean", work / "dev.jsonl")]
+    sets = [("clean", work / "dev.jsonl", None)]
     for op in (o for o in ops if o not in UNSCORED):
         out = work / f"dev_{op}.jsonl"
         if not out.exists():
             run([BIN / "cloak", "perturb", "--in", work / "dev.jsonl", "--out", out, "--ops", op, "--lexicon", terms,
                  "--strength", "poster", "--seed", SEED, "-q"], steps, f"cloak dev {op}")
-        sets.append((op, out))
+        sets.append((op, out, lexicon))
+    return read_candidates(Unveiler(lexicon=str(terms), model=str(model)), sets)
+
+
+def read_candidates(unveiler, sets: list[tuple[str, Path, Lexicon | None]]) -> list[tuple]:
+    """(name, truth, cloaked terms, [(candidate, gain)]) of every post of each (name, file, the lexicon its
+    cloaks took their terms from) in ``sets``: ``clean`` (no lexicon) for posts as they are. Posts whose
+    characters the unveiler reads back at once are left out (their places moved)."""
+    unveiler.prepare()
     posts = []
-    for name, path in sets:
+    for name, path, lexicon in sets:
         for _, record in read_records(str(path)):
             view, normalised, found = unveiler.candidates(record["text"])
-            if normalised:  # its places moved: the characters read back are not what is tuned
+            if normalised:
                 continue
-            right, cloaked = truth(lexicon, record) if name != "clean" else (set(), 0)
+            right, cloaked = truth(lexicon, record) if lexicon is not None else (set(), 0)
             gains = unveiler._scorer.gains(view, found) if found else []
             posts.append((name, right, cloaked, list(zip(found, gains))))
     return posts
@@ -95,6 +103,17 @@ def objective(clean: float, shares: dict[str, float]) -> float:
     return sum(min(CAP, v) for v in shares.values()) / len(shares) - 20 * max(0.0, CLEAN - clean)
 
 
+def choose_threshold(posts: list[tuple], setting: dict, thresholds: Sequence[float]) -> dict:
+    """The threshold of ``thresholds`` with the best objective, the other settings as ``setting`` gives them
+    (the first of equals); each one's figures beside it."""
+    tried = []
+    for threshold in thresholds:
+        clean, shares = judge(posts, dict(setting, threshold=threshold))
+        tried.append({"threshold": threshold, "clean": round(clean, 4), "shares": shares,
+                      "objective": objective(clean, shares)})
+    return {"chosen": max(tried, key=lambda t: t["objective"]), "tried": tried}
+
+
 def search(posts: list[tuple], start: dict) -> tuple[dict, list[dict]]:
     """The coordinate search from ``start``; the setting it ends at and every improvement on the way."""
     moves = [("threshold", (-1, -0.5, 0.5, 1)), ("fuzzy", (-2, 2)), ("single", (-1, 1))]
@@ -123,10 +142,10 @@ def search(posts: list[tuple], start: dict) -> tuple[dict, list[dict]]:
 
 def tune(work: Path, terms: Path, model: Path, ops: list[str], steps: dict) -> dict:
     """Choose the threshold, penalties and priors on COLD dev; what was chosen, how, and on what."""
-    from cloak.unveil.unveiler import FUZZY, PRIORS, SINGLE, Unveiler
+    from cloak.unveil.unveiler import FUZZY, PRIORS, SINGLE, THRESHOLD
 
     posts = candidates(work, terms, model, ops, steps)
-    start = {"threshold": Unveiler.threshold, "fuzzy": FUZZY, "single": SINGLE, "priors": dict(PRIORS)}
+    start = {"threshold": THRESHOLD, "fuzzy": FUZZY, "single": SINGLE, "priors": dict(PRIORS)}
     chosen, trail = search(posts, start)
     return {"rule": f"coordinate search from the defaults; objective: mean share of cloaked terms read back over "
                     f"the ops (each capped at {CAP}) less 20 x the shortfall of clean posts unchanged below {CLEAN}",

@@ -282,3 +282,14 @@ def test_balance_reads_back_the_non_offensive_posts_words_too():
         cloaked = Perturber(ops=op, strength="whole", targets=every, seed=0)("我的男朋友是辽宁人")
         assert readers[True](cloaked.text).text == cloaked.source, op
         assert readers[False](cloaked.text).text != cloaked.source, op  # 朋友 and 辽宁 are no offensive terms
+
+
+def test_balance_takes_its_own_default_threshold_and_a_given_one_wins():
+    from cloak.unveil.unveiler import BALANCE_THRESHOLD, THRESHOLD
+
+    train = str(ROOT / "samples" / "cold" / "cold_train_2000.jsonl")
+    assert Unveiler().bar == THRESHOLD and Unveiler().threshold is None
+    balanced = Unveiler(targets="mined", mine_from=train, balance=True)
+    assert balanced.bar == BALANCE_THRESHOLD != THRESHOLD and "threshold" not in balanced.spec()
+    given = Unveiler.from_spec(Unveiler(targets="mined", mine_from=train, balance=True, threshold=3.0).spec())
+    assert given.threshold == given.bar == 3.0

@@ -29,14 +29,19 @@ FAMILIES = {"sound": ("homophone", "pinyin", "abbrev"), "shape": ("split", "simi
             "script": ("traditional", "variant"), "typography": ("zerowidth", "fullwidth", "noise"),
             "english": ("english",), "order": ("shuffle",)}
 DEFAULT_FAMILIES = "sound+shape+emoji+script+typography+english+order"
-# What a candidate must gain beyond the threshold (natural log), chosen with it on cloaks of COLD dev posts
+# The threshold, and what a candidate must gain beyond it (natural log), chosen on cloaks of COLD dev posts
 # (python -m bench.unveil --tune), never on the test posts the benchmark reports: this much for each
 # syllable heard only through a confusion (n/l, -ng/-n, ei/ai), this much for a term of one character
 # (骂, 事), whose homophones are everywhere, and a prior for each reader (what clean text rarely holds,
 # such as split characters or emoji standing for a term, needs less).
+THRESHOLD = 5.5
 FUZZY = 12.0
 SINGLE = 2.0
 PRIORS: dict[str, float] = {"pinyin": 5.0}
+# With balance (the words of every label read back), the threshold chosen the same way on COLD dev cloaked
+# by the README's recipe on the offensive terms and on the balanced targets (python -m
+# bench.balanced_augmentation): at 5.5 it changed 4% of clean dev posts, at 7.0 2.5%.
+BALANCE_THRESHOLD = 7.0
 MEMO = 100_000  # texts whose reading is remembered (a defended detector is asked the same texts often)
 
 
@@ -58,7 +63,8 @@ class Unveiler:
     balance: with mined targets, the words that mark the other labels too (``cloak.mining.build_every_label_targets``);
     common: pinyin written out may also be read as one of this many common words (0: terms only);
     scorer: the context scorer (``ngram``, or one a package registers: ``mlm``); model: its file, folder or
-    hub name ("" for its default); threshold: the log-probability gain a candidate needs.
+    hub name ("" for its default); threshold: the log-probability gain a candidate needs (None: ``THRESHOLD``,
+    or ``BALANCE_THRESHOLD`` with balance; ``bar`` is the one in use).
 
     >>> u = Unveiler()
     >>> u("白人都是垃圾").text          # clean text stays as it is
@@ -88,8 +94,9 @@ class Unveiler:
     model: str | None = param(None, "The scorer's model: an n-gram file of `cloak fit-lm`, a masked language "
                                     "model's folder or hub name [default: the n-gram model fitted on the bundled "
                                     "COLD sample].", metavar="FILE|DIR|NAME")
-    threshold: float = param(5.5, "How much likelier (natural log) a text must read with a cloak read back (chosen "
-                                  "on COLD dev cloaks for the default scorer; choose your own for another).")
+    threshold: float | None = param(None, (
+        "How much likelier (natural log) a text must read with a cloak read back [default: 5.5, with balance 7.0: "
+        "chosen on COLD dev cloaks for the default scorer; choose your own for another]."), metavar="NATS")
     name: ClassVar[str] = "unveil"
     _parameter_constraints: ClassVar[dict] = {
         "common": Interval(int, 0), "targets": Satisfies(lambda t: t.partition(":")[0] != "all",
@@ -119,6 +126,13 @@ class Unveiler:
         """Its settings as one string, e.g. ``unveil:families=sound+shape:threshold=1.5``; ``from_spec`` reads
         it back (the settings a defended detector records)."""
         return spec_of(self)
+
+    @property
+    def bar(self) -> float:
+        """The threshold in use: ``threshold``, or where none is given the default for ``balance``."""
+        if self.threshold is not None:
+            return self.threshold
+        return BALANCE_THRESHOLD if self.balance else THRESHOLD
 
     def settings(self) -> dict:
         """Its settings as a mapping (every field, defaults included)."""
@@ -178,7 +192,7 @@ class Unveiler:
             gains = self._scorer.gains_batch([pending[k] for k in keys])
             for k, g in zip(keys, gains):
                 text, candidates = pending.pop(k)
-                taken, deferred = _choose(candidates, g, self.threshold, reach=self._scorer.reach)
+                taken, deferred = _choose(candidates, g, self.bar, reach=self._scorer.reach)
                 if not taken:
                     continue
                 edits = sorted((_trimmed(c, text) for c in taken), key=lambda e: e.start)
