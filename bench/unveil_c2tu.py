@@ -25,6 +25,10 @@ On the same posts, four read-backs:
 - ``unveil``: ``cloak unveil`` as a user runs it (every family, the n-gram model fitted on COLD train, the
   threshold chosen on COLD dev).
 
+Each read-back runs in this process, post by post, its CPU time counted from the first post to the last:
+C²TU's graph and detector, and our terms and n-gram model, are loaded before the clock starts (``cloak
+unveil`` on a file gives the same texts).
+
 Cloaks: COLD test by homophone alone at ``poster`` strength (seed 0), of rare characters only
 (``common_share=0``) and on fuzzy tones. Figures, each with a 95% bootstrap interval over posts: the share of
 cloaked terms read back and of cloaked posts read back whole (``bench.restoration``), the share of COLD test
@@ -43,11 +47,14 @@ from bench.common import (BIN, RESULTS, WORK, cold_work, file_tag, machine_info,
 from bench.restoration import restoration
 from cloak.common.io import write_records
 from cloak.targets import Lexicon
+from cloak.unveil import Unveiler
 
 STYLES = ("homophone", "homophone:common_share=0", "homophone:tone=fuzzy")
 # C²TU's confusions, as its notebook lists them
 CONFUSIONS = (("n", "l"), ("zh", "z"), ("ch", "c"), ("sh", "s"), ("ng", "n"))
-NO_CONTEXT = "--threshold=-1000"  # below any gain: every candidate the matching stage finds is read back
+# every family at the defaults, and the sound family with a threshold below any gain: every candidate the
+# matching stage finds read back
+OURS = {"unveil, no context": {"families": "sound", "threshold": -1000.0}, "unveil": {}}
 
 
 def homophone_graph(out: Path, texts: list[str], terms: list[str]) -> Path:
@@ -149,19 +156,20 @@ def main() -> None:
         read = c2tu_naive(args.c2tu, homophone_graph(work / f"graph_{tag}", texts, list(words)))
         results[name] = figures(lexicon, cloaked, clean, {k: read_all(
             f"{name}: {k}", work / f"{tag}_{file_tag(k)}.jsonl", read, cloaked.get(k) or clean, timings) for k in inputs})
-    unveil = [BIN / "cloak", "unveil", "--lexicon", terms, "--model", model, "--workers", "1", "-q"]
-    for name, extra in (("unveil, no context", ["--families", "sound", NO_CONTEXT]), ("unveil", [])):
-        tag = file_tag(name)
-        results[name] = figures(lexicon, cloaked, clean, {k: records(run_once(
-            f"{name}: {k}", work / f"{tag}_{file_tag(k)}.jsonl",
-            [*unveil, *extra, "--in", path, "--out", work / f"{tag}_{file_tag(k)}.jsonl"],
-            steps)) for k, path in inputs.items()})
+    specs = {}
+    for name, settings in OURS.items():
+        specs[name], read = Unveiler(lexicon="terms.tsv", model="cold.lm.gz", **settings).spec(), {}
+        for k in inputs:  # a fresh unveiler a file, as `cloak unveil` runs: none remembers another file's posts
+            unveiler = Unveiler(lexicon=str(terms), model=str(model), **settings).prepare()
+            read[k] = read_all(f"{name}: {k}", work / f"{file_tag(name)}_{file_tag(k)}.jsonl",
+                               lambda text: unveiler(text).text, cloaked.get(k) or clean, timings)
+        results[name] = figures(lexicon, cloaked, clean, read)
     write_result(args.out, {"benchmark": "bench/unveil_c2tu.py", "machine": machine_info(("pypinyin",)),
                             "c2tu": {"repository": "XDxc-cuber/C2TU-Chinese-cloaked-toxicity-unveiling",
                                      "commit": commit_of(args.c2tu),
                                      "mode": "naive (its filtering needs bert-base-chinese or an LLM from the hub)",
                                      "its_lexicon_terms": len(theirs)},
-                            "posts": len(clean), "results": results, "c2tu_cpu": timings, "steps": steps,
+                            "unveilers": specs, "posts": len(clean), "results": results, "cpu": timings, "steps": steps,
                             "seconds": round(time.perf_counter() - started, 1)})
     rows = [(f"{name}: {style}", f"{r['styles'][style]['terms']['share']}", "terms read back")
             for name, r in results.items() for style in STYLES[:1]]
