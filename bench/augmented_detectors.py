@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.common import BIN, run, run_once
+from bench.common import BIN, run_once
 
 RECIPE = ["--ops", "homophone,similar,emoji,split,abbrev,pinyin", "--targets", "lexicon+mined", "--strength",
           "poster"]
@@ -20,10 +20,9 @@ def cloaked(work: Path, data: Path, name: str, balance: bool, seed: int, steps: 
 
 def detector(work: Path, name: str, train: list[Path], steps: dict) -> Path:
     """tfidf-lr trained on the records of ``train`` (concatenated), once."""
-    victim = work / f"victim_{name}"
+    victim, data = work / f"victim_{name}", work / f"victim_{name}.train.jsonl"
     if not (victim / "victim.json").exists():
-        data = work / f"victim_{name}.train.jsonl"
         data.write_bytes(b"".join(path.read_bytes() for path in train))
-        run([BIN / "attacks", "train", "--model", "tfidf-lr", "--train", data, "--out", victim, "-q"], steps,
-            f"train {name}")
+    run_once(f"train {name}", victim / "victim.json", [BIN / "attacks", "train", "--model", "tfidf-lr", "--train",
+                                                      data, "--out", victim, "-q"], steps)
     return victim
