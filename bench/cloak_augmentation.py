@@ -25,7 +25,7 @@ import json
 import time
 from pathlib import Path
 
-from bench.common import BIN, RESULTS, WORK, cold_work, machine_info, parser, records, run, run_once, write_result
+from bench.common import BIN, RESULTS, WORK, cold_work, machine_info, parser, records, run_once, write_result
 from cloak.common.io import write_records
 from cloak.ops import available_ops, example_specs
 
@@ -51,7 +51,8 @@ def train(name: str, posts: list[dict], work: Path, steps: dict) -> Path:
     data, victim = work / f"train_{name}.jsonl", work / f"victim_{name}"
     if not (victim / "victim.json").exists():
         write_records(str(data), posts)
-        run([BIN / "attacks", "train", "--model", MODEL, "--train", data, "--out", victim], steps, f"train {name}")
+    run_once(f"train {name}", victim / "victim.json", [BIN / "attacks", "train", "--model", MODEL, "--train", data,
+                                                      "--out", victim], steps)
     return victim
 
 
