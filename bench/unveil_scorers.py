@@ -107,7 +107,7 @@ def scored_candidates(unveilers: dict, causal: CausalLM, lexicon: Lexicon, cloak
         gains = {}
         for name, unveiler in unveilers.items():
             started = time.perf_counter()
-            gains[name] = unveiler._scorer.gains(view, found)
+            gains[name] = unveiler.gains(view, found)
             seconds[name] += time.perf_counter() - started
         started = time.perf_counter()
         gains["qwen2.5-coder-0.5b"] = [causal.gain(view, c.start, c.end, c.dst, window) for c in found]

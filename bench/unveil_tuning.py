@@ -14,11 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.common import BIN, run
+from bench.restoration import cloaked_terms
 from cloak.edits import output_spans
 from cloak.common.io import read_records
 from cloak.targets import Lexicon
+
+if TYPE_CHECKING:
+    from cloak.unveil import Unveiler
 
 CAP = 0.92
 CLEAN = 0.975
@@ -30,11 +35,9 @@ UNSCORED = ("traditional", "variant", "zerowidth", "fullwidth")
 
 def truth(lexicon: Lexicon, record: dict) -> tuple[set, int]:
     """The (start, end, term) of each cloaked term in the cloaked text, and how many terms were cloaked."""
-    edits, source = record["cloak"]["edits"], record["source_text"]
-    spans = output_spans(edits)
+    source, spans = record["source_text"], output_spans(record["cloak"]["edits"])
     found = set()
-    terms = [(s, e) for s, e in lexicon.find(source)
-             if any(s <= x["start"] and x["end"] <= e and (x["start"] < e or x["start"] == s) for x in edits)]
+    terms = cloaked_terms(lexicon, record)
     for s, e in terms:
         shift_start = sum(len(x.dst) - (x.end - x.start) for x, _, _ in spans if x.end <= s and x.start < s)
         shift_end = sum(len(x.dst) - (x.end - x.start) for x, _, _ in spans if x.start < e)
@@ -58,7 +61,7 @@ def candidates(work: Path, terms: Path, model: Path, ops: list[str], steps: dict
     return read_candidates(Unveiler(lexicon=str(terms), model=str(model)), sets)
 
 
-def read_candidates(unveiler, sets: list[tuple[str, Path, Lexicon | None]]) -> list[tuple]:
+def read_candidates(unveiler: Unveiler, sets: list[tuple[str, Path, Lexicon | None]]) -> list[tuple]:
     """(name, truth, cloaked terms, [(candidate, gain)]) of every post of each (name, file, the lexicon its
     cloaks took their terms from) in ``sets``: ``clean`` (no lexicon) for posts as they are. Posts whose
     characters the unveiler reads back at once are left out (their places moved)."""
@@ -70,7 +73,7 @@ def read_candidates(unveiler, sets: list[tuple[str, Path, Lexicon | None]]) -> l
             if normalised:
                 continue
             right, cloaked = truth(lexicon, record) if lexicon is not None else (set(), 0)
-            gains = unveiler._scorer.gains(view, found) if found else []
+            gains = unveiler.gains(view, found) if found else []
             posts.append((name, right, cloaked, list(zip(found, gains))))
     return posts
 

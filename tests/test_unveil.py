@@ -293,3 +293,14 @@ def test_balance_takes_its_own_default_threshold_and_a_given_one_wins():
     assert balanced.bar == BALANCE_THRESHOLD != THRESHOLD and "threshold" not in balanced.spec()
     given = Unveiler.from_spec(Unveiler(targets="mined", mine_from=train, balance=True, threshold=3.0).spec())
     assert given.threshold == given.bar == 3.0
+
+
+def test_gains_are_what_the_unveiler_weighs_each_candidate_by():
+    from cloak.unveil.unveiler import margin
+
+    u = Unveiler(threshold=2.0)
+    view, _, found = u.candidates("女表子")
+    gains = u.gains(view, found)
+    assert len(gains) == len(found)
+    best = max(zip(found, gains), key=lambda cg: margin(cg[0], cg[1], u.bar))
+    assert best[0].dst == "婊子" and margin(*best, u.bar) > 0 and u("女表子").text == "婊子"

@@ -160,6 +160,12 @@ class Unveiler:
         view, edits = normalise(text, self.readers & frozenset(CHARACTER_READERS))
         return view, edits, self._index.candidates(view)
 
+    def gains(self, text: str, candidates: Sequence[Candidate]) -> list[float]:
+        """The context scorer's gain (natural log) for each of ``candidates`` in ``text``: what ``margin``
+        weighs against the bar (``candidates`` gives both)."""
+        self.prepare()
+        return self._scorer.gains_batch([(text, candidates)])[0]
+
     def __call__(self, text: str) -> Unveiled:
         """Read back the cloaks of one text."""
         return self.unveil_batch([text])[0]
