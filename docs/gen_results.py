@@ -21,12 +21,12 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# results_tables beside this file, and the repository for bench.common: where the benchmarks write
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
+from bench.common import REPO, RESULTS  # noqa: E402
 from results_tables import Results, Table, attacks, cloak, detectors, mmbert, speech  # noqa: E402
 from results_tables.headline import headline_rows  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "bench" / "results"
 OUT = REPO / "docs" / "results"
 README = REPO / "README.md"
 COMMANDS = Path(__file__).with_name("result_commands.yaml")

@@ -1,5 +1,5 @@
 """The tables of the results pages, one module a page (``docs/gen_results.py`` writes them): each a function
-of the benchmarks' results returning :class:`Table` s, and the shared pieces here."""
+of the benchmarks' results returning :class:`Table` s, and what they have in common here."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,10 +8,12 @@ import statistics
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent.parent
+from bench.common import REPO, WORK
+
 COMMANDS_FILE = "docs/result_commands.yaml"
-# the benchmarks' working folder as a command recorded it, and as the pages write it (bench.common.WORK)
-WORK_RECORDED, WORK_SHOWN = "bench/work/", "WORK/"
+# the benchmarks' working folder as a command recorded it (relative to the repository), and as the pages
+# write it
+WORK_RECORDED, WORK_SHOWN = f"{WORK.relative_to(REPO).as_posix()}/", "WORK/"
 
 
 class Results:
