@@ -154,13 +154,20 @@ def run(command: list, steps: dict | None = None, name: str | None = None) -> di
 
 def run_once(name: str, output: Path, command: list, steps: dict) -> Path:
     """``run`` the command unless ``output`` is already there (a rerun continues where it stopped); ``output``.
-    The step's record is kept beside it (``OUTPUT.step.json``), so that a rerun's result lists the steps an
-    earlier run made too."""
-    record = Path(f"{output}.step.json")
+    The step's record is kept beside it (``OUTPUT.step.json``), with the commit that made it, so that a
+    rerun's result lists the steps an earlier run made too; an output an earlier commit made is reused with a
+    note, since the code that makes it may have changed since (delete the output to make it again)."""
+    record, commit = Path(f"{output}.step.json"), _git_state()["commit"]
     if not Path(output).exists():
-        record.write_text(json.dumps(run(command, steps, name), ensure_ascii=False), encoding="utf-8")
+        made = {**run(command, steps, name), "commit": commit}
+        steps[name] = made
+        record.write_text(json.dumps(made, ensure_ascii=False), encoding="utf-8")
     elif record.exists():
         steps[name] = json.loads(record.read_text(encoding="utf-8"))
+        made_at = steps[name].get("commit")
+        if commit and made_at != commit:
+            print(f"note: {output} reused, made at commit {str(made_at)[:7]} (now {commit[:7]}); "
+                  "delete it to make it again with this code", flush=True)
     return output
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.common import BIN, run
+from bench.common import BIN, run_once
 from bench.restoration import cloaked_terms
 from cloak.edits import output_spans
 from cloak.common.io import read_records
@@ -53,10 +53,9 @@ def candidates(work: Path, terms: Path, model: Path, ops: list[str], steps: dict
     lexicon = Lexicon.from_file(terms)
     sets = [("clean", work / "dev.jsonl", None)]
     for op in (o for o in ops if o not in UNSCORED):
-        out = work / f"dev_{op}.jsonl"
-        if not out.exists():
-            run([BIN / "cloak", "perturb", "--in", work / "dev.jsonl", "--out", out, "--ops", op, "--lexicon", terms,
-                 "--strength", "poster", "--seed", SEED, "-q"], steps, f"cloak dev {op}")
+        out = run_once(f"cloak dev {op}", work / f"dev_{op}.jsonl",
+                       [BIN / "cloak", "perturb", "--in", work / "dev.jsonl", "--out", work / f"dev_{op}.jsonl",
+                        "--ops", op, "--lexicon", terms, "--strength", "poster", "--seed", SEED, "-q"], steps)
         sets.append((op, out, lexicon))
     return read_candidates(Unveiler(lexicon=str(terms), model=str(model)), sets)
 

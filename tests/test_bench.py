@@ -396,3 +396,18 @@ def test_run_once_lists_a_step_an_earlier_run_made(tmp_path):
     out.write_text("kept")  # a rerun does not run the command again
     run_once("make", out, command, again)
     assert out.read_text() == "kept" and again == first and first["make"]["exit"] == 0
+
+
+def test_run_once_says_when_it_reuses_what_another_commit_made(tmp_path, monkeypatch, capsys):
+    import bench.common as common
+
+    out = tmp_path / "made.txt"
+    command = [sys.executable, "-c", f"open({str(out)!r}, 'w').write('x')"]
+    monkeypatch.setattr(common, "_git_state", lambda: {"commit": "a" * 40})
+    common.run_once("make", out, command, {})
+    common.run_once("make", out, command, {})
+    assert "reused" not in capsys.readouterr().out
+    monkeypatch.setattr(common, "_git_state", lambda: {"commit": "b" * 40})
+    steps: dict = {}
+    common.run_once("make", out, command, steps)
+    assert "made at commit aaaaaaa (now bbbbbbb)" in capsys.readouterr().out and steps["make"]["commit"] == "a" * 40
