@@ -35,6 +35,7 @@ from bench.common import (BIN, RESULTS, WORK, auc_difference, auc_interval, mach
 from bench.restoration import terms_read_back
 from bench.unveil_tuning import truth
 from cloak.targets import Lexicon
+from cloak.unveil.ngram import CharNgramLM
 from cloak.unveil.unveiler import margin
 
 OPS = ("homophone", "abbrev")
@@ -136,12 +137,12 @@ def main() -> None:
                      [BIN / "cloak", "fit-lm", "--train", work / "train.jsonl", "--out", work / "cold_every.lm.gz",
                       "--min-count", 1], steps)
     lexicon = Lexicon.from_file(terms)
-    unveilers = {FITTED: Unveiler(lexicon=str(terms), model=str(fitted)).prepare(),
-                 "n-gram (--min-count 1)": Unveiler(lexicon=str(terms), model=str(every)).prepare()}
+    models = {FITTED: fitted, "n-gram (--min-count 1)": every}
+    unveilers = {name: Unveiler(lexicon=str(terms), model=str(model)).prepare() for name, model in models.items()}
     causal = CausalLM(args.gguf, args.threads)
     result = {"benchmark": "bench/unveil_scorers.py", "posts": args.posts, "window": args.window,
-              "models": {name: {"ngrams": len(u._scorer.lm.logprob_),
-                                "file_bytes": Path(u._scorer.model).stat().st_size} for name, u in unveilers.items()},
+              "models": {name: {"ngrams": len(CharNgramLM.load(model).logprob_), "file_bytes": model.stat().st_size}
+                         for name, model in models.items()},
               "ops": {}}
     for op in OPS:
         cloaked = records(require(work / f"dev_{op}.jsonl", "python -m bench.unveil --tune"))

@@ -277,6 +277,7 @@ def test_balance_reads_back_the_non_offensive_posts_words_too():
     every, offensive = build_every_label_targets("mined", labelled=train), build_targets("mined", labelled=train)
     assert set(offensive.terms) < set(every.terms) and {"朋友", "辽宁"} <= set(every.terms) - set(offensive.terms)
     readers = {b: Unveiler(targets="mined", mine_from=train, balance=b, threshold=2.0) for b in (False, True)}
+    assert readers[True].terms == every.terms and readers[False].terms == offensive.terms
     assert ":balance=True" in readers[True].spec() and Unveiler.from_spec(readers[True].spec()).balance
     for op in ("split", "homophone"):
         cloaked = Perturber(ops=op, strength="whole", targets=every, seed=0)("我的男朋友是辽宁人")

@@ -134,6 +134,12 @@ class Unveiler:
             return self.threshold
         return BALANCE_THRESHOLD if self.balance else THRESHOLD
 
+    @property
+    def terms(self) -> list[str]:
+        """The terms it reads cloaks back to (``targets``, ``lexicon``, ``mine_from``, ``balance``; mined on
+        first use)."""
+        return list(self.prepare()._index.terms)
+
     def settings(self) -> dict:
         """Its settings as a mapping (every field, defaults included)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
