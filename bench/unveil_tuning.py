@@ -61,9 +61,9 @@ def candidates(work: Path, terms: Path, model: Path, ops: list[str], steps: dict
 
 
 def read_candidates(unveiler: Unveiler, sets: list[tuple[str, Path, Lexicon | None]]) -> list[tuple]:
-    """(name, truth, cloaked terms, [(candidate, gain)]) of every post of each (name, file, the lexicon its
-    cloaks took their terms from) in ``sets``: ``clean`` (no lexicon) for posts as they are. Posts whose
-    characters the unveiler reads back at once are left out (their places moved)."""
+    """(name, truth, cloaked terms, [(candidate, gain)], the record's id) of every post of each (name, file,
+    the lexicon its cloaks took their terms from) in ``sets``: ``clean`` (no lexicon) for posts as they are.
+    Posts whose characters the unveiler reads back at once are left out (their places moved)."""
     unveiler.prepare()
     posts = []
     for name, path, lexicon in sets:
@@ -73,7 +73,7 @@ def read_candidates(unveiler: Unveiler, sets: list[tuple[str, Path, Lexicon | No
                 continue
             right, cloaked = truth(lexicon, record) if lexicon is not None else (set(), 0)
             gains = unveiler.gains(view, found) if found else []
-            posts.append((name, right, cloaked, list(zip(found, gains))))
+            posts.append((name, right, cloaked, list(zip(found, gains)), record["id"]))
     return posts
 
 
@@ -84,21 +84,26 @@ def judge(posts: list[tuple], setting: dict) -> tuple[float, dict[str, float]]:
     penalties = {"fuzzy": setting["fuzzy"], "single": setting["single"], "priors": setting["priors"]}
     clean = changed = 0
     read, cloaked = {}, {}
-    for name, right, count, found in posts:
-        ranked = sorted(((margin(c, g, setting["threshold"], **penalties), c.start, c.end, c.dst) for c, g in found),
-                        reverse=True)
-        taken: list[tuple] = []
-        for m, s, e, dst in ranked:
-            if m <= 0:
-                break
-            if all(e <= a or b <= s for a, b, _ in taken):
-                taken.append((s, e, dst))
+    for name, right, count, found, *_ in posts:
+        taken = read_back([c for c, _ in found], [margin(c, g, setting["threshold"], **penalties) for c, g in found])
         if name == "clean":
             clean, changed = clean + 1, changed + bool(taken)
         else:
             cloaked[name] = cloaked.get(name, 0) + count
             read[name] = read.get(name, 0) + sum(t in right for t in taken)
     return 1 - changed / max(1, clean), {op: read[op] / max(1, cloaked[op]) for op in sorted(cloaked)}
+
+
+def read_back(candidates: Sequence, margins: Sequence[float]) -> list[tuple]:
+    """The (start, end, term) read back in one post: the candidates whose margin is above 0, the best first,
+    none overlapping a better one (one round of the unveiler's choice)."""
+    taken: list[tuple] = []
+    for m, s, e, dst in sorted(((m, c.start, c.end, c.dst) for c, m in zip(candidates, margins)), reverse=True):
+        if m <= 0:
+            break
+        if all(e <= a or b <= s for a, b, _ in taken):
+            taken.append((s, e, dst))
+    return taken
 
 
 def objective(clean: float, shares: dict[str, float]) -> float:

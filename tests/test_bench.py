@@ -386,6 +386,25 @@ def test_unveil_tuning_judges_a_setting_with_the_unveilers_own_margin():
     assert shares["pinyin"] == 1.0
 
 
+def test_unveil_judge_reads_each_judge_at_its_own_scores():
+    import numpy as np
+
+    from bench.unveil_judge import OWN, POST, at_threshold, features
+    from cloak.unveil.index import Candidate
+
+    found = [(Candidate(0, 2, "白人", "homophone"), 9.0), (Candidate(1, 3, "人都", "homophone"), 8.0),
+             (Candidate(5, 6, "男", "pinyin"), 1.0)]
+    rows = features(found, ["homophone", "pinyin"], post_level=True)
+    assert rows.shape == (3, len(OWN) + 2 + len(POST)) and features([], ["homophone"], True).shape == (0, len(OWN) + 3)
+    assert rows[0, OWN.index("gain over the best rival")] == 1.0 and rows[2, OWN.index("gain over the best rival")] == 30.0
+    assert list(rows[:, -2]) == [1, 1, 2]  # 白人 and 人都 clear the bar (5.5): each has the other, 男 both
+    posts = [("clean", set(), 0, found[2:], "a"), ("homophone", {(0, 2, "白人")}, 2, found[:2], "b")]
+    tally = at_threshold(posts, [np.asarray([2.0]), np.asarray([3.0, 4.0])], 2.5)
+    assert tally == {"clean": [1], "read": {"homophone": [0]}, "cloaked": {"homophone": [2]}}  # 人都 wins
+    tally = at_threshold(posts, [np.asarray([2.0]), np.asarray([4.0, 3.0])], 1.5)
+    assert tally == {"clean": [0], "read": {"homophone": [1]}, "cloaked": {"homophone": [2]}}
+
+
 def test_run_once_lists_a_step_an_earlier_run_made(tmp_path):
     from bench.common import run_once
 
