@@ -17,6 +17,10 @@ read at the lowest of its thresholds that leaves 97.5% of the clean dev posts un
 unveiler is tuned to), one round of reading back as in ``bench.unveil_tuning``. Per op, the share of
 cloaked terms read back, with a bootstrap 95% interval over posts.
 
+Then each judge, at that threshold, reads sparse cloaks of the same posts: each op again, but each term
+cloaked only at odds of 0.3 (``--rate 0.3``, seed 3), so that fewer cloaks share a post; the classifiers
+were fitted on none of them (each post is still judged by the fold that did not see it).
+
 The classifiers learn from the project's own cloaks, so a gain that rests on how those cloaks are made (the
 ops cloak every occurrence of every target term at ``poster`` strength, so one cloak comes with others)
 would not carry to real posts: the two learnt judges are there to tell the candidate's own evidence from
@@ -26,13 +30,17 @@ from __future__ import annotations
 
 import time
 import zlib
+from pathlib import Path
 
 import numpy as np
 
-from bench.common import RESULTS, WORK, machine_info, parser, print_summary, require, share_interval, write_result
+from bench.common import (BIN, RESULTS, WORK, machine_info, parser, print_summary, require, run_once, share_interval,
+                          write_result)
 from bench.unveil import OPS
-from bench.unveil_tuning import CLEAN, candidates, objective, read_back
+from bench.unveil_tuning import CLEAN, UNSCORED, candidates, objective, read_back, read_candidates
+from cloak.targets import Lexicon
 
+SPARSE, SPARSE_SEED = 0.3, 3  # the odds that a term is cloaked in the sparse cloaks, and their seed
 WEIGHTS = (1.0, 5.0, 20.0)  # how much more a clean post's candidate weighs: the clean posts set the bar
 THRESHOLDS = {"margin": np.arange(-3.0, 3.01, 0.25), "learnt": np.arange(-6.0, 6.01, 0.25)}
 OWN = ("gain", "margin", "confusions", "one character", "term length", "cloak length", "gain over the best rival")
@@ -56,9 +64,9 @@ def features(found: list[tuple], readers: list[str], post_level: bool) -> np.nda
     return np.asarray(rows, dtype=float).reshape(len(found), len(OWN) + len(readers) + len(POST) * post_level)
 
 
-def cross_fitted(posts: list[tuple], rows: list[np.ndarray], weight_clean: float) -> list[np.ndarray]:
-    """Each post's candidates' log-odds of being right, from the classifier fitted on the other fold, the
-    candidates of clean posts weighing ``weight_clean`` times as much as the others."""
+def cross_fitted(posts: list[tuple], rows: list[np.ndarray], weight_clean: float, fit_on: int) -> list[np.ndarray]:
+    """Each post's candidates' log-odds of being right, from the classifier fitted on the other fold of the
+    first ``fit_on`` posts, the candidates of clean posts weighing ``weight_clean`` times as much as the others."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     labels = [np.asarray([(c.start, c.end, c.dst) in post[1] for c, _ in post[3]]) for post in posts]
@@ -66,7 +74,7 @@ def cross_fitted(posts: list[tuple], rows: list[np.ndarray], weight_clean: float
     weight = [np.full(len(post[3]), weight_clean if post[0] == "clean" else 1.0) for post in posts]
     scores: list[np.ndarray] = [np.empty(0)] * len(posts)
     for held in (0, 1):
-        fit = [k for k in range(len(posts)) if fold[k] != held and len(posts[k][3])]
+        fit = [k for k in range(fit_on) if fold[k] != held and len(posts[k][3])]
         model = HistGradientBoostingClassifier(max_iter=300, random_state=0).fit(
             np.concatenate([rows[k] for k in fit]), np.concatenate([labels[k] for k in fit]),
             sample_weight=np.concatenate([weight[k] for k in fit]))
@@ -92,18 +100,45 @@ def at_threshold(posts: list[tuple], scores: list[np.ndarray], threshold: float)
     return {"clean": clean, "read": read, "cloaked": cloaked}
 
 
-def figures(posts: list[tuple], scores: list[np.ndarray], thresholds: np.ndarray) -> dict:
-    """The judge at the lowest threshold leaving CLEAN of clean posts unchanged."""
+def sparse_cloaks(work: Path, terms: Path, model: Path, steps: dict) -> list[tuple]:
+    """``read_candidates`` of COLD dev cloaked by each op as ``candidates`` cloaks it, but each term only
+    at SPARSE odds (another seed): posts with fewer cloaks, none of them fitted on."""
+    from cloak.unveil import Unveiler
+
+    lexicon, sets = Lexicon.from_file(terms), []
+    for op in (o for o in OPS if o not in UNSCORED):
+        out = work / f"dev_{op}_rate{SPARSE}.jsonl"
+        sets.append((op, run_once(f"cloak dev {op}, rate {SPARSE}", out, [
+            BIN / "cloak", "perturb", "--in", work / "dev.jsonl", "--out", out, "--ops", op, "--lexicon", terms,
+            "--strength", "poster", "--rate", SPARSE, "--seed", SPARSE_SEED, "-q"], steps), lexicon))
+    return read_candidates(Unveiler(lexicon=str(terms), model=str(model)), sets)
+
+
+def shares(tally: dict) -> dict:
+    return {op: share_interval(tally["read"][op], tally["cloaked"][op]) for op in sorted(tally["read"])}
+
+
+def figures(posts: list[tuple], scores: list[np.ndarray], thresholds: np.ndarray, sparse: int) -> dict:
+    """The judge at the lowest threshold leaving CLEAN of clean posts unchanged, on the posts it was chosen
+    on and on the last ``sparse`` posts (the sparse cloaks)."""
+    chosen, held = slice(0, len(posts) - sparse), slice(len(posts) - sparse, len(posts))
     for threshold in thresholds:
-        tally = at_threshold(posts, scores, threshold)
+        tally = at_threshold(posts[chosen], scores[chosen], threshold)
         unchanged = sum(tally["clean"]) / len(tally["clean"])
         if unchanged >= CLEAN:
-            shares = {op: share_interval(tally["read"][op], tally["cloaked"][op]) for op in sorted(tally["read"])}
+            read = shares(tally)
             return {"threshold": round(float(threshold), 2),
                     "clean_unchanged": share_interval(tally["clean"], [1] * len(tally["clean"])),
-                    "read_back": shares,
-                    "objective": round(objective(unchanged, {op: s["share"] for op, s in shares.items()}), 4)}
+                    "read_back": read,
+                    "objective": round(objective(unchanged, {op: s["share"] for op, s in read.items()}), 4),
+                    "read_back_sparse": shares(at_threshold(posts[held], scores[held], threshold))}
     return {"threshold": None}
+
+
+def terms_a_post(posts: list[tuple]) -> float:
+    """The mean number of terms cloaked in a cloaked post."""
+    counts = [post[2] for post in posts if post[0] != "clean" and post[2]]
+    return round(sum(counts) / len(counts), 2)
 
 
 def main() -> None:
@@ -114,21 +149,27 @@ def main() -> None:
     started, steps = time.time(), {}
     terms = require(args.work / "terms.tsv", "python -m bench.unveil --tune")
     model = require(args.work / "cold.lm.gz", "python -m bench.unveil --tune")
-    posts = candidates(args.work, terms, model, OPS, steps)
+    fitted = candidates(args.work, terms, model, OPS, steps)
+    sparse = sparse_cloaks(args.work, terms, model, steps)
+    posts = fitted + sparse
     scores = [np.asarray([margin(c, g, THRESHOLD) for c, g in post[3]]) for post in posts]
-    judges = {"the unveiler's margin": figures(posts, scores, THRESHOLDS["margin"])}
+    judges = {"the unveiler's margin": figures(posts, scores, THRESHOLDS["margin"], len(sparse))}
     readers = sorted({c.reader for post in posts for c, _ in post[3]})
     for features_of, post_level in (("the candidate's own features", False), ("with the post's other candidates", True)):
         rows = [features(post[3], readers, post_level) for post in posts]
         for weight in WEIGHTS:
             name = f"learnt: {features_of}, clean posts x{weight:g}"
-            judges[name] = {"weight_clean": weight, **figures(posts, cross_fitted(posts, rows, weight), THRESHOLDS["learnt"])}
+            judges[name] = {"weight_clean": weight, **figures(
+                posts, cross_fitted(posts, rows, weight, len(fitted)), THRESHOLDS["learnt"], len(sparse))}
             print(f"{name}: {judges[name].get('objective')}", flush=True)
     write_result(args.out, {"benchmark": "bench/unveil_judge.py", "machine": machine_info(["scikit-learn"]),
-                            "posts": len(posts), "features": {"own": [*OWN, "reader"], "post": POST}, "clean": CLEAN, "judges": judges,
+                            "posts": len(fitted), "sparse_posts": len(sparse), "sparse_rate": SPARSE,
+                            "terms_a_cloaked_post": terms_a_post(fitted), "terms_a_sparse_post": terms_a_post(sparse),
+                            "features": {"own": [*OWN, "reader"], "post": POST}, "clean": CLEAN, "judges": judges,
                             "steps": steps, "seconds": round(time.time() - started, 1)})
-    rows = [(f"{name}: {op}", f"{fig['read_back'][op]['share']}", f"{fig['read_back'][op]['interval']}")
-            for name, fig in judges.items() if fig["threshold"] is not None for op in ("homophone", "abbrev")]
+    rows = [(f"{name}: {op}{kind}", f"{fig[key][op]['share']}", f"{fig[key][op]['interval']}")
+            for name, fig in judges.items() if fig["threshold"] is not None for op in ("homophone", "abbrev")
+            for key, kind in (("read_back", ""), ("read_back_sparse", ", sparse"))]
     print_summary(rows, args.out, time.time() - started)
 
 

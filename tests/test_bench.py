@@ -389,7 +389,7 @@ def test_unveil_tuning_judges_a_setting_with_the_unveilers_own_margin():
 def test_unveil_judge_reads_each_judge_at_its_own_scores():
     import numpy as np
 
-    from bench.unveil_judge import OWN, POST, at_threshold, features
+    from bench.unveil_judge import OWN, POST, at_threshold, features, figures
     from cloak.unveil.index import Candidate
 
     found = [(Candidate(0, 2, "白人", "homophone"), 9.0), (Candidate(1, 3, "人都", "homophone"), 8.0),
@@ -403,6 +403,11 @@ def test_unveil_judge_reads_each_judge_at_its_own_scores():
     assert tally == {"clean": [1], "read": {"homophone": [0]}, "cloaked": {"homophone": [2]}}  # 人都 wins
     tally = at_threshold(posts, [np.asarray([2.0]), np.asarray([4.0, 3.0])], 1.5)
     assert tally == {"clean": [0], "read": {"homophone": [1]}, "cloaked": {"homophone": [2]}}
+    sparse = [("homophone", {(0, 2, "白人")}, 1, found[:2], "b")]
+    judged = figures(posts + sparse, [np.asarray([2.0]), np.asarray([4.0, 3.0]), np.asarray([4.0, 3.0])],
+                     np.arange(1.0, 3.01, 0.5), sparse=1)
+    assert judged["threshold"] == 2.0 and judged["clean_unchanged"]["share"] == 1.0  # the lowest keeping clean posts
+    assert judged["read_back"]["homophone"]["share"] == 0.5 and judged["read_back_sparse"]["homophone"]["share"] == 1.0
 
 
 def test_run_once_lists_a_step_an_earlier_run_made(tmp_path):
