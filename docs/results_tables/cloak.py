@@ -342,5 +342,30 @@ def unveil_scorers(r) -> list[Table]:
                   f"{num(d['models']['n-gram (fit-lm defaults)']['ngrams'])}.")]
 
 
+def unveil_judge(r) -> list[Table]:
+    d = r("unveil_judge.json")
+    rows = []
+    for name, j in d["judges"].items():
+        row = [name, f"{num(j['threshold'], 2)}", f"{f3(j['clean_unchanged']['share'])} {interval(j['clean_unchanged']['interval'])}"]
+        for key in ("read_back", "read_back_sparse"):
+            shares = j[key]
+            row += [f"{f3(shares[op]['share'])} {interval(shares[op]['interval'])}" for op in ("homophone", "abbrev")]
+            row.append(f3(sum(s["share"] for s in shares.values()) / len(shares)))
+        rows.append(row)
+    return [Table("cloak unveil: would a judge learnt from cloaks do better?", ["unveil_judge.json"],
+                  ["judge of the candidates", "threshold", "clean dev posts unchanged [95%]",
+                   "homophone terms read back [95%]", "abbrev [95%]", "mean over the ops",
+                   "sparse cloaks: homophone [95%]", "sparse: abbrev [95%]", "sparse: mean over the ops"], rows,
+                  "COLD dev's cloaks (each op at its defaults, `poster` strength, seed 1; "
+                  f"{d['terms_a_cloaked_post']} terms a cloaked post) and posts as they are, {num(d['posts'])} posts "
+                  "with candidates, one round of reading back. The learnt judges are gradient-boosted classifiers, "
+                  "cross-fitted on two folds of posts, the candidates of clean posts weighing 1, 5 or 20 times as "
+                  f"much; each judge is read at its lowest threshold leaving {pct(d['clean'])} of clean dev posts "
+                  "unchanged. The post's other candidates: how many clear the unveiler's bar, how many there are. "
+                  f"Sparse cloaks: the same posts, each term cloaked at odds of {d['sparse_rate']} (seed 3; "
+                  f"{d['terms_a_sparse_post']} terms a cloaked post), read at the same thresholds; no judge was "
+                  "fitted on them.")]
+
+
 TABLES = [demo, coverage, perturb_command, speed, realism, scale, augmentation, balanced, unveil, c2tu, unveil_scorers,
-          long_posts, ray]
+          unveil_judge, long_posts, ray]
