@@ -36,10 +36,11 @@ import numpy as np
 
 from bench.common import (BIN, RESULTS, WORK, machine_info, parser, print_summary, require, run_once, share_interval,
                           write_result)
-from bench.unveil import OPS
 from bench.unveil_tuning import CLEAN, UNSCORED, candidates, objective, read_back, read_candidates
+from cloak.ops import available_ops
 from cloak.targets import Lexicon
 
+OPS = sorted(available_ops())
 SPARSE, SPARSE_SEED = 0.3, 3  # the odds that a term is cloaked in the sparse cloaks, and their seed
 WEIGHTS = (1.0, 5.0, 20.0)  # how much more a clean post's candidate weighs: the clean posts set the bar
 THRESHOLDS = {"margin": np.arange(-3.0, 3.01, 0.25), "learnt": np.arange(-6.0, 6.01, 0.25)}
