@@ -30,15 +30,14 @@ from __future__ import annotations
 
 import time
 import zlib
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 
-from bench.common import (BIN, RESULTS, WORK, machine_info, parser, print_summary, require, run_once, share_interval,
+from bench.common import (RESULTS, WORK, machine_info, parser, print_summary, require, share_interval,
                           write_result)
-from bench.unveil_tuning import CLEAN, UNSCORED, candidates, objective, read_back, read_candidates
+from bench.unveil_tuning import CLEAN, candidates, dev_cloaks, objective, read_back, read_candidates
 from cloak.ops import available_ops
-from cloak.targets import Lexicon
 
 OPS = sorted(available_ops())
 SPARSE, SPARSE_SEED = 0.3, 3  # the odds that a term is cloaked in the sparse cloaks, and their seed
@@ -48,11 +47,9 @@ OWN = ("gain", "margin", "confusions", "one character", "term length", "cloak le
 POST = ("other candidates clearing the bar", "candidates")
 
 
-def features(found: list[tuple], readers: list[str], post_level: bool) -> np.ndarray:
-    """One row per candidate of a post: its own features, then (``post_level``) the post's."""
-    from cloak.unveil.unveiler import THRESHOLD, margin
-
-    margins = [margin(c, g, THRESHOLD) for c, g in found]
+def features(found: list[tuple], margins: np.ndarray, readers: list[str], post_level: bool) -> np.ndarray:
+    """One row per candidate of a post (each with its margin): its own features, then (``post_level``) the
+    post's."""
     rows = []
     for k, (c, g) in enumerate(found):
         rival = max((g2 for j, (c2, g2) in enumerate(found) if j != k and c2.start < c.end and c.start < c2.end),
@@ -65,22 +62,35 @@ def features(found: list[tuple], readers: list[str], post_level: bool) -> np.nda
     return np.asarray(rows, dtype=float).reshape(len(found), len(OWN) + len(readers) + len(POST) * post_level)
 
 
-def cross_fitted(posts: list[tuple], rows: list[np.ndarray], weight_clean: float, fit_on: int) -> list[np.ndarray]:
+@dataclass(frozen=True)
+class Folds:
+    """What the classifiers are fitted to, post by post: whether each candidate is right, the post's fold (by
+    its id) and whether it is a clean post."""
+    labels: list[np.ndarray]
+    fold: np.ndarray
+    clean: np.ndarray
+
+    @classmethod
+    def of(cls, posts: list[tuple]) -> Folds:
+        return cls([np.asarray([(c.start, c.end, c.dst) in post[1] for c, _ in post[3]]) for post in posts],
+                   np.asarray([zlib.crc32(post[4].encode()) % 2 for post in posts]),
+                   np.asarray([post[0] == "clean" for post in posts]))
+
+
+def cross_fitted(folds: Folds, rows: list[np.ndarray], weight_clean: float, fit_on: int) -> list[np.ndarray]:
     """Each post's candidates' log-odds of being right, from the classifier fitted on the other fold of the
     first ``fit_on`` posts, the candidates of clean posts weighing ``weight_clean`` times as much as the others."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    labels = [np.asarray([(c.start, c.end, c.dst) in post[1] for c, _ in post[3]]) for post in posts]
-    fold = np.asarray([zlib.crc32(post[4].encode()) % 2 for post in posts])
-    weight = [np.full(len(post[3]), weight_clean if post[0] == "clean" else 1.0) for post in posts]
-    scores: list[np.ndarray] = [np.empty(0)] * len(posts)
+    scores: list[np.ndarray] = [np.empty(0)] * len(rows)
     for held in (0, 1):
-        fit = [k for k in range(fit_on) if fold[k] != held and len(posts[k][3])]
+        fit = [k for k in range(fit_on) if folds.fold[k] != held and len(rows[k])]
         model = HistGradientBoostingClassifier(max_iter=300, random_state=0).fit(
-            np.concatenate([rows[k] for k in fit]), np.concatenate([labels[k] for k in fit]),
-            sample_weight=np.concatenate([weight[k] for k in fit]))
-        for k in np.flatnonzero(fold == held):
-            if len(posts[k][3]):
+            np.concatenate([rows[k] for k in fit]), np.concatenate([folds.labels[k] for k in fit]),
+            sample_weight=np.concatenate([np.full(len(rows[k]), weight_clean if folds.clean[k] else 1.0)
+                                          for k in fit]))
+        for k in np.flatnonzero(folds.fold == held):
+            if len(rows[k]):
                 p = np.clip(model.predict_proba(rows[k])[:, 1], 1e-9, 1 - 1e-9)
                 scores[k] = np.log(p / (1 - p))
     return scores
@@ -99,20 +109,6 @@ def at_threshold(posts: list[tuple], scores: list[np.ndarray], threshold: float)
             read.setdefault(name, []).append(sum(t in right for t in taken))
             cloaked.setdefault(name, []).append(count)
     return {"clean": clean, "read": read, "cloaked": cloaked}
-
-
-def sparse_cloaks(work: Path, terms: Path, model: Path, steps: dict) -> list[tuple]:
-    """``read_candidates`` of COLD dev cloaked by each op as ``candidates`` cloaks it, but each term only
-    at SPARSE odds (another seed): posts with fewer cloaks, none of them fitted on."""
-    from cloak.unveil import Unveiler
-
-    lexicon, sets = Lexicon.from_file(terms), []
-    for op in (o for o in OPS if o not in UNSCORED):
-        out = work / f"dev_{op}_rate{SPARSE}.jsonl"
-        sets.append((op, run_once(f"cloak dev {op}, rate {SPARSE}", out, [
-            BIN / "cloak", "perturb", "--in", work / "dev.jsonl", "--out", out, "--ops", op, "--lexicon", terms,
-            "--strength", "poster", "--rate", SPARSE, "--seed", SPARSE_SEED, "-q"], steps), lexicon))
-    return read_candidates(Unveiler(lexicon=str(terms), model=str(model)), sets)
 
 
 def shares(tally: dict) -> dict:
@@ -145,23 +141,26 @@ def terms_a_post(posts: list[tuple]) -> float:
 def main() -> None:
     ap = parser(__doc__, out=RESULTS / "unveil_judge.json", work=WORK / "unveil")
     args = ap.parse_args()
+    from cloak.unveil import Unveiler
     from cloak.unveil.unveiler import THRESHOLD, margin
 
     started, steps = time.time(), {}
     terms = require(args.work / "terms.tsv", "python -m bench.unveil --tune")
     model = require(args.work / "cold.lm.gz", "python -m bench.unveil --tune")
     fitted = candidates(args.work, terms, model, OPS, steps)
-    sparse = sparse_cloaks(args.work, terms, model, steps)
+    # the same posts cloaked more sparsely: fewer cloaks share a post, and none of them is fitted on
+    sparse = read_candidates(Unveiler(lexicon=str(terms), model=str(model)),
+                             dev_cloaks(args.work, terms, OPS, steps, seed=SPARSE_SEED, rate=SPARSE))
     posts = fitted + sparse
-    scores = [np.asarray([margin(c, g, THRESHOLD) for c, g in post[3]]) for post in posts]
-    judges = {"the unveiler's margin": figures(posts, scores, THRESHOLDS["margin"], len(sparse))}
-    readers = sorted({c.reader for post in posts for c, _ in post[3]})
+    margins = [np.asarray([margin(c, g, THRESHOLD) for c, g in post[3]]) for post in posts]
+    judges = {"the unveiler's margin": figures(posts, margins, THRESHOLDS["margin"], len(sparse))}
+    readers, folds = sorted({c.reader for post in posts for c, _ in post[3]}), Folds.of(posts)
     for features_of, post_level in (("the candidate's own features", False), ("with the post's other candidates", True)):
-        rows = [features(post[3], readers, post_level) for post in posts]
+        rows = [features(post[3], m, readers, post_level) for post, m in zip(posts, margins)]
         for weight in WEIGHTS:
             name = f"learnt: {features_of}, clean posts x{weight:g}"
             judges[name] = {"weight_clean": weight, **figures(
-                posts, cross_fitted(posts, rows, weight, len(fitted)), THRESHOLDS["learnt"], len(sparse))}
+                posts, cross_fitted(folds, rows, weight, len(fitted)), THRESHOLDS["learnt"], len(sparse))}
             print(f"{name}: {judges[name].get('objective')}", flush=True)
     write_result(args.out, {"benchmark": "bench/unveil_judge.py", "machine": machine_info(["scikit-learn"]),
                             "posts": len(fitted), "sparse_posts": len(sparse), "sparse_rate": SPARSE,

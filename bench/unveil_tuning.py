@@ -50,14 +50,22 @@ def candidates(work: Path, terms: Path, model: Path, ops: list[str], steps: dict
     unveiler at its defaults with ``terms``."""
     from cloak.unveil import Unveiler
 
-    lexicon = Lexicon.from_file(terms)
-    sets = [("clean", work / "dev.jsonl", None)]
-    for op in (o for o in ops if o not in UNSCORED):
-        out = run_once(f"cloak dev {op}", work / f"dev_{op}.jsonl",
-                       [BIN / "cloak", "perturb", "--in", work / "dev.jsonl", "--out", work / f"dev_{op}.jsonl",
-                        "--ops", op, "--lexicon", terms, "--strength", "poster", "--seed", SEED, "-q"], steps)
-        sets.append((op, out, lexicon))
+    sets = [("clean", work / "dev.jsonl", None), *dev_cloaks(work, terms, ops, steps)]
     return read_candidates(Unveiler(lexicon=str(terms), model=str(model)), sets)
+
+
+def dev_cloaks(work: Path, terms: Path, ops: list[str], steps: dict, seed: int = SEED,
+               rate: float | None = None) -> list[tuple[str, Path, Lexicon]]:
+    """(op, file, lexicon) of COLD dev cloaked by each scored op of ``ops`` on ``terms`` (``poster``
+    strength, ``seed``; each term cloaked at odds ``rate`` if given), made once."""
+    lexicon, sets = Lexicon.from_file(terms), []
+    suffix, name, flags = ("", "", []) if rate is None else (f"_rate{rate}", f", rate {rate}", ["--rate", rate])
+    for op in (o for o in ops if o not in UNSCORED):
+        out = work / f"dev_{op}{suffix}.jsonl"
+        sets.append((op, run_once(f"cloak dev {op}{name}", out, [
+            BIN / "cloak", "perturb", "--in", work / "dev.jsonl", "--out", out, "--ops", op, "--lexicon", terms,
+            "--strength", "poster", *flags, "--seed", seed, "-q"], steps), lexicon))
+    return sets
 
 
 def read_candidates(unveiler: Unveiler, sets: list[tuple[str, Path, Lexicon | None]]) -> list[tuple]:

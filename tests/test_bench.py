@@ -394,8 +394,10 @@ def test_unveil_judge_reads_each_judge_at_its_own_scores():
 
     found = [(Candidate(0, 2, "白人", "homophone"), 9.0), (Candidate(1, 3, "人都", "homophone"), 8.0),
              (Candidate(5, 6, "男", "pinyin"), 1.0)]
-    rows = features(found, ["homophone", "pinyin"], post_level=True)
-    assert rows.shape == (3, len(OWN) + 2 + len(POST)) and features([], ["homophone"], True).shape == (0, len(OWN) + 3)
+    margins = np.asarray([3.5, 2.5, -6.5])  # at the unveiler's bar, 5.5; 男 loses two more as one character
+    rows = features(found, margins, ["homophone", "pinyin"], post_level=True)
+    assert rows.shape == (3, len(OWN) + 2 + len(POST))
+    assert features([], np.empty(0), ["homophone"], True).shape == (0, len(OWN) + 3)
     assert rows[0, OWN.index("gain over the best rival")] == 1.0 and rows[2, OWN.index("gain over the best rival")] == 30.0
     assert list(rows[:, -2]) == [1, 1, 2]  # 白人 and 人都 clear the bar (5.5): each has the other, 男 both
     posts = [("clean", set(), 0, found[2:], "a"), ("homophone", {(0, 2, "白人")}, 2, found[:2], "b")]
