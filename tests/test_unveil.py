@@ -278,6 +278,8 @@ def test_balance_reads_back_the_non_offensive_posts_words_too():
     assert set(offensive.terms) < set(every.terms) and {"朋友", "辽宁"} <= set(every.terms) - set(offensive.terms)
     readers = {b: Unveiler(targets="mined", mine_from=train, balance=b, threshold=2.0) for b in (False, True)}
     assert readers[True].terms == every.terms and readers[False].terms == offensive.terms
+    lister = Unveiler(targets="mined", mine_from=train, model="absent.lm.gz")
+    assert lister.terms == offensive.terms  # listing the terms loads no scorer (this model file does not exist)
     assert ":balance=True" in readers[True].spec() and Unveiler.from_spec(readers[True].spec()).balance
     for op in ("split", "homophone"):
         cloaked = Perturber(ops=op, strength="whole", targets=every, seed=0)("我的男朋友是辽宁人")

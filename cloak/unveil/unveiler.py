@@ -138,7 +138,7 @@ class Unveiler:
     def terms(self) -> list[str]:
         """The terms it reads cloaks back to (``targets``, ``lexicon``, ``mine_from``, ``balance``; mined on
         first use)."""
-        return list(self.prepare()._index.terms)
+        return list(self._term_index().terms)
 
     def settings(self) -> dict:
         """Its settings as a mapping (every field, defaults included)."""
@@ -149,15 +149,19 @@ class Unveiler:
 
     def prepare(self) -> Unveiler:
         """Mine or read the terms, build the automata and load the scorer now (else on first use)."""
+        self._term_index().prepare()
+        self._scorer.prepare()
+        return self
+
+    def _term_index(self) -> TermIndex:
+        """The index of the terms, mined or read on first use (its automata are built by ``prepare``)."""
         if self._index is None:
             from ..mining import build_every_label_targets, build_targets
 
             build = build_every_label_targets if self.balance else build_targets
             terms = build(self.targets, lexicon=self.lexicon, labelled=self.mine_from)
             self._index = TermIndex(terms.terms, self.readers, self.common)
-        self._index.prepare()
-        self._scorer.prepare()
-        return self
+        return self._index
 
     def candidates(self, text: str) -> tuple[str, list[Edit], list[Candidate]]:
         """The matching stage alone: the text with its characters read back, their edits, and the places
