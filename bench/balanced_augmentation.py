@@ -79,7 +79,7 @@ def balance_threshold(work: Path, steps: dict) -> dict:
     counted against the targets its cloak took."""
     from bench.unveil_tuning import choose_threshold, read_candidates
     from cloak.mining import build_balanced_targets, build_targets
-    from cloak.unveil import Unveiler
+    from cloak.unveil import CharNgramLM, Unveiler
     from cloak.unveil.unveiler import FUZZY, PRIORS, SINGLE
 
     train, dev = work / "train.jsonl", work / "dev.jsonl"
@@ -88,15 +88,15 @@ def balance_threshold(work: Path, steps: dict) -> dict:
             ("offensive terms", cloaked(work, dev, "dev_offensive_terms", False, 2, steps),
              build_targets("lexicon+mined", labelled=train)),
             ("balanced targets", cloaked(work, dev, "dev_balanced_targets", True, 2, steps), balanced)]
-    unveiler = Unveiler(targets="lexicon+mined", mine_from=str(train), model=str(ngram_model(work, steps)),
-                        balance=True)
+    model = ngram_model(work, steps)
+    unveiler = Unveiler(targets="lexicon+mined", mine_from=str(train), model=str(model), balance=True)
     setting = {"fuzzy": FUZZY, "single": SINGLE, "priors": dict(PRIORS)}
     listed = set(unveiler.terms)
     return {"data": "COLD dev as it is and cloaked by the recipe (seed 2) on the offensive terms and on the "
                     "balanced targets",
             "terms": {"cloaked by perturb --balance": len(balanced.terms), "read back by unveil --balance": len(listed),
                       "cloaked but not read back": len(set(balanced.terms) - listed)},
-            **choose_threshold(read_candidates(unveiler, sets), setting, THRESHOLDS)}
+            **choose_threshold(read_candidates(unveiler, sets), setting, THRESHOLDS, CharNgramLM.load(model))}
 
 
 def unveiled(work: Path, data: Path, name: str, steps: dict) -> Path:

@@ -14,7 +14,8 @@ many other candidates clear the unveiler's bar, how many there are). The classif
 folds by post, each post judged by the model fitted on the other fold; the candidates of clean posts weigh
 1, 5 or 20 times as much as the others (the clean posts set the bar), each weight a judge. Each judge is
 read at the lowest of its thresholds that leaves 97.5% of the clean dev posts unchanged (the rate the
-unveiler is tuned to), one round of reading back as in ``bench.unveil_tuning``. Per op, the share of
+unveiler is tuned to), in one round: what scores above it, the best first, none overlapping a better one
+(a learnt score makes no reading of the text, as the unveiler's n-gram scorer does). Per op, the share of
 cloaked terms read back, with a bootstrap 95% interval over posts.
 
 Then each judge, at that threshold, reads sparse cloaks of the same posts: each op again, but each term
@@ -30,13 +31,14 @@ from __future__ import annotations
 
 import time
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from bench.common import (RESULTS, WORK, machine_info, parser, print_summary, require, share_interval,
                           write_result)
-from bench.unveil_tuning import CLEAN, candidates, dev_cloaks, objective, read_back, read_candidates
+from bench.unveil_tuning import CLEAN, candidates, dev_cloaks, objective, read_candidates
 from cloak.ops import available_ops
 
 OPS = sorted(available_ops())
@@ -94,6 +96,18 @@ def cross_fitted(folds: Folds, rows: list[np.ndarray], weight_clean: float, fit_
                 p = np.clip(model.predict_proba(rows[k])[:, 1], 1e-9, 1 - 1e-9)
                 scores[k] = np.log(p / (1 - p))
     return scores
+
+
+def read_back(candidates: Sequence, margins: Sequence[float]) -> list[tuple]:
+    """The (start, end, term) read back in one post: the candidates whose margin is above 0, the best first,
+    none overlapping a better one."""
+    taken: list[tuple] = []
+    for m, s, e, dst in sorted(((m, c.start, c.end, c.dst) for c, m in zip(candidates, margins)), reverse=True):
+        if m <= 0:
+            break
+        if all(e <= a or b <= s for a, b, _ in taken):
+            taken.append((s, e, dst))
+    return taken
 
 
 def at_threshold(posts: list[tuple], scores: list[np.ndarray], threshold: float) -> dict:

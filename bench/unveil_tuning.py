@@ -2,10 +2,9 @@
 of its own).
 
 Every candidate of COLD dev's cloaks (each op at its defaults, ``poster`` strength, seed 1: the test
-figures use seed 0) and of COLD dev's posts as they are, with its gain under the n-gram model, is read
-once; then each setting is judged by reading back, post by post, the candidates that clear it, the best
-first among overlapping ones (one round: the unveiler's later rounds, which weigh a candidate again once
-its neighbours are read back, only add to it). A coordinate search from the current defaults moves one
+figures use seed 0) and of COLD dev's posts as they are is listed once; then each setting is judged by
+reading each post as the unveiler reads it, by its likeliest reading under the n-gram model with each
+candidate at the setting's cost (``cloak.unveil.lattice``). A coordinate search from the current defaults moves one
 setting at a time while the objective improves: the mean over the ops of the share of cloaked terms read
 back, each capped at CAP so that no family is traded away for another's last points, less a steep
 penalty for each point of clean posts changed beyond 1 - CLEAN.
@@ -23,7 +22,7 @@ from cloak.common.io import read_records
 from cloak.targets import Lexicon
 
 if TYPE_CHECKING:
-    from cloak.unveil import Unveiler
+    from cloak.unveil import CharNgramLM, Unveiler
 
 CAP = 0.92
 CLEAN = 0.975
@@ -69,9 +68,10 @@ def dev_cloaks(work: Path, terms: Path, ops: list[str], steps: dict, seed: int =
 
 
 def read_candidates(unveiler: Unveiler, sets: list[tuple[str, Path, Lexicon | None]]) -> list[tuple]:
-    """(name, truth, cloaked terms, [(candidate, gain)], the record's id) of every post of each (name, file,
-    the lexicon its cloaks took their terms from) in ``sets``: ``clean`` (no lexicon) for posts as they are.
-    Posts whose characters the unveiler reads back at once are left out (their places moved)."""
+    """(name, truth, cloaked terms, [(candidate, gain)], the record's id, the text the candidates are in) of
+    every post of each (name, file, the lexicon its cloaks took their terms from) in ``sets``: ``clean`` (no
+    lexicon) for posts as they are. Posts whose characters the unveiler reads back at once are left out
+    (their places moved)."""
     unveiler.prepare()
     posts = []
     for name, path, lexicon in sets:
@@ -81,19 +81,23 @@ def read_candidates(unveiler: Unveiler, sets: list[tuple[str, Path, Lexicon | No
                 continue
             right, cloaked = truth(lexicon, record) if lexicon is not None else (set(), 0)
             gains = unveiler.gains(view, found) if found else []
-            posts.append((name, right, cloaked, list(zip(found, gains)), record["id"]))
+            posts.append((name, right, cloaked, list(zip(found, gains)), record["id"], view))
     return posts
 
 
-def judge(posts: list[tuple], setting: dict) -> tuple[float, dict[str, float]]:
-    """(the share of clean posts unchanged, the share of cloaked terms read back per op) under ``setting``."""
+def judge(posts: list[tuple], setting: dict, lm: CharNgramLM) -> tuple[float, dict[str, float]]:
+    """(the share of clean posts unchanged, the share of cloaked terms read back per op) under ``setting``,
+    each post read by its likeliest reading under ``lm``, as the unveiler reads it."""
+    from cloak.unveil.lattice import best_reading
     from cloak.unveil.unveiler import margin
 
     penalties = {"fuzzy": setting["fuzzy"], "single": setting["single"], "priors": setting["priors"]}
     clean = changed = 0
     read, cloaked = {}, {}
-    for name, right, count, found, *_ in posts:
-        taken = read_back([c for c, _ in found], [margin(c, g, setting["threshold"], **penalties) for c, g in found])
+    for name, right, count, found, _, text in posts:
+        candidates = [c for c, _ in found]
+        costs = [-margin(c, 0.0, setting["threshold"], **penalties) for c in candidates]
+        taken = [candidates[j][:3] for j in best_reading(lm, text, candidates, costs)]
         if name == "clean":
             clean, changed = clean + 1, changed + bool(taken)
         else:
@@ -102,39 +106,27 @@ def judge(posts: list[tuple], setting: dict) -> tuple[float, dict[str, float]]:
     return 1 - changed / max(1, clean), {op: read[op] / max(1, cloaked[op]) for op in sorted(cloaked)}
 
 
-def read_back(candidates: Sequence, margins: Sequence[float]) -> list[tuple]:
-    """The (start, end, term) read back in one post: the candidates whose margin is above 0, the best first,
-    none overlapping a better one (one round of the unveiler's choice)."""
-    taken: list[tuple] = []
-    for m, s, e, dst in sorted(((m, c.start, c.end, c.dst) for c, m in zip(candidates, margins)), reverse=True):
-        if m <= 0:
-            break
-        if all(e <= a or b <= s for a, b, _ in taken):
-            taken.append((s, e, dst))
-    return taken
-
-
 def objective(clean: float, shares: dict[str, float]) -> float:
     return sum(min(CAP, v) for v in shares.values()) / len(shares) - 20 * max(0.0, CLEAN - clean)
 
 
-def choose_threshold(posts: list[tuple], setting: dict, thresholds: Sequence[float]) -> dict:
+def choose_threshold(posts: list[tuple], setting: dict, thresholds: Sequence[float], lm: CharNgramLM) -> dict:
     """The threshold of ``thresholds`` with the best objective, the other settings as ``setting`` gives them
     (the first of equals); each one's figures beside it."""
     tried = []
     for threshold in thresholds:
-        clean, shares = judge(posts, dict(setting, threshold=threshold))
+        clean, shares = judge(posts, dict(setting, threshold=threshold), lm)
         tried.append({"threshold": threshold, "clean": round(clean, 4), "shares": shares,
                       "objective": objective(clean, shares)})
     return {"chosen": max(tried, key=lambda t: t["objective"]), "tried": tried}
 
 
-def search(posts: list[tuple], start: dict) -> tuple[dict, list[dict]]:
+def search(posts: list[tuple], start: dict, lm: CharNgramLM) -> tuple[dict, list[dict]]:
     """The coordinate search from ``start``; the setting it ends at and every improvement on the way."""
     moves = [("threshold", (-1, -0.5, 0.5, 1)), ("fuzzy", (-2, 2)), ("single", (-1, 1))]
     moves += [(("priors", r), (-2, -1, 1, 2)) for r in READERS]
     best = dict(start, priors=dict(start["priors"]))
-    clean, shares = judge(posts, best)
+    clean, shares = judge(posts, best, lm)
     trail = [{"setting": best, "clean": round(clean, 4), "shares": shares, "objective": objective(clean, shares)}]
     improved = True
     while improved:
@@ -146,7 +138,7 @@ def search(posts: list[tuple], start: dict) -> tuple[dict, list[dict]]:
                     setting["priors"][key[1]] = setting["priors"].get(key[1], 0) + delta
                 else:
                     setting[key] += delta
-                clean, shares = judge(posts, setting)
+                clean, shares = judge(posts, setting, lm)
                 if objective(clean, shares) > trail[-1]["objective"] + 1e-9:
                     best, improved = setting, True
                     trail.append({"setting": setting, "clean": round(clean, 4), "shares": shares,
@@ -157,13 +149,14 @@ def search(posts: list[tuple], start: dict) -> tuple[dict, list[dict]]:
 
 def tune(work: Path, terms: Path, model: Path, ops: list[str], steps: dict) -> dict:
     """Choose the threshold, penalties and priors on COLD dev; what was chosen, how, and on what."""
+    from cloak.unveil import CharNgramLM
     from cloak.unveil.unveiler import FUZZY, PRIORS, SINGLE, THRESHOLD
 
     posts = candidates(work, terms, model, ops, steps)
     start = {"threshold": THRESHOLD, "fuzzy": FUZZY, "single": SINGLE, "priors": dict(PRIORS)}
-    chosen, trail = search(posts, start)
+    chosen, trail = search(posts, start, CharNgramLM.load(model))
     return {"rule": f"coordinate search from the defaults; objective: mean share of cloaked terms read back over "
                     f"the ops (each capped at {CAP}) less 20 x the shortfall of clean posts unchanged below {CLEAN}",
             "data": f"COLD dev: each op's cloaks (poster strength, seed {SEED}) and the posts as they are; "
-                    "one round of reading back", "posts_with_candidates": len(posts),
+                    "each read by its likeliest reading", "posts_with_candidates": len(posts),
             "start": trail[0], "chosen": trail[-1], "trail": trail}

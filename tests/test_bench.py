@@ -370,20 +370,28 @@ def test_auc_difference_pairs_the_draws_and_draws_whole_posts():
     assert auc_interval([1, 1], [0.2, 0.3]) == {"auc": None, "interval": None}
 
 
-def test_unveil_tuning_judges_a_setting_with_the_unveilers_own_margin():
+def test_unveil_tuning_judges_a_setting_by_the_unveilers_own_reading():
     from bench.unveil_tuning import judge
+    from cloak.unveil import CharNgramLM, Unveiler
     from cloak.unveil.index import Candidate
+    from cloak.unveil.unveiler import FUZZY, PRIORS, SINGLE
 
-    setting = {"threshold": 5.0, "fuzzy": 12.0, "single": 2.0, "priors": {"pinyin": 5.0}}
-    cloaked = Candidate(0, 2, "白人", "homophone")
-    posts = [("clean", set(), 0, [(Candidate(3, 5, "歧视", "homophone"), 6.0)]),  # clears 5.0: a clean post changed
-             ("clean", set(), 0, [(Candidate(0, 1, "男", "homophone"), 6.0)]),  # one character: 6 - 5 - 2 < 0
-             ("homophone", {(0, 2, "白人")}, 2, [(cloaked, 9.0), (Candidate(1, 3, "人都", "homophone"), 8.0)]),
-             ("pinyin", {(0, 6, "白人")}, 1, [(Candidate(0, 6, "白人", "pinyin"), 9.0)])]  # 9 - 5 - 5 < 0
-    clean, shares = judge(posts, setting)
-    assert clean == 0.5 and shares == {"homophone": 0.5, "pinyin": 0.0}
-    clean, shares = judge(posts, dict(setting, priors={}))
-    assert shares["pinyin"] == 1.0
+    truth = {"今天天气很好，我们去公园散步吧": ("clean", set()), "黑任难又都是垃圾": ("homophone", {(0, 2, "黑人")}),
+             "拜仁都是垃圾": ("homophone", {(0, 2, "白人")}), "我是女表子你呢": ("split", {(2, 5, "婊子")})}
+    unveiler, lm = Unveiler().prepare(), CharNgramLM.load()
+    posts = []
+    for text, (name, right) in truth.items():
+        view, _, found = unveiler.candidates(text)
+        posts.append((name, right, len(right), list(zip(found, unveiler.gains(view, found))), text, view))
+    setting = {"fuzzy": FUZZY, "single": SINGLE, "priors": dict(PRIORS)}
+    for threshold, split in ((2.0, 1.0), (8.0, 0.0)):  # as the unveiler reads them at each threshold
+        reads = {t: Unveiler(threshold=threshold)(t).text for t in truth}
+        assert (reads["我是女表子你呢"] == "我是婊子你呢") == bool(split) and reads["拜仁都是垃圾"] == "白人都是垃圾"
+        clean, shares = judge(posts, dict(setting, threshold=threshold), lm)
+        assert clean == 1.0 and shares == {"homophone": 1.0, "split": split}
+    posts[0][3].append((Candidate(0, 2, "天才", "homophone"), 0.0))
+    clean, _ = judge(posts, dict(setting, threshold=-50.0), lm)  # any candidate clears a bar that low
+    assert clean == 0.0
 
 
 def test_unveil_judge_reads_each_judge_at_its_own_scores():

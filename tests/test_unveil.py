@@ -307,3 +307,32 @@ def test_gains_are_what_the_unveiler_weighs_each_candidate_by():
     assert len(gains) == len(found)
     best = max(zip(found, gains), key=lambda cg: margin(cg[0], cg[1], u.bar))
     assert best[0].dst == "婊子" and margin(*best, u.bar) > 0 and u("女表子").text == "婊子"
+
+
+def test_the_likeliest_reading_weighs_neighbouring_cloaks_together():
+    from cloak.unveil.index import Candidate
+    from cloak.unveil.lattice import best_reading, clusters
+    from cloak.unveil.scorers import NgramScorer
+
+    lm = CharNgramLM.fit(["黑人男友真好"] * 30 + ["我的男友", "黑人来了", "任务难做", "又来了"] * 5, order=3, min_count=1)
+    scorer = NgramScorer()
+    scorer.lm = lm
+    text, pair = "黑任难又", [Candidate(1, 2, "人", "homophone"), Candidate(2, 4, "男友", "homophone")]
+    gains = scorer.gains(text, pair)
+    together = lm.logprob("黑人男友") - lm.logprob(text)
+    costs = [g + 0.5 for g in gains]  # neither clears its cost alone
+    assert together > sum(costs)
+    assert best_reading(lm, text, pair, costs) == [0, 1]
+    assert best_reading(lm, text, pair, [together, together]) == []
+    for k in range(2):  # a lone candidate: read back exactly where its gain clears its cost
+        assert best_reading(lm, text, pair[k:k + 1], [gains[k] - 0.01]) == [0]
+        assert best_reading(lm, text, pair[k:k + 1], [gains[k] + 0.01]) == []
+    # overlapping candidates: the likelier reading of them; candidates beyond the model's reach: read apart
+    rival = Candidate(1, 4, "人难友", "homophone")
+    assert best_reading(lm, text, [*pair, rival], [*costs, 0.0]) == [0, 1]
+    assert best_reading(lm, text, [*pair, rival], [*costs, -together]) == [2]
+    far = "黑任难又" + "。" * 5 + "黑任难又"
+    apart = [*pair, Candidate(10, 11, "人", "homophone"), Candidate(11, 13, "男友", "homophone")]
+    assert clusters(apart, reach=2) == [[0, 1], [2, 3]]
+    assert best_reading(lm, far, apart, [*costs, 1e9, 1e9]) == [0, 1]
+    assert scorer.best_reading(far, apart, [0.0] * 4) == [0, 1, 2, 3]

@@ -6,7 +6,9 @@ default) is a character n-gram model (``cloak.unveil.ngram``) and needs no weigh
 under the entry-point group ``mmcloak.unveil_scorers`` (mmbert's ``mlm``: any BERT-style masked language
 model), which cloak never imports itself and loads only when one is asked for, as ``cloak`` finds the
 ``render`` and ``speech`` commands. A scorer of your own is a class with a ``name``, made from one string
-(``model``: a file, folder or hub name; "" for its default), with ``prepare()`` and ``gains_batch``.
+(``model``: a file, folder or hub name; "" for its default), with ``prepare()`` and ``gains_batch``; one
+that can also weigh neighbouring candidates together (``JointScorer``: the n-gram scorer) chooses which of
+a text's candidates to read back itself, by the likeliest reading (``cloak.unveil.lattice``).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 from ..common.params import unknown_key
 from .index import Candidate
+from .lattice import best_reading
 from .ngram import BOS, EOS, CharNgramLM
 
 ENTRY_POINTS = "mmcloak.unveil_scorers"
@@ -37,6 +40,15 @@ class Scorer(Protocol):
 
     def gains_batch(self, items: Sequence[tuple[str, Sequence[Candidate]]]) -> list[list[float]]:
         """For each (text, its candidates): each candidate's gain in log probability."""
+
+
+@runtime_checkable
+class JointScorer(Scorer, Protocol):
+    """A scorer that reads a text's neighbouring candidates together."""
+
+    def best_reading(self, text: str, candidates: Sequence[Candidate], costs: Sequence[float]) -> list[int]:
+        """The indices of the candidates to read back: the reading of ``text`` whose log probability less
+        the costs of the candidates it reads back is highest."""
 
 
 class NgramScorer:
@@ -80,6 +92,10 @@ class NgramScorer:
 
     def gains_batch(self, items: Sequence[tuple[str, Sequence[Candidate]]]) -> list[list[float]]:
         return [self.gains(text, candidates) for text, candidates in items]
+
+    def best_reading(self, text: str, candidates: Sequence[Candidate], costs: Sequence[float]) -> list[int]:
+        self.prepare()
+        return best_reading(self.lm, text, candidates, costs)
 
 
 @functools.cache

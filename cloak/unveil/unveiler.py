@@ -5,9 +5,11 @@ letters, traditional and variant forms: ``cloak.unveil.normalise``). The matchin
 that may hide a term, by sound, initials, the ops' literal forms and noise (``cloak.unveil.index``). A
 context scorer weighs each: a candidate is read back where the text reads likelier with it, by more than
 ``threshold`` (natural log), and more or less by its reader's prior and for a cloak heard only through a
-confusion or of a one-character term (``PRIORS``, ``FUZZY``, ``SINGLE``), the best first among
-overlapping ones. Clean text
-stays as it is wherever no candidate clears the bar.
+confusion or of a one-character term (``PRIORS``, ``FUZZY``, ``SINGLE``): its cost. The n-gram scorer
+reads neighbouring candidates together, choosing the reading of the text whose log probability less the
+costs of what it reads back is highest (``cloak.unveil.lattice``); a scorer that cannot (a masked
+language model) reads them back in rounds, the best first among overlapping ones. Clean text stays as it
+is wherever no reading clears the bar.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from ..perturber import Cloaked
 from .index import Candidate, TermIndex, changed_span
 from .normalise import READERS as CHARACTER_READERS
 from .normalise import normalise
-from .scorers import Scorer, make_scorer
+from .scorers import JointScorer, Scorer, make_scorer
 
 # What each family reads back (the readers name the edits: unveil:homophone ...)
 FAMILIES = {"sound": ("homophone", "pinyin", "abbrev"), "shape": ("split", "similar"), "emoji": ("emoji",),
@@ -198,6 +200,25 @@ class Unveiler:
         return [self._memo[t] for t in texts]
 
     def _read_back(self, pending: dict[int, tuple[str, list[Candidate]]]) -> dict[int, tuple[str, list[Edit]]]:
+        """Each text (by its key) as read back, with its edits: by its likeliest reading where the scorer can
+        weigh candidates together, else in rounds."""
+        if isinstance(self._scorer, JointScorer):
+            return self._read_back_jointly(pending)
+        return self._read_back_in_rounds(pending)
+
+    def _read_back_jointly(self, pending: dict[int, tuple[str, list[Candidate]]]) -> dict[int, tuple[str, list[Edit]]]:
+        """Read back the candidates of the text's likeliest reading, each at its cost (what ``margin``
+        subtracts from its gain)."""
+        done: dict[int, tuple[str, list[Edit]]] = {}
+        for k, (text, candidates) in pending.items():
+            chosen = self._scorer.best_reading(text, candidates, [-margin(c, 0.0, self.bar) for c in candidates])
+            if chosen:
+                edits = sorted((_trimmed(candidates[j], text) for j in chosen), key=lambda e: e.start)
+                done[k] = (splice(text, edits), edits)
+        return done
+
+    def _read_back_in_rounds(self, pending: dict[int, tuple[str, list[Candidate]]]
+                             ) -> dict[int, tuple[str, list[Edit]]]:
         """Weigh the candidates of each text and read back those that clear the bar, in rounds: a candidate
         next to one read back this round is weighed again in the next, in the text as now read (a post
         whose every term is cloaked reads better once its surest cloaks are read back)."""

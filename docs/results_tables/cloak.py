@@ -190,14 +190,15 @@ def balance_threshold(t: dict) -> Table:
                  ["threshold", "clean dev posts unchanged", *(f"cloaked on the {s}: terms read back" for s in sets),
                   "objective"], rows,
                  f"{t['data']}; read back with `--balance` (lexicon + mined terms and the words that mark the "
-                 "non-offensive posts, mined from COLD train) and the n-gram model of COLD train, one round. The "
-                 "objective is `bench.unveil --tune`'s (the mean share read back, each capped at 0.92, less 20 "
-                 "times the shortfall of clean posts unchanged below 0.975); the highest is chosen and is "
-                 "`--balance`'s default. The balanced targets are read back less often: `cloak perturb --balance` "
-                 f"cloaks {num(t['terms']['cloaked by perturb --balance'])} terms and words (every word that marks "
-                 "the non-offensive posts at all, as many as it takes), `cloak unveil --balance` reads back "
-                 f"{num(t['terms']['read back by unveil --balance'])} (those marked as clearly as the offensive "
-                 f"terms), and {num(t['terms']['cloaked but not read back'])} of the first are not among them.")
+                 "non-offensive posts, mined from COLD train) and the n-gram model of COLD train, each post by its "
+                 "likeliest reading. The objective is `bench.unveil --tune`'s (the mean share read back, each "
+                 "capped at 0.92, less 20 times the shortfall of clean posts unchanged below 0.975); the highest is "
+                 "chosen and is `--balance`'s default. The balanced targets are read back less often: "
+                 f"`cloak perturb --balance` cloaks {num(t['terms']['cloaked by perturb --balance'])} terms and "
+                 "words (every word that marks the non-offensive posts at all, as many as it takes), "
+                 f"`cloak unveil --balance` reads back {num(t['terms']['read back by unveil --balance'])} (those "
+                 f"marked as clearly as the offensive terms), and {num(t['terms']['cloaked but not read back'])} "
+                 "of the first are not among them.")
 
 
 def unveil(r) -> list[Table]:

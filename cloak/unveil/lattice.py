@@ -1,0 +1,92 @@
+"""The likeliest reading of a text: which of its candidates to read back together, under a character n-gram model.
+
+Weighing each candidate in the text as written misjudges cloaks that come together: in 黑任难又 (黑人男友)
+the model sees 任 beside 难又, not beside 男友, so each cloak's gain is weighed with its neighbours still
+cloaked. Here the candidates within the model's reach of each other are decoded together: a beam search
+over the lattice of the text as written and each candidate read back, which maximises
+
+    log P(the text as read) - the sum of the costs of the candidates read back
+
+where a candidate's cost is what its gain must clear (the unveiler's threshold, its reader's prior and
+penalties). A lone candidate is read back exactly where its gain clears its cost, as the unveiler weighs it
+alone. Hypotheses at the same place with the same last ``order - 1`` characters have the same future, so
+only the best of them is kept (Viterbi), and at most ``beam`` of them a place.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .index import Candidate
+from .ngram import BOS, EOS, CharNgramLM
+
+BEAM = 8
+
+
+def clusters(candidates: Sequence[Candidate], reach: int) -> list[list[int]]:
+    """The candidates' indices in groups whose members lie within ``reach`` characters of another of the
+    group (what one reads back changes the other's context), each group ordered by start."""
+    groups: list[list[int]] = []
+    end = None
+    for k in sorted(range(len(candidates)), key=lambda k: (candidates[k].start, candidates[k].end)):
+        c = candidates[k]
+        if end is None or c.start >= end + reach:
+            groups.append([])
+            end = c.end
+        groups[-1].append(k)
+        end = max(end, c.end)
+    return groups
+
+
+def best_reading(lm: CharNgramLM, text: str, candidates: Sequence[Candidate], costs: Sequence[float],
+                 beam: int = BEAM) -> list[int]:
+    """The indices of the candidates to read back (none overlapping): the reading of ``text`` whose log
+    probability less the ``costs`` of the candidates it reads back is highest; where none raises it by
+    more than its cost, the text as written (no index)."""
+    reach = lm.order - 1
+    padded = BOS + text + EOS
+    chosen: list[int] = []
+    for group in clusters(candidates, reach):
+        chosen += _decode(lm, padded, [candidates[k] for k in group], [costs[k] for k in group], group, beam)
+    return sorted(chosen)
+
+
+def _decode(lm: CharNgramLM, padded: str, group: list[Candidate], costs: list[float], indices: list[int],
+            beam: int) -> list[int]:
+    """The best reading of one cluster: a left-to-right beam search from ``reach`` characters before its
+    first candidate to ``reach`` characters after its last (in ``padded``, the text between BOS and EOS)."""
+    reach = lm.order - 1
+    lo, hi = group[0].start + 1, max(c.end for c in group) + 1  # in the padded text
+    starting: dict[int, list[int]] = {}
+    for j, c in enumerate(group):
+        starting.setdefault(c.start + 1, []).append(j)
+    # at each place: {the last reach characters as read: (score, the candidates read back)}
+    places: dict[int, dict[str, tuple[float, tuple[int, ...]]]] = {lo: {padded[max(0, lo - reach):lo]: (0.0, ())}}
+    for at in range(lo, hi):
+        hypotheses = places.pop(at, {})
+        kept = sorted(hypotheses.items(), key=lambda h: -h[1][0])[:beam]
+        for history, (score, taken) in kept:
+            _extend(places, at + 1, lm, history, padded[at], score, taken)
+            for j in starting.get(at, ()):
+                c = group[j]
+                _extend(places, c.end + 1, lm, history, c.dst, score - costs[j], taken + (j,))
+    right = padded[hi:hi + reach]
+    best = max(places[hi].items(), key=lambda h: (h[1][0] + _logprob(lm, h[0], right), -len(h[1][1])))
+    return [indices[j] for j in best[1][1]]
+
+
+def _extend(places: dict, at: int, lm: CharNgramLM, history: str, read: str, score: float,
+            taken: tuple[int, ...]) -> None:
+    """Add the hypothesis ``history`` + ``read`` at place ``at``, unless one with the same last characters
+    scores as well there."""
+    score += _logprob(lm, history, read)
+    context = history + read
+    now = context[max(0, len(context) - lm.order + 1):] if lm.order > 1 else ""
+    there = places.setdefault(at, {})
+    if now not in there or there[now][0] < score:
+        there[now] = (score, taken)
+
+
+def _logprob(lm: CharNgramLM, history: str, read: str) -> float:
+    """log P(``read`` | ``history``)."""
+    context = history + read
+    return lm.span_logprob(context, len(history), len(context))
