@@ -85,19 +85,25 @@ def read_candidates(unveiler: Unveiler, sets: list[tuple[str, Path, Lexicon | No
     return posts
 
 
-def judge(posts: list[tuple], setting: dict, lm: CharNgramLM) -> tuple[float, dict[str, float]]:
+def judge(posts: list[tuple], setting: dict, lm: CharNgramLM,
+          memo: dict | None = None) -> tuple[float, dict[str, float]]:
     """(the share of clean posts unchanged, the share of cloaked terms read back per op) under ``setting``,
-    each post read by its likeliest reading under ``lm``, as the unveiler reads it."""
+    each post read by its likeliest reading under ``lm``, as the unveiler reads it. ``memo``: the readings
+    of these posts under earlier settings, by their candidates' costs (a move of one reader's prior leaves
+    most posts' costs as they were)."""
     from cloak.unveil.lattice import best_reading
     from cloak.unveil.unveiler import margin
 
     penalties = {"fuzzy": setting["fuzzy"], "single": setting["single"], "priors": setting["priors"]}
     clean = changed = 0
     read, cloaked = {}, {}
-    for name, right, count, found, _, text in posts:
+    memo = {} if memo is None else memo
+    for k, (name, right, count, found, _, text) in enumerate(posts):
         candidates = [c for c, _ in found]
-        costs = [-margin(c, 0.0, setting["threshold"], **penalties) for c in candidates]
-        taken = [candidates[j][:3] for j in best_reading(lm, text, candidates, costs)]
+        costs = tuple(-margin(c, 0.0, setting["threshold"], **penalties) for c in candidates)
+        if (k, costs) not in memo:
+            memo[k, costs] = [candidates[j][:3] for j in best_reading(lm, text, candidates, costs)]
+        taken = memo[k, costs]
         if name == "clean":
             clean, changed = clean + 1, changed + bool(taken)
         else:
@@ -125,8 +131,8 @@ def search(posts: list[tuple], start: dict, lm: CharNgramLM) -> tuple[dict, list
     """The coordinate search from ``start``; the setting it ends at and every improvement on the way."""
     moves = [("threshold", (-1, -0.5, 0.5, 1)), ("fuzzy", (-2, 2)), ("single", (-1, 1))]
     moves += [(("priors", r), (-2, -1, 1, 2)) for r in READERS]
-    best = dict(start, priors=dict(start["priors"]))
-    clean, shares = judge(posts, best, lm)
+    best, memo = dict(start, priors=dict(start["priors"])), {}
+    clean, shares = judge(posts, best, lm, memo)
     trail = [{"setting": best, "clean": round(clean, 4), "shares": shares, "objective": objective(clean, shares)}]
     improved = True
     while improved:
@@ -138,7 +144,7 @@ def search(posts: list[tuple], start: dict, lm: CharNgramLM) -> tuple[dict, list
                     setting["priors"][key[1]] = setting["priors"].get(key[1], 0) + delta
                 else:
                     setting[key] += delta
-                clean, shares = judge(posts, setting, lm)
+                clean, shares = judge(posts, setting, lm, memo)
                 if objective(clean, shares) > trail[-1]["objective"] + 1e-9:
                     best, improved = setting, True
                     trail.append({"setting": setting, "clean": round(clean, 4), "shares": shares,

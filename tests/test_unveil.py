@@ -331,6 +331,9 @@ def test_the_likeliest_reading_weighs_neighbouring_cloaks_together():
     rival = Candidate(1, 4, "人难友", "homophone")
     assert best_reading(lm, text, [*pair, rival], [*costs, 0.0]) == [0, 1]
     assert best_reading(lm, text, [*pair, rival], [*costs, -together]) == [2]
+    # two readings of the same text: the one covering more of it (a cloaked term read back as one)
+    same = [Candidate(0, 2, "黑人", "homophone"), Candidate(0, 4, "黑人难又", "homophone")]
+    assert best_reading(lm, text, same, [0.0, 0.0]) == [1] and best_reading(lm, text, same[::-1], [0.0, 0.0]) == [0]
     far = "黑任难又" + "。" * 5 + "黑任难又"
     apart = [*pair, Candidate(10, 11, "人", "homophone"), Candidate(11, 13, "男友", "homophone")]
     assert clusters(apart, reach=2) == [[0, 1], [2, 3]]

@@ -10,7 +10,9 @@ over the lattice of the text as written and each candidate read back, which maxi
 where a candidate's cost is what its gain must clear (the unveiler's threshold, its reader's prior and
 penalties). A lone candidate is read back exactly where its gain clears its cost, as the unveiler weighs it
 alone. Hypotheses at the same place with the same last ``order - 1`` characters have the same future, so
-only the best of them is kept (Viterbi), and at most ``beam`` of them a place.
+only the best of them is kept (Viterbi), and at most ``beam`` of them a place. Two readings that score the
+same (歧视 read back before 黑人 as written, or 歧视黑人 read back whole: the same text) go to the one whose
+candidates cover more of the text, so that a cloaked term is read back as one.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from .index import Candidate
 from .ngram import BOS, EOS, CharNgramLM
 
 BEAM = 8
+TIE = 1e-9  # scores closer than this are equal (the same text summed in another order)
 
 
 def clusters(candidates: Sequence[Candidate], reach: int) -> list[list[int]]:
@@ -59,31 +62,43 @@ def _decode(lm: CharNgramLM, padded: str, group: list[Candidate], costs: list[fl
     starting: dict[int, list[int]] = {}
     for j, c in enumerate(group):
         starting.setdefault(c.start + 1, []).append(j)
-    # at each place: {the last reach characters as read: (score, the candidates read back)}
-    places: dict[int, dict[str, tuple[float, tuple[int, ...]]]] = {lo: {padded[max(0, lo - reach):lo]: (0.0, ())}}
+    # at each place: {the last reach characters as read: (score, characters the candidates read back cover, them)}
+    places: dict[int, dict[str, tuple[float, int, tuple[int, ...]]]] = {
+        lo: {padded[max(0, lo - reach):lo]: (0.0, 0, ())}}
     for at in range(lo, hi):
         hypotheses = places.pop(at, {})
-        kept = sorted(hypotheses.items(), key=lambda h: -h[1][0])[:beam]
-        for history, (score, taken) in kept:
-            _extend(places, at + 1, lm, history, padded[at], score, taken)
+        kept = sorted(hypotheses.items(), key=lambda h: (-h[1][0], -h[1][1]))[:beam]
+        for history, (score, covered, taken) in kept:
+            _extend(places, at + 1, lm, history, padded[at], (score, covered, taken))
             for j in starting.get(at, ()):
                 c = group[j]
-                _extend(places, c.end + 1, lm, history, c.dst, score - costs[j], taken + (j,))
+                _extend(places, c.end + 1, lm, history, c.dst,
+                        (score - costs[j], covered + c.end - c.start, taken + (j,)))
     right = padded[hi:hi + reach]
-    best = max(places[hi].items(), key=lambda h: (h[1][0] + _logprob(lm, h[0], right), -len(h[1][1])))
-    return [indices[j] for j in best[1][1]]
+    ends = [(score + _logprob(lm, history, right), covered, taken)
+            for history, (score, covered, taken) in places[hi].items()]
+    best = max(ends, key=lambda e: e[0])
+    best = max((e for e in ends if e[0] >= best[0] - TIE), key=lambda e: (e[1], -len(e[2]), e[0]))
+    return [indices[j] for j in best[2]]
 
 
-def _extend(places: dict, at: int, lm: CharNgramLM, history: str, read: str, score: float,
-            taken: tuple[int, ...]) -> None:
-    """Add the hypothesis ``history`` + ``read`` at place ``at``, unless one with the same last characters
-    scores as well there."""
+def _extend(places: dict, at: int, lm: CharNgramLM, history: str, read: str,
+            hypothesis: tuple[float, int, tuple[int, ...]]) -> None:
+    """Add ``hypothesis`` (score, characters covered, candidates taken), reading ``read`` after ``history``,
+    at place ``at``, unless one with the same last characters scores better there (or as well, covering as
+    much)."""
+    score, covered, taken = hypothesis
     score += _logprob(lm, history, read)
     context = history + read
     now = context[max(0, len(context) - lm.order + 1):] if lm.order > 1 else ""
     there = places.setdefault(at, {})
-    if now not in there or there[now][0] < score:
-        there[now] = (score, taken)
+    if now not in there or _better((score, covered), there[now][:2]):
+        there[now] = (score, covered, taken)
+
+
+def _better(new: tuple[float, int], old: tuple[float, int]) -> bool:
+    """Whether (score, covered) ``new`` beats ``old``: a higher score, or as high covering more."""
+    return new[0] > old[0] + TIE or (new[0] >= old[0] - TIE and new[1] > old[1])
 
 
 def _logprob(lm: CharNgramLM, history: str, read: str) -> float:
