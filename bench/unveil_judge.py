@@ -161,10 +161,10 @@ def main() -> None:
     started, steps = time.time(), {}
     terms = require(args.work / "terms.tsv", "python -m bench.unveil --tune")
     model = require(args.work / "cold.lm.gz", "python -m bench.unveil --tune")
-    fitted = candidates(args.work, terms, model, OPS, steps)
+    unveiler = Unveiler(lexicon=str(terms), model=str(model))
+    fitted = candidates(unveiler, args.work, terms, OPS, steps)
     # the same posts cloaked more sparsely: fewer cloaks share a post, and none of them is fitted on
-    sparse = read_candidates(Unveiler(lexicon=str(terms), model=str(model)),
-                             dev_cloaks(args.work, terms, OPS, steps, seed=SPARSE_SEED, rate=SPARSE))
+    sparse = read_candidates(unveiler, dev_cloaks(args.work, terms, OPS, steps, seed=SPARSE_SEED, rate=SPARSE))
     posts = fitted + sparse
     margins = [np.asarray([margin(c, g, THRESHOLD) for c, g in post[3]]) for post in posts]
     judges = {"the unveiler's margin": figures(posts, margins, THRESHOLDS["margin"], len(sparse))}

@@ -44,13 +44,11 @@ def truth(lexicon: Lexicon, record: dict) -> tuple[set, int]:
     return found, len(terms)
 
 
-def candidates(work: Path, terms: Path, model: Path, ops: list[str], steps: dict) -> list[tuple]:
-    """``read_candidates`` of COLD dev's posts as they are and of each op's cloaks of them, read by the
-    unveiler at its defaults with ``terms``."""
-    from cloak.unveil import Unveiler
-
+def candidates(unveiler: Unveiler, work: Path, terms: Path, ops: list[str], steps: dict) -> list[tuple]:
+    """``read_candidates`` of COLD dev's posts as they are and of each op's cloaks of ``terms`` in them, read
+    by ``unveiler`` (at its defaults, with ``terms`` and the n-gram model fitted on COLD train)."""
     sets = [("clean", work / "dev.jsonl", None), *dev_cloaks(work, terms, ops, steps)]
-    return read_candidates(Unveiler(lexicon=str(terms), model=str(model)), sets)
+    return read_candidates(unveiler, sets)
 
 
 def dev_cloaks(work: Path, terms: Path, ops: list[str], steps: dict, seed: int = SEED,
@@ -155,10 +153,10 @@ def search(posts: list[tuple], start: dict, lm: CharNgramLM) -> tuple[dict, list
 
 def tune(work: Path, terms: Path, model: Path, ops: list[str], steps: dict) -> dict:
     """Choose the threshold, penalties and priors on COLD dev; what was chosen, how, and on what."""
-    from cloak.unveil import CharNgramLM
+    from cloak.unveil import CharNgramLM, Unveiler
     from cloak.unveil.unveiler import FUZZY, PRIORS, SINGLE, THRESHOLD
 
-    posts = candidates(work, terms, model, ops, steps)
+    posts = candidates(Unveiler(lexicon=str(terms), model=str(model)), work, terms, ops, steps)
     start = {"threshold": THRESHOLD, "fuzzy": FUZZY, "single": SINGLE, "priors": dict(PRIORS)}
     chosen, trail = search(posts, start, CharNgramLM.load(model))
     return {"rule": f"coordinate search from the defaults; objective: mean share of cloaked terms read back over "
