@@ -20,8 +20,9 @@ On the same posts, four read-backs:
 - ``c2tu naive, our terms``: C²TU's detector with the terms the cloaks hid (the lexicon's and those mined from
   COLD train, as ``bench.unveil`` takes them);
 - ``c2tu naive, its lexicon``: with C²TU's own COLD lexicon (``homoGraphs/COLD_homoGraph/lexicons.json``);
-- ``unveil, no context``: ``cloak unveil --families sound`` taking every candidate (``--threshold=-1000``):
-  our matching stage read back as naively;
+- ``unveil, no context``: ``cloak unveil --families sound`` with every candidate free (``--threshold=-1000``):
+  our matching stage read back as naively (where candidates overlap, the likeliest reading is the one
+  reading back the most of them);
 - ``unveil``: ``cloak unveil`` as a user runs it (every family, the n-gram model fitted on COLD train, the
   threshold chosen on COLD dev).
 
