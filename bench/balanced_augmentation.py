@@ -79,7 +79,8 @@ def balance_threshold(work: Path, steps: dict) -> dict:
     counted against the targets its cloak took."""
     from bench.unveil_tuning import choose_threshold, read_candidates
     from cloak.mining import build_balanced_targets, build_targets
-    from cloak.unveil import CharNgramLM, Unveiler
+    from cloak.unveil import Unveiler
+    from cloak.unveil.scorers import shared_lm
     from cloak.unveil.unveiler import FUZZY, PRIORS, SINGLE
 
     train, dev = work / "train.jsonl", work / "dev.jsonl"
@@ -96,7 +97,7 @@ def balance_threshold(work: Path, steps: dict) -> dict:
                     "balanced targets",
             "terms": {"cloaked by perturb --balance": len(balanced.terms), "read back by unveil --balance": len(listed),
                       "cloaked but not read back": len(set(balanced.terms) - listed)},
-            **choose_threshold(read_candidates(unveiler, sets), setting, THRESHOLDS, CharNgramLM.load(model))}
+            **choose_threshold(read_candidates(unveiler, sets), setting, THRESHOLDS, shared_lm(str(model)))}
 
 
 def unveiled(work: Path, data: Path, name: str, steps: dict) -> Path:

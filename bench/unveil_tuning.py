@@ -90,7 +90,7 @@ def judge(posts: list[tuple], setting: dict, lm: CharNgramLM,
     of these posts under earlier settings, by their candidates' costs (a move of one reader's prior leaves
     most posts' costs as they were)."""
     from cloak.unveil.lattice import best_reading
-    from cloak.unveil.unveiler import margin
+    from cloak.unveil.unveiler import cost
 
     penalties = {"fuzzy": setting["fuzzy"], "single": setting["single"], "priors": setting["priors"]}
     clean = changed = 0
@@ -98,7 +98,7 @@ def judge(posts: list[tuple], setting: dict, lm: CharNgramLM,
     memo = {} if memo is None else memo
     for k, (name, right, count, found, _, text) in enumerate(posts):
         candidates = [c for c, _ in found]
-        costs = tuple(-margin(c, 0.0, setting["threshold"], **penalties) for c in candidates)
+        costs = tuple(cost(c, setting["threshold"], **penalties) for c in candidates)
         if (k, costs) not in memo:
             memo[k, costs] = [candidates[j][:3] for j in best_reading(lm, text, candidates, costs)]
         taken = memo[k, costs]
@@ -153,12 +153,13 @@ def search(posts: list[tuple], start: dict, lm: CharNgramLM) -> tuple[dict, list
 
 def tune(work: Path, terms: Path, model: Path, ops: list[str], steps: dict) -> dict:
     """Choose the threshold, penalties and priors on COLD dev; what was chosen, how, and on what."""
-    from cloak.unveil import CharNgramLM, Unveiler
+    from cloak.unveil import Unveiler
+    from cloak.unveil.scorers import shared_lm
     from cloak.unveil.unveiler import FUZZY, PRIORS, SINGLE, THRESHOLD
 
     posts = candidates(Unveiler(lexicon=str(terms), model=str(model)), work, terms, ops, steps)
     start = {"threshold": THRESHOLD, "fuzzy": FUZZY, "single": SINGLE, "priors": dict(PRIORS)}
-    chosen, trail = search(posts, start, CharNgramLM.load(model))
+    chosen, trail = search(posts, start, shared_lm(str(model)))
     return {"rule": f"coordinate search from the defaults; objective: mean share of cloaked terms read back over "
                     f"the ops (each capped at {CAP}) less 20 x the shortfall of clean posts unchanged below {CLEAN}",
             "data": f"COLD dev: each op's cloaks (poster strength, seed {SEED}) and the posts as they are; "

@@ -67,7 +67,7 @@ class NgramScorer:
 
     def prepare(self) -> None:
         if self.lm is None:
-            self.lm = _load(self.model)
+            self.lm = shared_lm(self.model)
 
     @property
     def reach(self) -> int:
@@ -99,8 +99,9 @@ class NgramScorer:
 
 
 @functools.cache
-def _load(model: str) -> CharNgramLM:
-    """Each model file once a process, whatever the number of unveilers using it."""
+def shared_lm(model: str) -> CharNgramLM:
+    """The n-gram model of a file of ``cloak fit-lm`` ("": the one shipped), loaded once a process and shared
+    by every unveiler using it (and by ``bench.unveil_tuning``, which reads posts as they do)."""
     return CharNgramLM.load(model or None)
 
 

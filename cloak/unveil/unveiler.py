@@ -207,11 +207,10 @@ class Unveiler:
         return self._read_back_in_rounds(pending)
 
     def _read_back_jointly(self, pending: dict[int, tuple[str, list[Candidate]]]) -> dict[int, tuple[str, list[Edit]]]:
-        """Read back the candidates of the text's likeliest reading, each at its cost (what ``margin``
-        subtracts from its gain)."""
+        """Read back the candidates of the text's likeliest reading, each at its ``cost``."""
         done: dict[int, tuple[str, list[Edit]]] = {}
         for k, (text, candidates) in pending.items():
-            chosen = self._scorer.best_reading(text, candidates, [-margin(c, 0.0, self.bar) for c in candidates])
+            chosen = self._scorer.best_reading(text, candidates, [cost(c, self.bar) for c in candidates])
             if chosen:
                 edits = sorted((_trimmed(candidates[j], text) for j in chosen), key=lambda e: e.start)
                 done[k] = (splice(text, edits), edits)
@@ -239,13 +238,19 @@ class Unveiler:
                     pending[k] = (now, _moved(deferred, edits))
         return done
 
+def cost(candidate: Candidate, threshold: float, *, fuzzy: float = FUZZY, single: float = SINGLE,
+         priors: Mapping[str, float] = PRIORS) -> float:
+    """What a candidate's gain must clear to be read back: the threshold, its reader's prior, ``fuzzy`` for
+    each syllable heard only through a confusion and ``single`` for a one-character term; the penalties are
+    the defaults unless given (``bench.unveil_tuning`` tries others)."""
+    return (threshold + priors.get(candidate.reader, 0.0) + fuzzy * candidate.fuzzy
+            + (single if len(candidate.dst) == 1 else 0.0))
+
+
 def margin(candidate: Candidate, gain: float, threshold: float, *, fuzzy: float = FUZZY, single: float = SINGLE,
            priors: Mapping[str, float] = PRIORS) -> float:
-    """How far a candidate's gain clears the bar (read back where above 0): the gain less the threshold, its
-    reader's prior, ``fuzzy`` for each syllable heard only through a confusion and ``single`` for a
-    one-character term; the penalties are the defaults unless given (``bench.unveil_tuning`` tries others)."""
-    return (gain - threshold - priors.get(candidate.reader, 0.0) - fuzzy * candidate.fuzzy
-            - (single if len(candidate.dst) == 1 else 0.0))
+    """How far a candidate's gain clears its ``cost`` (read back where above 0)."""
+    return gain - cost(candidate, threshold, fuzzy=fuzzy, single=single, priors=priors)
 
 
 def _choose(candidates: list[Candidate], gains: list[float], threshold: float,
