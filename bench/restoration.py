@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 
 from bench.common import share_interval
+from cloak.edits import output_spans
 from cloak.targets import Lexicon
 
 
@@ -13,6 +14,17 @@ def cloaked_terms(lexicon: Lexicon, record: dict) -> list[tuple[int, int]]:
     edits = record["cloak"]["edits"]
     return [(s, e) for s, e in lexicon.find(record["source_text"])
             if any(s <= x["start"] and x["end"] <= e and (x["start"] < e or x["start"] == s) for x in edits)]
+
+
+def cloaked_spans(lexicon: Lexicon, record: dict) -> list[tuple[int, int, str]]:
+    """Each term the cloak changed (``cloaked_terms``, in their order): its span in the cloaked text, and the term."""
+    source, spans = record["source_text"], output_spans(record["cloak"]["edits"])
+    found = []
+    for s, e in cloaked_terms(lexicon, record):
+        shift_start = sum(len(x.dst) - (x.end - x.start) for x, _, _ in spans if x.end <= s and x.start < s)
+        shift_end = sum(len(x.dst) - (x.end - x.start) for x, _, _ in spans if x.start < e)
+        found.append((s + shift_start, e + shift_end, source[s:e]))
+    return found
 
 
 def read_back(source: str, unveiled: str, start: int, end: int) -> bool:

@@ -12,7 +12,9 @@ posts are not read.
 
 - Misses: COLD dev's homophone and abbrev cloaks (``poster`` strength, seed 1, as ``--tune`` made them) read
   back by the unveiler at its defaults; each cloaked term not read back, by whether the matching stage
-  listed it at all (else the scorer turned it down) and by its length (one character, or more).
+  listed it at all (else the scorer turned it down) and by its length (one character, or more); and every
+  cloaked term by what else its cloak may be read as (``ambiguity``: a common word as written, other terms
+  listed at its place, or neither), with the share read back of each.
 - Scorers: in the first ``--posts`` cloaked posts of each op (a seeded order), every candidate the matching
   stage lists, right where it is a cloaked term at its place. Each is scored by the n-gram model as fitted
   (``cloak fit-lm``'s defaults), by one keeping every n-gram (``--min-count 1``), and by
@@ -32,8 +34,9 @@ from pathlib import Path
 
 from bench.common import (BIN, RESULTS, WORK, auc_difference, auc_interval, machine_info, parser, print_summary,
                           records, require, run_once, share_interval, write_result)
-from bench.restoration import terms_read_back
+from bench.restoration import cloaked_spans, terms_read_back
 from bench.unveil_tuning import truth
+from cloak.hanzi import common_chars, common_words
 from cloak.targets import Lexicon
 from cloak.unveil.ngram import CharNgramLM
 from cloak.unveil.unveiler import margin
@@ -43,25 +46,50 @@ FITTED = "n-gram (fit-lm defaults)"
 CONTESTED = 10.0  # nats either side of the fitted model's bar: the candidates the scorer decides
 
 
+KINDS = ("a common word", "other terms there", "neither")
+
+
+def ambiguity(written: str, others: bool, words: frozenset[str]) -> str:
+    """What else a cloak may be read as: itself, where it is a common word as written (其实 for 歧视: one of
+    ``words`` or of the common characters); else other terms the matching stage lists at its place (zb for
+    资本 or 这帮); else neither."""
+    if (written in common_chars() if len(written) == 1 else written in words):
+        return "a common word"
+    return "other terms there" if others else "neither"
+
+
 def misses(unveiler, lexicon: Lexicon, cloaked: list[dict]) -> dict:
     """The cloaked terms read back, and those missed: not listed by the matching stage, or turned down by the
-    scorer; by the term's length."""
+    scorer; by the term's length; and both by what else the cloak may be read as (``ambiguity``, the
+    unveiler's ``common`` commonest words)."""
+    words = frozenset(common_words(unveiler.common))
     read, total = [], []
+    by_kind = {kind: ([], []) for kind in KINDS}
     missed = {"not listed": {"one character": 0, "longer": 0}, "turned down": {"one character": 0, "longer": 0}}
+    missed_by_kind = dict.fromkeys(KINDS, 0)
     for record in cloaked:
         if not record["cloak"]["edits"]:
             continue
-        terms = terms_read_back(lexicon, record, unveiler(record["text"]).text)
+        text = record["text"]
+        terms = terms_read_back(lexicon, record, unveiler(text).text)
+        candidates = unveiler.candidates(text)[2]
+        kinds = [ambiguity(text[s:e], any(c.start == s and c.end == e and c.dst != term for c in candidates), words)
+                 for s, e, term in cloaked_spans(lexicon, record)]
         read.append(sum(hit for _, hit in terms))
         total.append(len(terms))
-        if all(hit for _, hit in terms):
-            continue  # the matching stage is run again only to tell why a term was missed
-        listed = {c.dst for c in unveiler.candidates(record["text"])[2]}
-        for term, hit in terms:
+        for kind, (hits, counts) in by_kind.items():
+            mine = [hit for (_, hit), k in zip(terms, kinds) if k == kind]
+            hits.append(sum(mine))
+            counts.append(len(mine))
+        listed = {c.dst for c in candidates}
+        for (term, hit), kind in zip(terms, kinds):
             if not hit:
                 missed["not listed" if term not in listed else "turned down"][
                     "one character" if len(term) == 1 else "longer"] += 1
-    return {"read_back": share_interval(read, total), "missed": missed}
+                missed_by_kind[kind] += 1
+    return {"read_back": share_interval(read, total),
+            "read_back_by_cloak": {kind: share_interval(*v) for kind, v in by_kind.items()},
+            "missed": missed, "missed_by_cloak": missed_by_kind}
 
 
 class CausalLM:

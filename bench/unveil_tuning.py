@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.common import BIN, run_once
-from bench.restoration import cloaked_terms
-from cloak.edits import output_spans
+from bench.restoration import cloaked_spans
 from cloak.common.io import read_records
 from cloak.targets import Lexicon
 
@@ -34,14 +33,8 @@ UNSCORED = ("traditional", "variant", "zerowidth", "fullwidth")
 
 def truth(lexicon: Lexicon, record: dict) -> tuple[set, int]:
     """The (start, end, term) of each cloaked term in the cloaked text, and how many terms were cloaked."""
-    source, spans = record["source_text"], output_spans(record["cloak"]["edits"])
-    found = set()
-    terms = cloaked_terms(lexicon, record)
-    for s, e in terms:
-        shift_start = sum(len(x.dst) - (x.end - x.start) for x, _, _ in spans if x.end <= s and x.start < s)
-        shift_end = sum(len(x.dst) - (x.end - x.start) for x, _, _ in spans if x.start < e)
-        found.add((s + shift_start, e + shift_end, source[s:e]))
-    return found, len(terms)
+    spans = cloaked_spans(lexicon, record)
+    return set(spans), len(spans)
 
 
 def candidates(unveiler: Unveiler, work: Path, terms: Path, ops: list[str], steps: dict) -> list[tuple]:

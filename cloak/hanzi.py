@@ -66,3 +66,12 @@ def char_frequencies() -> dict[str, int]:
 def common_chars(size: int = COMMON_SIZE) -> frozenset[str]:
     """The ``size`` most frequent GB2312 characters."""
     return frozenset(list(char_frequencies())[:size])
+
+
+@functools.cache
+def common_words(size: int) -> tuple[str, ...]:
+    """jieba's ``size`` most frequent words of 2-4 common characters, the commonest first (ties by the word)."""
+    common = common_chars()
+    words = sorted(((w, f) for w, f in word_frequencies().items()
+                    if 2 <= len(w) <= 4 and all(ch in common for ch in w)), key=lambda wf: (-wf[1], wf[0]))
+    return tuple(w for w, _ in words[:size])

@@ -445,3 +445,26 @@ def test_run_once_says_when_it_reuses_what_another_commit_made(tmp_path, monkeyp
     steps: dict = {}
     common.run_once("make", out, command, steps)
     assert "made at commit aaaaaaa (now bbbbbbb)" in capsys.readouterr().out and steps["make"]["commit"] == "a" * 40
+
+
+def test_unveil_misses_are_told_apart_by_what_else_the_cloak_may_be_read_as(tmp_path):
+    from bench.unveil_scorers import misses
+    from cloak.targets import Lexicon
+    from cloak.unveil import Unveiler
+
+    (tmp_path / "terms.txt").write_text("歧视\n黑人\n这帮\n资本\n", encoding="utf-8")
+    lexicon = Lexicon.from_file(tmp_path / "terms.txt")
+    edits = [{"op": "homophone", "start": 3, "end": 5, "src": "歧视", "dst": "其实"},  # a common word as written
+             {"op": "homophone", "start": 5, "end": 7, "src": "黑人", "dst": "嘿任"},  # nothing else
+             {"op": "abbrev", "start": 8, "end": 10, "src": "资本", "dst": "zb"}]  # initials of 这帮 too
+    record = {"source_text": "他就是歧视黑人的资本家", "text": "他就是其实嘿任的zb家", "cloak": {"edits": edits}}
+    unveiler = Unveiler(lexicon=str(tmp_path / "terms.txt"))
+    found = misses(unveiler, lexicon, [record])
+    by_cloak = found["read_back_by_cloak"]
+    assert {kind: v["items"] for kind, v in by_cloak.items()} == {
+        "a common word": 1, "other terms there": 1, "neither": 1}
+    assert by_cloak["neither"]["share"] == 1.0  # 嘿任 reads as nothing but 黑人
+    read = round(sum(v["share"] * v["items"] for v in by_cloak.values()))
+    assert round(found["read_back"]["share"] * 3) == read
+    assert sum(found["missed_by_cloak"].values()) == 3 - read == sum(n for v in found["missed"].values()
+                                                                      for n in v.values())

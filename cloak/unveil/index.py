@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..common.cache import disk_cached
-from ..hanzi import common_chars, is_han, word_frequencies
+from ..hanzi import common_words, is_han
 from ..ops.homophone import word_index
 from ..ops.typography import Noise
 from ..pinyin import reading_key, word_reading
@@ -69,11 +69,8 @@ def _leftmost_longest(patterns: Sequence[str]):
 def common_by_sound(size: int) -> dict[str, tuple[str, ...]]:
     """Class key -> the most frequent of jieba's ``size`` commonest words of 2-4 common characters with
     that sound, the commonest first (at most COMMON_PER_SOUND)."""
-    common = common_chars()
-    words = sorted(((w, f) for w, f in word_frequencies().items()
-                    if 2 <= len(w) <= 4 and all(ch in common for ch in w)), key=lambda wf: (-wf[1], wf[0]))
     found: dict[str, list[str]] = {}
-    for word, _ in words[:size]:
+    for word in common_words(size):
         options = found.setdefault(sound.key(sound.plain(s) for s in word_reading(word)), [])
         if len(options) < COMMON_PER_SOUND:
             options.append(word)

@@ -314,12 +314,16 @@ def ray(r) -> list[Table]:
 
 def unveil_scorers(r) -> list[Table]:
     d = r("unveil_scorers.json")
-    misses, scorers = [], []
+    misses, kinds, scorers = [], [], []
     for op, v in d["ops"].items():
         m = v["missed"]
         misses.append([f"`{op}`", f"{f3(v['read_back']['share'])} {interval(v['read_back']['interval'])}",
                        num(v["read_back"]["items"])]
                       + [num(m[why][size]) for why in ("turned down", "not listed") for size in ("one character", "longer")])
+        for kind, share in v["read_back_by_cloak"].items():
+            kinds.append([f"`{op}`", kind, num(share["items"]),
+                          f"{f3(share['share'])} {interval(share['interval'])}" if share["items"] else "",
+                          num(v["missed_by_cloak"][kind])])
         for name, s in v["scorers"].items():
             against = s.get("contested_against_fitted") or {}
             scorers.append([f"`{op}`", name, f"{f3(s['auc'])} {interval(s['interval'])}",
@@ -332,6 +336,13 @@ def unveil_scorers(r) -> list[Table]:
                   "Each cloaked term not read back, by whether the matching stage listed it there (then the scorer "
                   "turned it down) or not, and by its length. COLD dev's cloaks (`poster` strength, seed 1), where "
                   "the unveiler's settings were chosen."),
+            Table("cloak unveil: the terms it misses, by what else their cloak may be", ["unveil_scorers.json"],
+                  ["COLD dev cloaked by", "the cloak as written is", "terms cloaked", "read back [95%]", "missed"],
+                  kinds,
+                  "Each cloaked term by what else its cloak may be read as: itself, where the cloak is a common "
+                  "word as written (其实 for 歧视: one of the 20,000 commonest words the pinyin reader knows, or of "
+                  "the 3,500 common characters); else another term the matching stage lists at the same place "
+                  "(zb for 资本 or 这帮); else neither. Where neither, the text alone tells the term."),
             Table("cloak unveil: would another scorer weigh its candidates better?", ["unveil_scorers.json"],
                   ["cloaks", "scorer", "ROC AUC, right against wrong readings [95%]",
                    "contested candidates: AUC less the fitted model's [95%]", "ms a candidate"], scorers,
