@@ -29,6 +29,10 @@ def headline_rows(r) -> list[tuple[str, str, str, str]]:
     flipped = [v["values"]["10"]["success_rate"] for v in r("search_candidates.json")["victims"].values()
                if "10" in v["values"]]
     first, masked = r("mmbert_e5_verdict.json")["claim"], r("mmbert_e5_term80_verdict.json")["claim"]
+    restored = r("unveil.json")
+    shares = {op: v["terms"]["share"] for op, v in restored["styles"].items()}
+    short = sorted((op for op, share in shares.items() if share < 0.9), key=shares.get)
+    ambiguous = {op: v["read_back_by_cloak"]["neither"]["share"] for op, v in r("unveil_scorers.json")["ops"].items()}
     defence = r("unveil_defence.json")["views"]
     unveiled = {name: {row["row"]: row for row in view["rows"]} for name, view in defence.items()}
     seen_rows, held_rows = unveiled["seen"], unveiled["held out"]
@@ -46,6 +50,14 @@ def headline_rows(r) -> list[tuple[str, str, str, str]]:
         ("Can a search that picks its cloaks against the detector break it?",
          f"it flips {pct(min(flipped), 0)} to {pct(max(flipped), 0)} of the posts a detector gets right", "Attacks",
          "docs/results/attacks.md#the-search-attack"),
+        ("Can `cloak unveil` read the cloaks back? (COLD test, each op alone, share of cloaked terms)",
+         f"{pct(min(shares.values()), 0)} to {pct(max(shares.values()), 0)}; under 90%: "
+         + ", ".join(f"{op} {pct(shares[op], 0)}" for op in short)
+         + f"; {pct(restored['clean']['unchanged']['share'], 1)} of clean posts left as they are. The "
+         + " and ".join(ambiguous) + " misses are mostly cloaks that read as something else too (其实 for 歧视, zb "
+         "for 资本 or 这帮); on COLD dev, those that do not are read back "
+         + " and ".join(pct(v, 0) for v in ambiguous.values()),
+         "Cloaking", "docs/results/cloak.md#cloak-unveil-the-projects-own-cloaks-read-back"),
         ("Does `cloak unveil` in front of a detector take the cloaks off? (tfidf-lr, mean over the cloak attacks)",
          f"its drop falls from {f3(seen_rows['victim_plain']['mean_drop'])} to "
          f"{f3(seen_rows['victim_plain+unveil']['mean_drop'])} ({f3(held_rows['victim_plain']['mean_drop'])} to "
