@@ -44,9 +44,7 @@ from cloak.unveil.unveiler import margin
 OPS = ("homophone", "abbrev")
 FITTED = "n-gram (fit-lm defaults)"
 CONTESTED = 10.0  # nats either side of the fitted model's bar: the candidates the scorer decides
-
-
-KINDS = ("a common word", "other terms there", "neither")
+KINDS = ("a common word", "other terms there", "neither")  # what else a cloak may be read as (``ambiguity``)
 
 
 def ambiguity(written: str, others: bool, words: frozenset[str]) -> str:
