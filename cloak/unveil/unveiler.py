@@ -238,6 +238,7 @@ class Unveiler:
                     pending[k] = (now, _moved(deferred, edits))
         return done
 
+
 def cost(candidate: Candidate, threshold: float, *, fuzzy: float = FUZZY, single: float = SINGLE,
          priors: Mapping[str, float] = PRIORS) -> float:
     """What a candidate's gain must clear to be read back: the threshold, its reader's prior, ``fuzzy`` for

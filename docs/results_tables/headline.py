@@ -32,7 +32,7 @@ def headline_rows(r) -> list[tuple[str, str, str, str]]:
     restored = r("unveil.json")
     shares = {op: v["terms"]["share"] for op, v in restored["styles"].items()}
     short = sorted((op for op, share in shares.items() if share < 0.9), key=shares.get)
-    ambiguous = {op: v["read_back_by_cloak"]["neither"]["share"] for op, v in r("unveil_scorers.json")["ops"].items()}
+    one_reading = {op: v["read_back_by_cloak"]["neither"]["share"] for op, v in r("unveil_scorers.json")["ops"].items()}
     defence = r("unveil_defence.json")["views"]
     unveiled = {name: {row["row"]: row for row in view["rows"]} for name, view in defence.items()}
     seen_rows, held_rows = unveiled["seen"], unveiled["held out"]
@@ -54,9 +54,9 @@ def headline_rows(r) -> list[tuple[str, str, str, str]]:
          f"{pct(min(shares.values()), 0)} to {pct(max(shares.values()), 0)}; under 90%: "
          + ", ".join(f"{op} {pct(shares[op], 0)}" for op in short)
          + f"; {pct(restored['clean']['unchanged']['share'], 1)} of clean posts left as they are. The "
-         + " and ".join(ambiguous) + " misses are mostly cloaks that read as something else too (其实 for 歧视, zb "
+         + " and ".join(one_reading) + " misses are mostly cloaks that read as something else too (其实 for 歧视, zb "
          "for 资本 or 这帮); on COLD dev, those that do not are read back "
-         + " and ".join(pct(v, 0) for v in ambiguous.values()),
+         + " and ".join(pct(v, 0) for v in one_reading.values()),
          "Cloaking", "docs/results/cloak.md#cloak-unveil-the-projects-own-cloaks-read-back"),
         ("Does `cloak unveil` in front of a detector take the cloaks off? (tfidf-lr, mean over the cloak attacks)",
          f"its drop falls from {f3(seen_rows['victim_plain']['mean_drop'])} to "
