@@ -188,6 +188,10 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
         if stage == 3:
             retune_mixture(model, run["model"])
         return model, load_tokenizer(from_dir)
+    if stage > 1 and not allow_skip and from_dir:
+        raise StageError(f"--from {from_dir}: " + ("no such folder" if not os.path.isdir(from_dir) else
+                         "not an MMBERT model folder (no config.json with model_type 'mmbert')") +
+                         f"; stage {stage} starts from the stage-{stage - 1} model")
     if stage > 1 and not allow_skip:
         raise StageError(f"stage {stage} starts from the stage-{stage - 1} model: pass --from DIR "
                          "(or --skip-stages to start from a BERT, Xue et al.'s ablation)")

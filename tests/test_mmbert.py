@@ -394,6 +394,13 @@ def test_stages_must_come_in_order(run, data, stages, tmp_path):
     assert result["best_epoch"] == 1
 
 
+def test_a_later_stage_names_what_is_wrong_with_its_from_folder(run, tmp_path):
+    with pytest.raises(StageError, match="--from .*nope: no such folder; stage 2 starts from the stage-1 model"):
+        model_for_stage(2, run, str(tmp_path / "nope"))
+    with pytest.raises(StageError, match="not an MMBERT model folder"):
+        model_for_stage(3, run, str(tmp_path))
+
+
 @pytest.mark.slow
 def test_glyph_gradients_repeat_exactly_on_several_threads():
     """A seeded MMBERT training must repeat: spreading each distinct token's glyph features back over the
