@@ -2,7 +2,8 @@
 replaced it, and what ``cloak unveil`` read back.
 
 In a colour terminal the edited spans are coloured (red: replaced, green: inserted text, cyan: read back);
-elsewhere they are bracketed, ``[白人]`` -> ``[白刃]``, so the difference survives a log file or a pipe. A
+elsewhere they are bracketed, ``⟦白人⟧`` -> ``⟦白刃⟧``, so the difference survives a log file or a pipe (white
+square brackets: Weibo posts write their emoticons in plain ones, ``[机智]``). A
 record ``cloak unveil`` wrote shows a third line, ``=``, the text read back, its restored spans marked
 (and the cloak's line marks what the unveiler read back of it).
 """
@@ -28,7 +29,7 @@ def _marked(text: str, spans: list[tuple[int, int]], style: str, colour: bool) -
         if colour:
             out.append(piece or "‸", style=style)
         else:
-            out.append(f"[{piece}]")
+            out.append(f"⟦{piece}⟧")
         pos = end
     out.append(text[pos:])
     return out

@@ -68,7 +68,19 @@ def test_perturb_then_show(tmp_path, sample_path):
     assert "edits: " in result.stderr and "homophone" in result.stderr
     assert len(read_jsonl(out)) == 300
     shown = cloak("show", out, "-n", 3)
-    assert shown.returncode == 0 and shown.stdout.count("  + ") == 3 and "[" in shown.stdout
+    assert shown.returncode == 0 and shown.stdout.count("  + ") == 3 and "⟦" in shown.stdout
+
+
+def test_show_marks_edits_apart_from_a_posts_own_brackets():
+    from cloak import Perturber
+    from cloak.show import render_record
+
+    source = "只要不来中国的外国人就是好外国人[机智]"
+    out = Perturber(ops="homophone", targets="lexicon", seed=0)(source)
+    record = {"text": out.text, "source_text": source, "cloak": {"edits": [e.to_dict() for e in out.edits]}}
+    plain = [line.plain for line in render_record(record, colour=False)]
+    assert out.edits and all(line.endswith("[机智]") and "⟦" in line for line in plain)
+    assert re.sub("[⟦⟧]", "", plain[0][4:]) == source and re.sub("[⟦⟧]", "", plain[1][4:]) == out.text
 
 
 def test_stdin_to_stdout():
