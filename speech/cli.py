@@ -93,4 +93,4 @@ def _run(command, in_path, out_dir, backend_args, workers, encoder, quiet) -> No
     make_backend(**backend_args)  # fail now, on bad options, not in a worker
     counts = speak_file(in_path, out_dir, backend_args, workers=workers, encoder=encoder,
                         progress=False if quiet else None)
-    click.echo(f"cloak {command}: " + ", ".join(f"{k} {v}" for k, v in counts.items()), err=True)
+    click.echo(f"cloak {command}: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()), err=True)

@@ -77,7 +77,7 @@ def speak_file(in_path: str, out_dir: str, backend_args: dict, *, workers: int =
 
         features = FeatureCache(os.path.join(out_dir, "features"))
     audio_cache = AudioCache(audio_dir)
-    counts = {"records": 0, "seconds": 0.0, "synthesised": 0, "cached": 0}
+    counts = {"records": 0, "seconds_of_speech": 0.0, "synthesised": 0, "cached": 0}
     records = (r for _, r in read_records(in_path, text_field=text_field, unique_ids=True))
     total = count_lines(in_path) if in_path != "-" else None
     spoken = _spoken(batched(records, BATCH), text_field, workers, backend_args, audio_dir)
@@ -93,10 +93,10 @@ def speak_file(in_path: str, out_dir: str, backend_args: dict, *, workers: int =
                     entry.update(features=feature_key, frames=len(feats))
                 index.write(dump_record(entry))
                 counts["records"] += 1
-                counts["seconds"] += seconds
+                counts["seconds_of_speech"] += seconds
                 counts["cached" if cached else "synthesised"] += 1
             bar.update(len(batch))
-    counts["seconds"] = round(counts["seconds"], 1)
+    counts["seconds_of_speech"] = round(counts["seconds_of_speech"], 1)
     if features is not None:
         counts.update(features_encoded=features.misses, features_cached=features.hits)
     return counts
