@@ -144,6 +144,13 @@ def test_every_command_line_names_a_command_and_options_that_exist(page):
     assert not problems, "\n".join(problems)
 
 
+def test_every_test_file_and_sample_a_command_names_exists():
+    """tests/ and samples/ hold no command's output, so a path there that a command names must exist."""
+    named = {(page_id(page), path) for page in PAGES for block in blocks(page, "bash")
+             for path in re.findall(r"(?<![\w/$.-])((?:tests|samples)/[\w./-]*\w\.\w+)", block)}
+    assert named and not [f"{page}: {path}" for page, path in sorted(named) if not (ROOT / path).exists()]
+
+
 def test_the_command_check_sees_a_misspelt_option():
     assert unknown_options("cloak perturb --in a.jsonl --oops x") == ["--oops"]
     assert unknown_options("attacks evalute --victim v") == ["attacks evalute"]
