@@ -132,9 +132,9 @@ def test_synth_writes_cached_features(tmp_path, sample_path, tiny_whisper):
     out = tmp_path / "speech"
     result = run_cloak("synth", "--in", small, "--speech-out", out, "--whisper", tiny_whisper)
     assert result.returncode == 0, result.stderr
-    assert "features_encoded 5" in result.stderr
+    assert "features encoded 5" in result.stderr
     again = run_cloak("synth", "--in", small, "--speech-out", out, "--whisper", tiny_whisper)
-    assert "synthesised 0, cached 5" in again.stderr and "features_encoded 0, features_cached 5" in again.stderr
+    assert "synthesised 0, cached 5" in again.stderr and "features encoded 0, features cached 5" in again.stderr
     from speech.features import FeatureCache
 
     entry = read_jsonl(out / "index.jsonl")[0]
