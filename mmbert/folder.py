@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import os
 
+NOT_MMBERT = "not an MMBERT model folder (no config.json with model_type 'mmbert')"
+
 
 def mmbert_config(path: str | None) -> dict | None:
     """The config.json of an MMBERT folder, or None for anything else."""
@@ -34,5 +36,5 @@ def peek_features(model_dir: str) -> dict:
     """The ``features`` section saved in a trained MMBERT folder's config."""
     fields = mmbert_config(model_dir)
     if fields is None:
-        raise ValueError(f"{model_dir} is not an MMBERT model folder (no config.json with model_type 'mmbert')")
+        raise ValueError(f"{model_dir} is {NOT_MMBERT}")
     return fields.get("features") or {}

@@ -16,7 +16,7 @@ from cloak.common.models import loading_model
 
 from .configuration import MMBertConfig
 from .data import Featurizer
-from .folder import is_mmbert, peek_features
+from .folder import NOT_MMBERT, is_mmbert, peek_features
 from .modeling import MMBertForSequenceClassification, upcycle_from_bert
 from .presets import MM_FIELDS
 from .tokenization import backbone_tokenizer, load_tokenizer, piece_texts
@@ -188,11 +188,10 @@ def model_for_stage(stage: int, run: dict, from_dir: str | None, allow_skip: boo
         if stage == 3:
             retune_mixture(model, run["model"])
         return model, load_tokenizer(from_dir)
-    if stage > 1 and not allow_skip and from_dir:
-        raise StageError(f"--from {from_dir}: " + ("no such folder" if not os.path.isdir(from_dir) else
-                         "not an MMBERT model folder (no config.json with model_type 'mmbert')") +
-                         f"; stage {stage} starts from the stage-{stage - 1} model")
     if stage > 1 and not allow_skip:
+        if from_dir:
+            raise StageError(f"--from {from_dir}: {NOT_MMBERT if os.path.isdir(from_dir) else 'no such folder'}; "
+                             f"stage {stage} starts from the stage-{stage - 1} model")
         raise StageError(f"stage {stage} starts from the stage-{stage - 1} model: pass --from DIR "
                          "(or --skip-stages to start from a BERT, Xue et al.'s ablation)")
     mm = {k: v for k, v in run["model"].items() if k in MM_FIELDS}
