@@ -155,6 +155,22 @@ def llm(r) -> list[Table]:
                   f"{', '.join(d['answers']['distinct'])}.")]
 
 
+def llm_detector_choice(r) -> list[Table]:
+    """The llm victim scored by its answer token's probability: prompt and threshold chosen on validation."""
+    d = r("llm_detector_validation.json")
+    ops = [op for op in next(iter(d["prompts"].values()))["macro_f1"] if op != "clean"]
+    rows = [[name + (" (chosen)" if name == d["chosen"] else ""), f"{p['threshold']:.3f}", f3(p["pooled_macro_f1"]),
+             f"{f3(p['macro_f1']['clean']['value'])} {interval(p['macro_f1']['clean']['interval'])}"]
+            + [f"{f3(p['macro_f1'][op]['value'])} ({f3(p['drop'][op]['value'])})" for op in ops]
+            for name, p in d["prompts"].items()]
+    return [Table("The llm victim as a detector: prompt and threshold chosen on validation",
+                  ["llm_detector_validation.json"],
+                  ["prompt", "threshold", "pooled macro-F1", "clean macro-F1 [95%]", *(f"{op} (drop)" for op in ops)],
+                  rows, f"{d['rule']} {d['validation_posts']:,} validation posts carved from COLD train under "
+                        f"`bench/protocols/mmbert_claim.yaml`; {d['model']['gguf']} behind `{d['server']}`. "
+                        f"`pinyin` gives the post with its pinyin (Guo et al. 2025, \"Lost in Pronunciation\").")]
+
+
 def chinesebert_small(r) -> list[Table]:
     d = r("chinesebert_small.json")
     rows = [[run["kind"], run["seed"], f"{f3(run['macro_f1'])} {interval(run['interval'])}",
@@ -173,4 +189,5 @@ def chinesebert_small(r) -> list[Table]:
                   f"embeddings: bert {f3(base['bert'])}, chinesebert {f3(base['chinesebert'])}. " + verdict)]
 
 
-TABLES = [victims, backbone, curve, encoder_speed, habertor, regularizers, llm, chinesebert_small]
+TABLES = [victims, backbone, curve, encoder_speed, habertor, regularizers, llm, llm_detector_choice,
+          chinesebert_small]
