@@ -196,3 +196,23 @@ def test_the_verdict_judges_the_test_under_its_protocol_and_no_other(claim_run):
                        encoding="utf-8")
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     assert done.returncode != 0 and "another protocol" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_results_page_shows_the_router_and_the_verdict_once_they_are_run(claim_run, tmp_path):
+    sys.path.insert(0, str(ROOT / "docs"))
+    from results_tables import Pending, Results
+    from results_tables.mmbert import claim_router, claim_verdict
+
+    results = claim_run["root"] / "results"
+    pending = Results(results, {})
+    assert [type(t) for t in claim_verdict(pending)] == [Pending]  # the test run, not judged yet
+    protocol = tiny_protocol(tmp_path / "protocol.yaml")  # the run's, as another test may have changed its copy
+    command = [sys.executable, "-m", "bench.mmbert_verdict", "--protocol", str(protocol),
+               str(results / "mmbert_claim_test.json"), "--out", str(results / "mmbert_claim_verdict.json")]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    page = "\n".join(t.markdown(Results(results, {})) for t in claim_router(pending) + claim_verdict(Results(results, {})))
+    assert "Not run yet" not in page
+    assert "| router_modality |" in page and "| MMBERT |" in page and "| fusion, no experts |" in page
+    assert "MMBERT against text-only twin" in page and "the claim at seed 0" in page
+    assert "held-out terms (drop [95%])" in page and "attacked terms" in page

@@ -32,6 +32,10 @@ class Results:
             self._read[name] = json.loads(path.read_text(encoding="utf-8"))
         return self._read[name]
 
+    def has(self, name: str) -> bool:
+        """Whether a benchmark has written ``name`` yet (a table of a run still under way is :class:`Pending`)."""
+        return (self.folder / name).is_file()
+
     def source(self, name: str) -> str:
         """Where a table's figures come from: the file, its command, the machine and the date."""
         data = self(name)
@@ -71,6 +75,17 @@ class Table:
         else:
             lines += ["From:", ""] + [f"- {results.source(name)}" for name in self.sources] + [""]
         return "\n".join(lines)
+
+
+@dataclasses.dataclass
+class Pending:
+    """A table whose benchmark has not written its JSON yet: its heading and the command that will."""
+
+    title: str
+    command: str
+
+    def markdown(self, results: Results) -> str:
+        return f"## {self.title}\n\nNot run yet: `{self.command}`.\n"
 
 
 # ------------------------------------------------------------------------------------------------ numbers

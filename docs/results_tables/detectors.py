@@ -1,7 +1,7 @@
 """Results: the detectors on COLD (conventional, bert, chinesebert, HABERTOR, the attention variants, an LLM)."""
 from __future__ import annotations
 
-from . import Table, f3, f4, interval, num, pct
+from . import Pending, Table, f3, f4, interval, num, pct
 
 PAGE = "detectors.md"
 TITLE = "Detectors"
@@ -171,6 +171,23 @@ def llm_detector_choice(r) -> list[Table]:
                         f"`pinyin` gives the post with its pinyin (Guo et al. 2025, \"Lost in Pronunciation\").")]
 
 
+def llm_detector_test(r) -> list[Table]:
+    """The chosen prompt and threshold on the fresh test posts, read once."""
+    name, title = "llm_detector_test.json", "The llm victim as a detector on the fresh test posts, read once"
+    if not r.has(name):
+        return [Pending(title, "python -m bench.llm_detector test --gguf "
+                               "$MMCLOAK_WEIGHTS/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf --work runs/claim")]
+    d = r(name)
+    rows = [[s, f"{f3(f['value'])} {interval(f['interval'])}",
+             f"{f3(d['drop'][s]['value'])} {interval(d['drop'][s]['interval'])}" if s in d["drop"] else "",
+             d["unanswered"][s]] for s, f in d["macro_f1"].items()]
+    return [Table(title, [name], ["posts", "macro-F1 [95%]", "drop [95%]", "unanswered"], rows,
+                  f"The prompt ({d['prompt']}) and threshold ({d['threshold']:.3f}) chosen on validation (the table "
+                  f"above); {d['test_posts']:,} fresh COLD test posts of `bench/protocols/mmbert_claim.yaml`, clean "
+                  f"and cloaked by each op (lexicon and mined terms, `poster` strength), the same posts MMBERT's "
+                  f"claim is tested on.")]
+
+
 def chinesebert_small(r) -> list[Table]:
     d = r("chinesebert_small.json")
     rows = [[run["kind"], run["seed"], f"{f3(run['macro_f1'])} {interval(run['interval'])}",
@@ -190,4 +207,4 @@ def chinesebert_small(r) -> list[Table]:
 
 
 TABLES = [victims, backbone, curve, encoder_speed, habertor, regularizers, llm, llm_detector_choice,
-          chinesebert_small]
+          llm_detector_test, chinesebert_small]

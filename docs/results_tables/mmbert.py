@@ -1,7 +1,7 @@
 """Results: MMBERT's speed, and MMBERT against its text-only twin under cloaking (every run of the study)."""
 from __future__ import annotations
 
-from . import Table, f3, f4, interval, num, pct
+from . import Pending, Table, f3, f4, interval, num, pct
 
 PAGE = "mmbert.md"
 TITLE = "MMBERT"
@@ -273,5 +273,99 @@ def protocol_choice(r) -> list[Table]:
                   f"{v['rule']} Chosen: {v['chosen']}; best text-only on clean posts: {v['best_text_only']}.")]
 
 
+CLAIM_RUN = ("python -m bench.mmbert_claim {step} --protocol bench/protocols/mmbert_claim.yaml --cold $MMCLOAK_COLD "
+             "--weights $MMCLOAK_WEIGHTS --backbone $MMCLOAK_WEIGHTS/e5")
+CLAIM_VERDICT = ("python -m bench.mmbert_verdict --protocol bench/protocols/mmbert_claim.yaml "
+                 "bench/results/mmbert_claim_test.json --out bench/results/mmbert_claim_verdict.json")
+# the arms of the protocol's test, as the tables name them
+ARMS = {"mmbert": "MMBERT", "twin": "text-only twin", "fusion": "fusion, no experts",
+        "best_text_only": "best text-only on validation", "bert_augmented": "bert + augmentation"}
+CLAIM_SETS = {"homophone": "homophone", "emoji": "emoji", "pinyin": "pinyin", "split": "split",
+              "heldout_homophone": "held-out terms", "heldout_homophone_seen": "masked terms"}
+
+
+def parts(c: dict) -> str:
+    """A claim's parts (``bench.claim_protocol.claim_parts``) in a few words."""
+    ratio = " ".join(x for x in (pct(c["ratio"], 0) if c["ratio"] is not None else "ratio undefined",
+                                 interval(c["ratio_interval"])) if x)
+    return (f"{c['parts_met']} of 3 (drop {f3(c['drop'])} against {f3(c['baseline_drop'])}, {ratio}; "
+            f"clean {f3(c['clean'])} against {f3(c['baseline_clean'])})")
+
+
+def share(figure: dict) -> str:
+    """A ratio figure (``bench.claim_protocol.ratio_figure``): the share, its interval; undefined where the
+    baseline lost nothing."""
+    return f"{pct(figure['value'], 0)} {interval(figure['interval'])}" if figure["value"] is not None else "undefined"
+
+
+def claim_router(r) -> list[Table]:
+    """The router's variants against MMBERT and the fusion baseline, on validation only (issue 56, part 4)."""
+    name, title = "mmbert_claim_router.json", "Can routing earn its place? The router's variants, on validation"
+    if not r.has(name):
+        return [Pending(title, CLAIM_RUN.format(step="router"))]
+    d = r(name)
+    rows = []
+    for model, m in d["models"].items():
+        f1, routing = m["macro_f1"], m.get("routing")
+        rows.append([ARMS.get(model, model), f3(f1["clean"]), f"{f3(f1['homophone'])} ({f3(f1['clean'] - f1['homophone'])})",
+                     parts(m["claim_against_twin"]), parts(m["against_fusion"]) if "against_fusion" in m else "",
+                     f"{f3(routing['clean_text']['text'])} / {f3(routing['homophone_edited_text']['text'])}"
+                     if routing else ""])
+    variants = "; ".join(f"`{k}`: " + ", ".join(f"{a} {b}" for a, b in v.items()) for k, v in d["variants"].items())
+    return [Table(title, [name], ["model", "clean", "homophone (drop)", "claim against the twin", "against fusion",
+                                  "text expert's weight: clean text / cloaked text"], rows,
+                  f"Seed {d['seed']}, the chosen setting ({d['chosen']}), {d['validation_posts']:,} validation "
+                  f"posts; never the test. Variants: {variants}.")]
+
+
+def claim_verdict(r) -> list[Table]:
+    """The one test under the committed protocol: every arm's figures, the comparisons, the seeds."""
+    name, title = "mmbert_claim_verdict.json", "The claim under the committed protocol: the fresh test, read once"
+    if not r.has(name):
+        return [Pending(title, CLAIM_RUN.format(step="test") + " && " + CLAIM_VERDICT)]
+    v = r(name)
+    models = v["models"]
+    sets = [k for k in CLAIM_SETS if k in models["mmbert"]["drop"]]
+
+    def scored(m: dict, key: str) -> str:
+        return f"{f3(m['macro_f1'][key]['value'])} ({f3(m['drop'][key]['value'])} {interval(m['drop'][key]['interval'])})"
+
+    absolute = [[ARMS.get(arm, arm), f"{f3(m['macro_f1']['clean']['value'])} {interval(m['macro_f1']['clean']['interval'])}"]
+                + [scored(m, k) for k in sets] for arm, m in models.items()]
+    compared = []
+    for pair, c in v["comparisons"].items():
+        model, baseline = pair.split("_vs_")
+        compared.append([f"{ARMS.get(model, model)} against {ARMS.get(baseline, baseline)}",
+                         f"{c['clean_minus_baseline']['value']:+.3f} {interval(c['clean_minus_baseline']['interval'])}",
+                         share(c["homophone"]["drop_share_of_baselines"])]
+                        + [f"{c[k]['baseline_drop_minus_drop']['value']:+.3f} "
+                           f"{interval(c[k]['baseline_drop_minus_drop']['interval'])}" for k in sets])
+    seeds = [[ARMS.get(arm, arm)] + [" / ".join(f3(x) for x in m["seeds"][key]["seeds"]) + f" (sd {f3(m['seeds'][key]['sd'])})"
+                                      for key in ("clean_macro_f1", "drop_homophone")] for arm, m in models.items()]
+    seeds += [[f"the claim at seed {seed}", parts(c), "holds" if c["holds"] else "does not hold"]
+              for seed, c in v["claim_by_seed"].items()]
+    c, overlap, fusion = v["claim"], v["term_overlap"], v["mixture_over_fusion"]
+    verdict = (f"The claim (MMBERT against its twin under homophones, over seeds {', '.join(map(str, v['seeds']))}): "
+               f"{parts(c)}; the twin's drop minus MMBERT's {interval(c['baseline_drop_minus_drop'])}: the claim "
+               f"{'**holds**' if c['holds'] else '**does not hold**'}."
+               + (f" The mixture against fusion without experts: {parts(fusion)}, "
+                  f"{'earns its place' if fusion['holds'] else 'does not earn its place'}." if fusion else ""))
+    setting = ", ".join(f"{k} {x}" for k, x in v["setting"].items())
+    where = (f"{v['test_posts']:,} fresh COLD test posts (disjoint from the 1,000 used before), the setting chosen on "
+             f"validation ({v['chosen']}: {setting}), protocol `{v['protocol']['path']}` "
+             f"(SHA-256 {v['protocol']['sha256'][:12]}, committed in {v['protocol_commit'][:7]}).")
+    return [Table(title, [name], ["model", "clean [95%]", *(f"{CLAIM_SETS[k]} (drop [95%])" for k in sets)], absolute,
+                  f"{where} Held-out terms: homophone cloaks of the terms no training mask touched; masked terms: "
+                  f"of those it did. Training masked {overlap['masked_in_training']} of the "
+                  f"{overlap['attacked_terms']} attacked terms ({pct(overlap['share'])}). " + verdict),
+            Table("Each model against its baseline, on the same test posts", [name],
+                  ["", "clean, model minus baseline", "homophone: model's drop / baseline's [95%]",
+                   *(f"{CLAIM_SETS[k]}: baseline's drop minus model's" for k in sets)],
+                  compared, "Paired bootstrap over the test posts (the mean over the seeds in each resample), "
+                            f"{v['resamples']:,} resamples."),
+            Table("Seed by seed", [name], ["", "clean macro-F1 by seed", "homophone drop by seed"], seeds,
+                  "The intervals above cover the test posts; this spread covers the seeds.")]
+
+
 TABLES = [speed, small_backbone, robustness, stage1_diagnosis, stage3_diagnosis, e5_runs, ablation_and_single_runs,
-          held_out, protocol_choice]
+          held_out, protocol_choice, claim_router, claim_verdict]
