@@ -2,6 +2,7 @@
 demo."""
 from __future__ import annotations
 
+from bench.long_posts import SPEAK
 from . import Table, f3, interval, num, pct
 
 PAGE = "cloak.md"
@@ -276,16 +277,14 @@ def long_posts(r) -> list[Table]:
     rows = [[f"`{command}`"] + [f"{x['seconds']} s, {x['peak_mb']} MB" if (x := d["by_post_length"][n].get(command))
                                  else "" for n in lengths] for command in commands]
     base = d["baseline"]
-    for command, by_length in base.items():
-        if isinstance(by_length, dict) and command != "evaluate_all_cold_test":
-            rows.append([f"the same, before ({base['rev']})"] + [
-                f"{x['seconds']} s, {x['peak_mb']} MB" if (x := by_length.get(n)) else "" for n in lengths])
+    before = ", ".join(f"{int(n):,} chars {x['seconds']} s, {x['peak_mb']} MB" for n, x in base[SPEAK].items())
     e = d["evaluate_all_cold_test"]
     return [Table("Long posts", ["long_posts.json"], ["command"] + [f"{int(n):,} chars" for n in lengths], rows,
                   "One post of COLD test posts joined end to end, through each whole command as a user runs it "
                   f"(wall time and peak memory). `mmbert evaluate` of the tiny model on all {e['posts']:,} COLD "
                   f"test posts: {e['seconds']} s, {e['peak_mb']} MB now; before ({base['rev']}): "
-                  f"`{base['evaluate_all_cold_test']['stderr']}`.")]
+                  f"`{base['evaluate_all_cold_test']['stderr']}`. `{SPEAK}` before ({base['rev']}, where it "
+                  f"was spelt `--backend tone`), its memory growing with the post: {before}.")]
 
 
 def ray(r) -> list[Table]:
