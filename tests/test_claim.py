@@ -216,3 +216,8 @@ def test_the_results_page_shows_the_router_and_the_verdict_once_they_are_run(cla
     assert "| router_modality |" in page and "| MMBERT |" in page and "| fusion, no experts |" in page
     assert "MMBERT against text-only twin" in page and "the claim at seed 0" in page
     assert "held-out terms (drop [95%])" in page and "attacked terms" in page
+    from results_tables.headline import protocol_result
+
+    verdict = json.loads((results / "mmbert_claim_verdict.json").read_text())
+    said = protocol_result(verdict)  # README's MMBERT row, once the test is judged
+    assert f"the claim is **{'met' if verdict['claim']['holds'] else 'not met'}**" in said and "50 fresh posts" in said
