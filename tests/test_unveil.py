@@ -107,6 +107,19 @@ def test_pinyin_and_initials_are_read_as_posters_type_them():
     assert syllable_class("nian") == syllable_class("liang") and syllable_class("zhi") != syllable_class("zi" + "i")
 
 
+def test_a_run_read_more_ways_than_one_or_not_to_its_ends_still_gives_its_terms(unveiler):
+    assert [[s for s, _, _ in r] for r in pinyin_readings("zhenexin")] == [["zhe", "ne", "xin"], ["zhen", "e", "xin"]]
+    assert [s for s, _, _ in read_pinyin("ya4 yi4ok")] == ["ya", "yi"]  # an English word typed against it
+    assert [s for s, _, _ in read_pinyin("2000zhongzu")] == ["zhong", "zu"]
+    assert read_pinyin("discrimination") is None and read_pinyin("iPhone") is None  # never cut inside a word
+    assert unveiler("真是zhenexin").text == "真是zhen恶心"  # the second reading, zhen e xin
+    assert unveiler("都是ya4 yi4ok").text == "都是亚裔ok"
+    _, _, found = unveiler.candidates("就OKlima")  # a common word is what the run spells, not its ends
+    assert [(c.start, c.end, c.dst) for c in found] == [(3, 7, "立马")]
+    _, _, found = unveiler.candidates("求求你nǐ mā")  # nor one the run spells only through a confusion (立马)
+    assert found == []
+
+
 def test_edits_compose_across_what_was_read_character_by_character():
     source = "a\u200b黑\u200b人b說"
     first = [Edit("z", 1, 2, "\u200b", ""), Edit("z", 3, 4, "\u200b", ""), Edit("t", 6, 7, "說", "说")]

@@ -198,13 +198,27 @@ class TermIndex:
                     start, end = s + places[a], s + places[b - 1] + 1
                     found += [Candidate(start, end, term, "abbrev") for term in self._initials[letters[a:b]]
                               if term != text[start:end]]
-            for syllables in sound.pinyin_readings(run)[1:]:  # the first is in the key already
-                key = sound.key(syllable for syllable, _, _ in syllables)
-                found += [Candidate(s, e, term, "pinyin") for term in self._sound_terms.get(key, ()) if term != run]
+            if self._sound is not None:
+                for syllables in sound.pinyin_readings(run)[1:]:  # the first is in the key already
+                    found += self._other_reading(text, s, syllables)
             syllables = sound.read_pinyin(run) if self._common else None
-            if syllables and len(syllables) >= 2:
-                key = sound.key(s for s, _, _ in syllables)
-                found += [Candidate(s, e, word, "pinyin") for word in self._common.get(key, ())]
+            if syllables and len(syllables) >= 2:  # a common word the run spells (what it reads, not its ends)
+                said = [syllable for syllable, _, _ in syllables]
+                start, end = s + syllables[0][1], s + syllables[-1][2]
+                found += [Candidate(start, end, word, "pinyin") for word in self._common.get(sound.key(said), ())
+                          if all(x in sound.readings(ch) for x, ch in zip(said, word))]
+        return found
+
+    def _other_reading(self, text: str, at: int, syllables: tuple[tuple[str, int, int], ...]) -> list[Candidate]:
+        """The terms another reading of the run at ``at`` spells, anywhere in it (nan de zhen e xin: 恶心),
+        each syllable one of the term's readings (a poster spells the syllable meant)."""
+        said = [syllable for syllable, _, _ in syllables]
+        found = []
+        for k, a, b in matches(self._sound, sound.key(said), overlapping=True):
+            start, end = at + syllables[a][1], at + syllables[b - 1][2]
+            found += [Candidate(start, end, term, "pinyin") for term in self._sound_terms[self._sound_list[k]]
+                      if term != text[start:end] and term in self._readings
+                      and all(x in r for x, r in zip(said[a:b], self._readings[term]))]
         return found
 
     def _noise_candidates(self, text: str) -> list[Candidate]:

@@ -173,7 +173,60 @@ def _spellings(piece: str) -> list[tuple[str, int]]:
     return found
 
 
+TIES = 4  # readings of a run kept where several are as short and plain (zhen e xin / zhe ne xin)
+EDGE = 4  # characters at either end of a run left unread where the rest reads (ya4 yi4ok, meiy0uget)
+
+
 @functools.lru_cache(maxsize=20_000)
+def pinyin_paths(run: str, tones: bool = True) -> tuple[tuple[tuple[str, int, int], ...], ...]:
+    """The best readings of a romanised run (at most :data:`TIES`, the first as :func:`read_pinyin` gives
+    it), each a tuple of (syllable, start, end); none if it reads as no pinyin.
+
+    Best: the fewest characters left unread, then the fewest syllables, then the fewest look-alikes. A run
+    that does not read whole may leave up to :data:`EDGE` characters unread at each end (an English word or
+    a number typed against the pinyin: ya4 yi4ok, 2000zhongzu) where at least two syllables read.
+    """
+    text = fold(run)
+    n = len(text)
+    # at each place, the best ways there: [(unread, syllables, look-alikes), [paths]]
+    best: list[list | None] = [None] * (n + 1)
+    for i in (i for i in range(min(EDGE, n) + 1) if _seam(run, i)):
+        _better(best, i, (i, 0, 0), ())
+    for i in range(n):
+        if best[i] is None:
+            continue
+        (unread, count, looks), paths = best[i]
+        if text[i] == " ":
+            for path in paths:
+                _better(best, i + 1, (unread, count, looks), path)
+            continue
+        for j in range(i + 1, min(n, i + 6) + 1):
+            for syllable, used in _spellings(text[i:j]):
+                for path in paths:
+                    if tones and j < n and text[j] in TONE_DIGITS and not used:  # the syllable with its tone
+                        _better(best, j + 1, (unread, count + 1, looks), (*path, (syllable, i, j + 1)))
+                    # or without: the digit may be a look-alike letter of the next syllable instead
+                    _better(best, j, (unread, count + 1, looks + used), (*path, (syllable, i, j)))
+    ends = [((unread + n - j, count, looks), paths) for j in range(max(0, n - EDGE), n + 1)
+            if best[j] is not None and _seam(run, j)
+            for (unread, count, looks), paths in [best[j]] if count >= (1 if unread + n - j == 0 else 2)]
+    if not ends:
+        return ()
+    cost = min(cost for cost, _ in ends)
+    return tuple(itertools.islice(dict.fromkeys(p for c, paths in ends if c == cost for p in paths), TIES))
+
+
+def _kind(ch: str) -> str:
+    return "space" if ch == " " else "upper" if ch.isupper() else "lower" if ch.isalpha() else "digit"
+
+
+def _seam(run: str, at: int) -> bool:
+    """Whether a run may be cut at ``at`` into a part left unread and a part read: at an end, a space, or
+    where letters meet digits or change case (yi4|ok, 2000|zhongzu, BLM|shibushi), never inside a plain
+    word (disc|rimination)."""
+    return at in (0, len(run)) or _kind(run[at - 1]) != _kind(run[at])
+
+
 def read_pinyin(run: str, tones: bool = True) -> tuple[tuple[str, int, int], ...] | None:
     """The syllables a romanised run spells, each with its span in the run (its tone digit included), or
     None if it spells none.
@@ -181,38 +234,25 @@ def read_pinyin(run: str, tones: bool = True) -> tuple[tuple[str, int, int], ...
     Read as posters type it: any case, tone marks or tone digits after a syllable, spaces between
     syllables, look-alike digits and symbols for letters (la1i). Of several readings the one with the
     fewest syllables, then the fewest look-alikes (xian is one syllable, not xi an); ``tones=False``
-    reads no digit as a tone (GU1 is gui, not gu with tone 1).
+    reads no digit as a tone (GU1 is gui, not gu with tone 1). See :func:`pinyin_paths` for runs that do
+    not read whole.
     """
-    text = fold(run)
-    n = len(text)
-    best: list[tuple[int, int, tuple] | None] = [None] * (n + 1)  # (syllables, look-alikes, path) to here
-    best[0] = (0, 0, ())
-    for i in range(n):
-        if best[i] is None:
-            continue
-        count, looks, path = best[i]
-        if text[i] == " ":
-            _better(best, i + 1, (count, looks, path))
-            continue
-        for j in range(i + 1, min(n, i + 6) + 1):
-            for syllable, used in _spellings(text[i:j]):
-                if tones and j < n and text[j] in TONE_DIGITS and not used:  # the syllable with its tone
-                    _better(best, j + 1, (count + 1, looks, (*path, (syllable, i, j + 1))))
-                # or without: the digit may be a look-alike letter of the next syllable instead
-                _better(best, j, (count + 1, looks + used, (*path, (syllable, i, j))))
-    return best[n][2] if best[n] is not None and best[n][2] else None
+    paths = pinyin_paths(run, tones)
+    return paths[0] if paths else None
 
 
 def pinyin_readings(run: str) -> list[tuple[tuple[str, int, int], ...]]:
-    """The readings of a romanised run worth trying: ``read_pinyin``'s, then, where it differs, the one
-    that takes no digit for a tone (gua1: gua with tone 1, or guai)."""
-    found = [r for r in (read_pinyin(run), read_pinyin(run, tones=False)) if r]
-    return list(dict.fromkeys(found))
+    """The readings of a romanised run worth trying: ``read_pinyin``'s first, then those as good (nan de
+    zhen e xin, zhe ne xin), then those that take no digit for a tone (gua1: gua with tone 1, or guai)."""
+    return list(dict.fromkeys([*pinyin_paths(run), *pinyin_paths(run, tones=False)]))
 
 
-def _better(best: list, at: int, option: tuple) -> None:
-    if best[at] is None or option[:2] < best[at][:2]:
-        best[at] = option
+def _better(best: list, at: int, cost: tuple, path: tuple) -> None:
+    """Keep ``path`` to ``at`` if it costs less than the best there, or as little (up to :data:`TIES`)."""
+    if best[at] is None or cost < best[at][0]:
+        best[at] = [cost, [path]]
+    elif cost == best[at][0] and len(best[at][1]) < TIES and path not in best[at][1]:
+        best[at][1].append(path)
 
 
 _INITIAL_LETTERS = {"1": "l", "0": "o", "3": "e", "$": "s", "@": "a"}
