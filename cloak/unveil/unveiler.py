@@ -39,7 +39,7 @@ DEFAULT_FAMILIES = "sound+shape+emoji+script+typography+english+order"
 THRESHOLD = 5.5
 FUZZY = 12.0
 SINGLE = 2.0
-PRIORS: dict[str, float] = {"pinyin": 7.0}
+PRIORS: dict[str, float] = {"pinyin": 5.0}
 # With balance (the words of every label read back), the threshold chosen the same way on COLD dev cloaked
 # by the README's recipe on the offensive terms and on the balanced targets (python -m
 # bench.balanced_augmentation): at 5.5 it changed 4% of clean dev posts, at 7.0 2.5%.
