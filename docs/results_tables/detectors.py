@@ -177,7 +177,8 @@ def llm_detector_test(r) -> list[Table]:
     if not r.has(name):
         return [Pending(title, "python -m bench.llm_detector test --gguf "
                                "$MMCLOAK_WEIGHTS/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf --work runs/claim")]
-    d = r(name)
+    d, chosen = r(name), r("llm_detector_validation.json")
+    validation = chosen["prompts"][chosen["chosen"]]["macro_f1"]["clean"]["value"]
     rows = [[s, f"{f3(f['value'])} {interval(f['interval'])}",
              f"{f3(d['drop'][s]['value'])} {interval(d['drop'][s]['interval'])}" if s in d["drop"] else "",
              d["unanswered"][s]] for s, f in d["macro_f1"].items()]
@@ -185,7 +186,9 @@ def llm_detector_test(r) -> list[Table]:
                   f"The prompt ({d['prompt']}) and threshold ({d['threshold']:.3f}) chosen on validation (the table "
                   f"above); {d['test_posts']:,} fresh COLD test posts of `bench/protocols/mmbert_claim.yaml`, clean "
                   f"and cloaked by each op (lexicon and mined terms, `poster` strength), the same posts MMBERT's "
-                  f"claim is tested on.")]
+                  f"claim is tested on; the protocol committed in {d['protocol_commit'][:7]}. On validation the same "
+                  f"prompt and threshold read clean posts at {f3(validation)}: the test reads them "
+                  f"{f3(validation - d['macro_f1']['clean']['value'])} lower.")]
 
 
 def chinesebert_small(r) -> list[Table]:

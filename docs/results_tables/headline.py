@@ -48,6 +48,7 @@ def headline_rows(r) -> list[tuple[str, str, str, str]]:
     defence = r("unveil_defence.json")["views"]
     unveiled = {name: {row["row"]: row for row in view["rows"]} for name, view in defence.items()}
     seen_rows, held_rows = unveiled["seen"], unveiled["held out"]
+    llm = r("llm_detector_test.json")
     return [
         ("How much does a detector lose when posters cloak? (7 conventional detectors, COLD test, each op alone)",
          f"{f3(drop)} macro-F1 on average; the cloaks reach {pct(default['coverage_offensive'], 0)} of the "
@@ -77,6 +78,12 @@ def headline_rows(r) -> list[tuple[str, str, str, str]]:
          f"{seen_rows['victim_plain+unveil']['against']['clean_change']:+.3f}; the search, adapting to it, still "
          f"flips {pct(seen_rows['victim_plain+unveil']['search']['search']['success_rate'], 0)}", "Attacks",
          "docs/results/attacks.md#cloak-unveil-in-front-of-a-detector-seen-cloaks"),
+        ("Can a small LLM tell hateful posts, cloaked or not? (Qwen2.5-Coder-0.5B, its prompt and threshold chosen "
+         "on validation)",
+         f"barely: macro-F1 {f3(llm['macro_f1']['clean']['value'])} {interval(llm['macro_f1']['clean']['interval'])} "
+         f"on {llm['test_posts']:,} fresh COLD test posts, and no lower on their cloaks (drops "
+         f"{min(d['value'] for d in llm['drop'].values()):+.3f} to {max(d['value'] for d in llm['drop'].values()):+.3f})",
+         "Detectors", "docs/results/detectors.md#the-llm-victim-as-a-detector-on-the-fresh-test-posts-read-once"),
         ("Does MMBERT (text + speech + glyphs) lose less than its text-only twin under homophones? (3 seeds)",
          protocol_result(r("mmbert_claim_verdict.json")) + "; the earlier runs chose their setting on their test posts"
          if r.has("mmbert_claim_verdict.json") else
