@@ -244,7 +244,8 @@ def read_pinyin(run: str, tones: bool = True) -> tuple[tuple[str, int, int], ...
 def pinyin_readings(run: str) -> list[tuple[tuple[str, int, int], ...]]:
     """The readings of a romanised run worth trying: ``read_pinyin``'s first, then those as good (nan de
     zhen e xin, zhe ne xin), then those that take no digit for a tone (gua1: gua with tone 1, or guai)."""
-    return list(dict.fromkeys([*pinyin_paths(run), *pinyin_paths(run, tones=False)]))
+    toneless = pinyin_paths(run, tones=False) if any(ch in TONE_DIGITS for ch in run) else ()  # else the same
+    return list(dict.fromkeys([*pinyin_paths(run), *toneless]))
 
 
 def _better(best: list, at: int, cost: tuple, path: tuple) -> None:
