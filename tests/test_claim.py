@@ -204,14 +204,14 @@ def test_the_results_page_shows_the_router_and_the_verdict_once_they_are_run(cla
     from results_tables.mmbert import claim_router, claim_verdict
 
     results = claim_run["root"] / "results"
-    pending = Results(results, {})
-    assert [type(t) for t in claim_verdict(pending)] == [Pending]  # the test run, not judged yet
+    assert [type(t) for t in claim_verdict(Results(results, {}))] == [Pending]  # the test run, not judged yet
     protocol = tiny_protocol(tmp_path / "protocol.yaml")  # the run's, as another test may have changed its copy
     command = [sys.executable, "-m", "bench.mmbert_verdict", "--protocol", str(protocol),
                str(results / "mmbert_claim_test.json"), "--out", str(results / "mmbert_claim_verdict.json")]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    page = "\n".join(t.markdown(Results(results, {})) for t in claim_router(pending) + claim_verdict(Results(results, {})))
+    judged = Results(results, {})
+    page = "\n".join(t.markdown(judged) for t in claim_router(judged) + claim_verdict(judged))
     assert "Not run yet" not in page
     assert "| router_modality |" in page and "| MMBERT |" in page and "| fusion, no experts |" in page
     assert "MMBERT against text-only twin" in page and "the claim at seed 0" in page

@@ -120,6 +120,17 @@ def interval(pair: Sequence[float] | None) -> str:
     return "" if not pair else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
 
 
+def with_interval(figure: dict, sign: str = "") -> str:
+    """A ``{"value", "interval"}`` figure (``bench.claim_protocol.figure``) as its value and 95% interval;
+    ``sign="+"`` writes the value's sign always (a difference)."""
+    return f"{figure['value']:{sign}.3f} {interval(figure['interval'])}"
+
+
+def share(value: float | None, bounds: Sequence[float] | None) -> str:
+    """A ratio as a percentage with its interval; "undefined" where the baseline lost nothing."""
+    return "undefined" if value is None else " ".join(x for x in (pct(value, 0), interval(bounds)) if x)
+
+
 def mean(values: Iterable[float]) -> float:
     return statistics.mean(list(values))
 

@@ -1,7 +1,7 @@
 """Results: the detectors on COLD (conventional, bert, chinesebert, HABERTOR, the attention variants, an LLM)."""
 from __future__ import annotations
 
-from . import Pending, Table, f3, f4, interval, num, pct
+from . import Pending, Table, f3, f4, interval, num, pct, with_interval
 
 PAGE = "detectors.md"
 TITLE = "Detectors"
@@ -160,7 +160,7 @@ def llm_detector_choice(r) -> list[Table]:
     d = r("llm_detector_validation.json")
     ops = [op for op in next(iter(d["prompts"].values()))["macro_f1"] if op != "clean"]
     rows = [[name + (" (chosen)" if name == d["chosen"] else ""), f"{p['threshold']:.3f}", f3(p["pooled_macro_f1"]),
-             f"{f3(p['macro_f1']['clean']['value'])} {interval(p['macro_f1']['clean']['interval'])}"]
+             with_interval(p["macro_f1"]["clean"])]
             + [f"{f3(p['macro_f1'][op]['value'])} ({f3(p['drop'][op]['value'])})" for op in ops]
             for name, p in d["prompts"].items()]
     return [Table("The llm victim as a detector: prompt and threshold chosen on validation",
@@ -179,8 +179,7 @@ def llm_detector_test(r) -> list[Table]:
                                "$MMCLOAK_WEIGHTS/qwen/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf --work runs/claim")]
     d, chosen = r(name), r("llm_detector_validation.json")
     validation = chosen["prompts"][chosen["chosen"]]["macro_f1"]["clean"]["value"]
-    rows = [[s, f"{f3(f['value'])} {interval(f['interval'])}",
-             f"{f3(d['drop'][s]['value'])} {interval(d['drop'][s]['interval'])}" if s in d["drop"] else "",
+    rows = [[s, with_interval(f), with_interval(d["drop"][s]) if s in d["drop"] else "",
              d["unanswered"][s]] for s, f in d["macro_f1"].items()]
     return [Table(title, [name], ["posts", "macro-F1 [95%]", "drop [95%]", "unanswered"], rows,
                   f"The prompt ({d['prompt']}) and threshold ({d['threshold']:.3f}) chosen on validation (the table "

@@ -1,7 +1,7 @@
 """README's headline table: the figures that answer the toolkit's question, each with its results page."""
 from __future__ import annotations
 
-from . import f3, interval, mean, pct
+from . import f3, mean, pct, share, with_interval
 
 LEFT_OUT = ("fullwidth",)  # barely applies to Chinese posts: out of the means, as on the results pages
 
@@ -19,11 +19,11 @@ def protocol_so_far(v: dict) -> str:
 def protocol_result(v: dict) -> str:
     """The committed protocol's one test (``bench.mmbert_verdict --protocol``), plainly: met or not."""
     c, fusion = v["claim"], v["mixture_over_fusion"]
-    ratio = f"{pct(c['ratio'], 0)} of it {interval(c['ratio_interval'])}" if c["ratio"] is not None else "its share undefined"
     return (f"under a protocol committed before its one test ({v['test_posts']:,} fresh posts, "
             f"{len(v['seeds'])} seeds), MMBERT's homophone drop {f3(c['drop'])} against the twin's "
-            f"{f3(c['baseline_drop'])}, {ratio}; clean {f3(c['clean'])} against {f3(c['baseline_clean'])}: the claim "
-            f"is **{'met' if c['holds'] else 'not met'}** ({c['parts_met']} of 3 parts)"
+            f"{f3(c['baseline_drop'])}, its share {share(c['ratio'], c['ratio_interval'])}; clean {f3(c['clean'])} "
+            f"against {f3(c['baseline_clean'])}: the claim is **{'met' if c['holds'] else 'not met'}** "
+            f"({c['parts_met']} of 3 parts)"
             + (f"; against fusion without experts, the mixture {'earns' if fusion['holds'] else 'does not earn'} "
                f"its place" if fusion else ""))
 
@@ -49,6 +49,7 @@ def headline_rows(r) -> list[tuple[str, str, str, str]]:
     unveiled = {name: {row["row"]: row for row in view["rows"]} for name, view in defence.items()}
     seen_rows, held_rows = unveiled["seen"], unveiled["held out"]
     llm = r("llm_detector_test.json")
+    llm_drops = [d["value"] for d in llm["drop"].values()]
     return [
         ("How much does a detector lose when posters cloak? (7 conventional detectors, COLD test, each op alone)",
          f"{f3(drop)} macro-F1 on average; the cloaks reach {pct(default['coverage_offensive'], 0)} of the "
@@ -80,9 +81,9 @@ def headline_rows(r) -> list[tuple[str, str, str, str]]:
          "docs/results/attacks.md#cloak-unveil-in-front-of-a-detector-seen-cloaks"),
         ("Can a small LLM tell hateful posts, cloaked or not? (Qwen2.5-Coder-0.5B, its prompt and threshold chosen "
          "on validation)",
-         f"barely: macro-F1 {f3(llm['macro_f1']['clean']['value'])} {interval(llm['macro_f1']['clean']['interval'])} "
+         f"barely: macro-F1 {with_interval(llm['macro_f1']['clean'])} "
          f"on {llm['test_posts']:,} fresh COLD test posts, and no lower on their cloaks (drops "
-         f"{min(d['value'] for d in llm['drop'].values()):+.3f} to {max(d['value'] for d in llm['drop'].values()):+.3f})",
+         f"{min(llm_drops):+.3f} to {max(llm_drops):+.3f})",
          "Detectors", "docs/results/detectors.md#the-llm-victim-as-a-detector-on-the-fresh-test-posts-read-once"),
         ("Does MMBERT (text + speech + glyphs) lose less than its text-only twin under homophones? (3 seeds)",
          protocol_result(r("mmbert_claim_verdict.json")) + "; the earlier runs chose their setting on their test posts"

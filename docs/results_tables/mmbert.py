@@ -1,7 +1,7 @@
 """Results: MMBERT's speed, and MMBERT against its text-only twin under cloaking (every run of the study)."""
 from __future__ import annotations
 
-from . import Pending, Table, f3, f4, interval, num, pct
+from . import Pending, Table, f3, f4, interval, num, pct, share, with_interval
 
 PAGE = "mmbert.md"
 TITLE = "MMBERT"
@@ -286,16 +286,9 @@ CLAIM_SETS = {"homophone": "homophone", "emoji": "emoji", "pinyin": "pinyin", "s
 
 def parts(c: dict) -> str:
     """A claim's parts (``bench.claim_protocol.claim_parts``) in a few words."""
-    ratio = " ".join(x for x in (pct(c["ratio"], 0) if c["ratio"] is not None else "ratio undefined",
-                                 interval(c["ratio_interval"])) if x)
-    return (f"{c['parts_met']} of 3 (drop {f3(c['drop'])} against {f3(c['baseline_drop'])}, {ratio}; "
+    return (f"{c['parts_met']} of 3 (drop {f3(c['drop'])} against {f3(c['baseline_drop'])}, share "
+            f"{share(c['ratio'], c['ratio_interval'])}; "
             f"clean {f3(c['clean'])} against {f3(c['baseline_clean'])})")
-
-
-def share(figure: dict) -> str:
-    """A ratio figure (``bench.claim_protocol.ratio_figure``): the share, its interval; undefined where the
-    baseline lost nothing."""
-    return f"{pct(figure['value'], 0)} {interval(figure['interval'])}" if figure["value"] is not None else "undefined"
 
 
 def claim_router(r) -> list[Table]:
@@ -307,7 +300,8 @@ def claim_router(r) -> list[Table]:
     rows = []
     for model, m in d["models"].items():
         f1, routing = m["macro_f1"], m.get("routing")
-        rows.append([ARMS.get(model, model), f3(f1["clean"]), f"{f3(f1['homophone'])} ({f3(f1['clean'] - f1['homophone'])})",
+        rows.append([ARMS.get(model, model), f3(f1["clean"]),
+                     f"{f3(f1['homophone'])} ({f3(f1['clean'] - f1['homophone'])})",
                      parts(m["claim_against_twin"]), parts(m["against_fusion"]) if "against_fusion" in m else "",
                      f"{f3(routing['clean_text']['text'])} / {f3(routing['homophone_edited_text']['text'])}"
                      if routing else ""])
@@ -327,20 +321,19 @@ def claim_verdict(r) -> list[Table]:
     models = v["models"]
     sets = [k for k in CLAIM_SETS if k in models["mmbert"]["drop"]]
 
-    def scored(m: dict, key: str) -> str:
-        return f"{f3(m['macro_f1'][key]['value'])} ({f3(m['drop'][key]['value'])} {interval(m['drop'][key]['interval'])})"
-
-    absolute = [[ARMS.get(arm, arm), f"{f3(m['macro_f1']['clean']['value'])} {interval(m['macro_f1']['clean']['interval'])}"]
-                + [scored(m, k) for k in sets] for arm, m in models.items()]
+    absolute = [[ARMS.get(arm, arm), with_interval(m["macro_f1"]["clean"])]
+                + [f"{f3(m['macro_f1'][k]['value'])} ({with_interval(m['drop'][k])})" for k in sets]
+                for arm, m in models.items()]
     compared = []
     for pair, c in v["comparisons"].items():
         model, baseline = pair.split("_vs_")
         compared.append([f"{ARMS.get(model, model)} against {ARMS.get(baseline, baseline)}",
-                         f"{c['clean_minus_baseline']['value']:+.3f} {interval(c['clean_minus_baseline']['interval'])}",
-                         share(c["homophone"]["drop_share_of_baselines"])]
-                        + [f"{c[k]['baseline_drop_minus_drop']['value']:+.3f} "
-                           f"{interval(c[k]['baseline_drop_minus_drop']['interval'])}" for k in sets])
-    seeds = [[ARMS.get(arm, arm)] + [" / ".join(f3(x) for x in m["seeds"][key]["seeds"]) + f" (sd {f3(m['seeds'][key]['sd'])})"
+                         with_interval(c["clean_minus_baseline"], "+"),
+                         share(c["homophone"]["drop_share_of_baselines"]["value"],
+                               c["homophone"]["drop_share_of_baselines"]["interval"])]
+                        + [with_interval(c[k]["baseline_drop_minus_drop"], "+") for k in sets])
+    seeds = [[ARMS.get(arm, arm)] + [" / ".join(f3(x) for x in m["seeds"][key]["seeds"])
+                                      + f" (sd {f3(m['seeds'][key]['sd'])})"
                                       for key in ("clean_macro_f1", "drop_homophone")] for arm, m in models.items()]
     seeds += [[f"the claim at seed {seed}", parts(c), "holds" if c["holds"] else "does not hold"]
               for seed, c in v["claim_by_seed"].items()]
