@@ -217,8 +217,7 @@ class TermIndex:
         for k, a, b in matches(self._sound, sound.key(said), overlapping=True):
             start, end = at + syllables[a][1], at + syllables[b - 1][2]
             found += [Candidate(start, end, term, "pinyin") for term in self._sound_terms[self._sound_list[k]]
-                      if term != text[start:end] and term in self._readings
-                      and all(x in r for x, r in zip(said[a:b], self._readings[term]))]
+                      if term != text[start:end] and _confusions(said, said, a, b, self._readings[term]) == 0]
         return found
 
     def _noise_candidates(self, text: str) -> list[Candidate]:
@@ -284,7 +283,7 @@ def _with_pinyin(text: str, keyed: str, runs: list[tuple[int, int]]) -> tuple[st
         syllables = sound.read_pinyin(text[s:e])
         if not syllables:
             continue
-        for i in range(pos, s):
+        for i in range(pos, s + syllables[0][1]):  # what the run leaves unread stays as it is written
             symbols.append(keyed[i])
             places.append((i, i + 1))
             heard.append(None)
@@ -292,7 +291,7 @@ def _with_pinyin(text: str, keyed: str, runs: list[tuple[int, int]]) -> tuple[st
             symbols.append(sound.symbol(syllable))
             places.append((s + a, s + b))
             heard.append(syllable)
-        pos = e
+        pos = s + syllables[-1][2]
     for i in range(pos, len(text)):
         symbols.append(keyed[i])
         places.append((i, i + 1))

@@ -207,9 +207,12 @@ def pinyin_paths(run: str, tones: bool = True) -> tuple[tuple[tuple[str, int, in
                         _better(best, j + 1, (unread, count + 1, looks), (*path, (syllable, i, j + 1)))
                     # or without: the digit may be a look-alike letter of the next syllable instead
                     _better(best, j, (unread, count + 1, looks + used), (*path, (syllable, i, j)))
-    ends = [((unread + n - j, count, looks), paths) for j in range(max(0, n - EDGE), n + 1)
-            if best[j] is not None and _seam(run, j)
-            for (unread, count, looks), paths in [best[j]] if count >= (1 if unread + n - j == 0 else 2)]
+    ends = []  # the ways to the end: the characters after j left unread
+    for j in range(max(0, n - EDGE), n + 1):
+        if best[j] is not None and _seam(run, j):
+            (unread, count, looks), paths = best[j]
+            if count >= (2 if unread + n - j else 1):
+                ends.append(((unread + n - j, count, looks), paths))
     if not ends:
         return ()
     cost = min(cost for cost, _ in ends)
