@@ -65,15 +65,19 @@ def _decode(lm: CharNgramLM, padded: str, group: list[Candidate], costs: list[fl
     # at each place: {the last reach characters as read: (score, characters the candidates read back cover, them)}
     places: dict[int, dict[str, tuple[float, int, tuple[int, ...]]]] = {
         lo: {padded[max(0, lo - reach):lo]: (0.0, 0, ())}}
+    gram_logprob = lm._gram_logprob  # one character after a history of at most reach: one look-up
     for at in range(lo, hi):
         hypotheses = places.pop(at, {})
         kept = sorted(hypotheses.items(), key=lambda h: (-h[1][0], -h[1][1]))[:beam]
+        written = padded[at]
         for history, (score, covered, taken) in kept:
-            _extend(places, at + 1, lm, history, padded[at], (score, covered, taken))
+            context = history + written
+            _extend(places, at + 1, reach, context, (score + gram_logprob(context), covered, taken))
             for j in starting.get(at, ()):
                 c = group[j]
-                _extend(places, c.end + 1, lm, history, c.dst,
-                        (score - costs[j], covered + c.end - c.start, taken + (j,)))
+                context = history + c.dst
+                _extend(places, c.end + 1, reach, context,
+                        (score - costs[j] + _logprob(lm, history, c.dst), covered + c.end - c.start, taken + (j,)))
     right = padded[hi:hi + reach]
     ends = [(score + _logprob(lm, history, right), covered, taken)
             for history, (score, covered, taken) in places[hi].items()]
@@ -82,22 +86,19 @@ def _decode(lm: CharNgramLM, padded: str, group: list[Candidate], costs: list[fl
     return [indices[j] for j in best[2]]
 
 
-def _extend(places: dict, at: int, lm: CharNgramLM, history: str, read: str,
-            hypothesis: tuple[float, int, tuple[int, ...]]) -> None:
-    """Add ``hypothesis`` (score, characters covered, candidates taken), reading ``read`` after ``history``,
-    at place ``at``, unless one with the same last characters scores better there (or as well, covering as
-    much)."""
-    score, covered, taken = hypothesis
-    score += _logprob(lm, history, read)
-    context = history + read
-    now = context[max(0, len(context) - lm.order + 1):] if lm.order > 1 else ""
+def _extend(places: dict, at: int, reach: int, context: str, hypothesis: tuple[float, int, tuple[int, ...]]) -> None:
+    """Add ``hypothesis`` (score, characters covered, candidates taken), whose reading so far ends in
+    ``context``, at place ``at``, unless one with the same last ``reach`` characters scores better there (or
+    as well, covering as much)."""
+    now = context[max(0, len(context) - reach):] if reach else ""
     there = places.setdefault(at, {})
-    if now not in there or _better((score, covered), there[now][:2]):
-        there[now] = (score, covered, taken)
+    old = there.get(now)
+    if old is None or _better(hypothesis, old):
+        there[now] = hypothesis
 
 
-def _better(new: tuple[float, int], old: tuple[float, int]) -> bool:
-    """Whether (score, covered) ``new`` beats ``old``: a higher score, or as high covering more."""
+def _better(new: tuple, old: tuple) -> bool:
+    """Whether hypothesis ``new`` beats ``old``: a higher score, or as high covering more."""
     return new[0] > old[0] + TIE or (new[0] >= old[0] - TIE and new[1] > old[1])
 
 

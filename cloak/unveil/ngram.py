@@ -58,21 +58,22 @@ class CharNgramLM:
         return lp
 
     def _lookup(self, gram: str) -> float:
-        found, backoff = self.logprob_, self.backoff_
-        history, ch, weight = gram[:-1], gram[-1], 0.0
+        found, backoff, weight = self.logprob_, self.backoff_, 0.0
         while True:
-            lp = found.get(history + ch)
+            lp = found.get(gram)
             if lp is not None:
                 return weight + lp
-            if not history:
+            if len(gram) == 1:
                 return weight + self.unknown
-            weight += backoff.get(history, 0.0)
-            history = history[1:]
+            weight += backoff.get(gram[:-1], 0.0)
+            gram = gram[1:]
 
     def span_logprob(self, padded: str, start: int, end: int) -> float:
         """The log P of ``padded[start:end]`` given what comes before it (``padded``: a text between BOS and EOS)."""
-        n, gram_logprob = self.order - 1, self._gram_logprob
-        return sum(gram_logprob(padded[i - n if i > n else 0:i + 1]) for i in range(start, end))
+        n, gram_logprob, total = self.order - 1, self._gram_logprob, 0
+        for i in range(start, end):
+            total += gram_logprob(padded[i - n if i > n else 0:i + 1])
+        return total
 
     def logprob(self, text: str) -> float:
         """log P of a whole text (its end included)."""

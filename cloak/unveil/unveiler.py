@@ -116,6 +116,7 @@ class Unveiler:
                              f"targets {self.targets} mine none (give targets mined or lexicon+mined)")
         self.readers = frozenset(r for f in self.families.split("+") for r in FAMILIES[f])
         self._scorer: Scorer = make_scorer(self.scorer, self.model or "")
+        self._joint: bool | None = None  # whether the scorer is a JointScorer, known on first use
         self._index: TermIndex | None = None
         self._memo: dict[str, Unveiled] = {}
 
@@ -202,7 +203,9 @@ class Unveiler:
     def _read_back(self, pending: dict[int, tuple[str, list[Candidate]]]) -> dict[int, tuple[str, list[Edit]]]:
         """Each text (by its key) as read back, with its edits: by its likeliest reading where the scorer can
         weigh candidates together, else in rounds."""
-        if isinstance(self._scorer, JointScorer):
+        if self._joint is None:  # once: a protocol's isinstance is slow, and reading its reach loads the model
+            self._joint = isinstance(self._scorer, JointScorer)
+        if self._joint:
             return self._read_back_jointly(pending)
         return self._read_back_in_rounds(pending)
 
@@ -285,6 +288,7 @@ def _moved(candidates: list[Candidate], edits: list[Edit]) -> list[Candidate]:
         shift = sum(len(e.dst) - (e.end - e.start) for e in edits if e.end <= c.start)
         moved.append(c._replace(start=c.start + shift, end=c.end + shift))
     return moved
+
 
 def _trimmed(c: Candidate, text: str) -> Edit:
     """The candidate as an edit of only what it changes (黑任难又 -> 黑人男友 is 任难又 -> 人男友)."""
