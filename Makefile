@@ -55,11 +55,12 @@ weights: $(INSTALLED)
 	$(BIN)/mmcloak-weights $(WEIGHT_MODELS) $(WEIGHTS)
 
 ## demo: the toolkit's question on the bundled COLD sample: how much does a detector lose when posters
-## cloak, and does training on cloaked posts help? Cloak 2,000 training posts (the lexicon's terms and
-## those mined from the posts, whole, as posters write them; each post its own label's words, so that
-## non-offensive posts are cloaked as often and as heavily and a cloak does not mean offensive) with six
-## ops, train tfidf-lr on the clean posts and on clean + cloaked, attack both with every op and the search
-## attack on 300 test posts, and write demo_out/report.html
+## cloak, and what wins it back: training on cloaked posts, or `cloak unveil` in front? Cloak 2,000 training
+## posts (the lexicon's terms and those mined from the posts, whole, as posters write them; each post its own
+## label's words, so that non-offensive posts are cloaked as often and as heavily and a cloak does not mean
+## offensive) with six ops, train tfidf-lr on the clean posts and on clean + cloaked, attack both, each as it
+## is and behind unveil (reading back the same terms), with every op and the search attack on 300 test posts,
+## and write demo_out/report.html
 DEMO := demo_out
 demo: $(DEMO_INSTALLED)
 	rm -rf $(DEMO) && mkdir -p $(DEMO)  # a fresh run: evaluate would resume outcomes of older victims
@@ -71,7 +72,8 @@ demo: $(DEMO_INSTALLED)
 	$(BIN)/attacks train --model tfidf-lr --train $(DEMO)/train_augmented.jsonl --out $(DEMO)/tfidf-lr+cloaks -q
 	$(BIN)/attacks evaluate --victim $(DEMO)/tfidf-lr --victim $(DEMO)/tfidf-lr+cloaks \
 		--data samples/cold/cold_test_300.jsonl --attacks cloak,search --variants 2 \
-		--mine-from samples/cold/cold_train_2000.jsonl --out $(DEMO)/eval -q
+		--mine-from samples/cold/cold_train_2000.jsonl --out $(DEMO)/eval -q \
+		--defence unveil:targets=lexicon+mined:mine_from=samples/cold/cold_train_2000.jsonl
 	$(BIN)/attacks report $(DEMO)/eval --out $(DEMO)
 
 ## test: the suite to run before every commit: every test but those marked slow (no network, no model
