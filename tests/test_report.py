@@ -707,3 +707,19 @@ def test_no_table_is_cut_at_1280_pixels(report_dir, results, filters, other_ops,
         widths = _widths(chromium, page, tmp_path)
         assert {"matrix", "search"} <= {w["id"] for w in widths}
         assert all(w["table"] <= w["box"] + 0.5 and w["page"] <= 1280 for w in widths), widths
+
+
+def test_a_row_that_loses_nothing_to_the_cloaks_is_not_said_to_lose_most_to_one():
+    from attacks.report.ranking import row_parts
+
+    def cell(drop):
+        return {"figure": "ranked", "drop": drop, "interval": [drop, drop], "seen": False, "barely": False}
+
+    attacks = ["cloak:homophone", "cloak:pinyin"]
+    headings = {a: a.removeprefix("cloak:") for a in attacks}
+    unhurt = {"row": "d+unveil", "cells": {"cloak:homophone": cell(0.0), "cloak:pinyin": cell(-0.0002)}}
+    assert row_parts(unhurt, [], {}, attacks, headings) == ["loses nothing to any of 2 cloak attacks (0.000 on average)"]
+    hurt = {"row": "d", "cells": {"cloak:homophone": cell(0.1), "cloak:pinyin": cell(0.02)}}
+    said, = row_parts(hurt, [], {}, attacks, headings)
+    assert said.startswith("loses most to homophone (-0.100 macro-F1") and said.endswith("-0.060 on average over "
+                                                                                          "2 cloak attacks")

@@ -124,10 +124,13 @@ def row_parts(row: dict, search: Sequence[dict], names: dict[str, str], attacks:
     parts = []
     if cloaks:
         worst = max(cloaks, key=lambda a: cloaks[a]["drop"])
-        parts.append(f"loses most to {headings[worst]} ({change(cloaks[worst]['drop'])} macro-F1"
-                     f"{interval_text(cloaks[worst]['interval'])}), "
-                     f"{change(float(np.mean([c['drop'] for c in cloaks.values()])))} on average over "
-                     f"{plural(len(cloaks), 'cloak attack')}" + (" it did not see in training" if seen else ""))
+        mean = change(float(np.mean([c["drop"] for c in cloaks.values()])))
+        judged = plural(len(cloaks), "cloak attack") + (" it did not see in training" if seen else "")
+        if change(cloaks[worst]["drop"]).startswith("-"):
+            parts.append(f"loses most to {headings[worst]} ({change(cloaks[worst]['drop'])} macro-F1"
+                         f"{interval_text(cloaks[worst]['interval'])}), {mean} on average over {judged}")
+        else:  # "loses most to radical (0.000)" would name an attack it does not lose to
+            parts.append(f"loses nothing to any of {judged} ({mean} on average)")
     elif seen:
         parts.append(f"every cloak attack applied here cloaks with an op it was trained on ({len(seen)} of them): "
                      "its figures under them are in-distribution and flatter it, so they are no robustness "
