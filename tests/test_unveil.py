@@ -137,6 +137,9 @@ def test_the_ngram_model_is_a_distribution_and_its_file_is_deterministic(tmp_pat
         total = sum(math.exp(lm.char_logprob(history, ch)) for ch in vocabulary)
         unseen = math.exp(lm.char_logprob(history, "龘"))
         assert total + unseen == pytest.approx(1.0, abs=1e-6), history
+    four = CharNgramLM.fit(texts, order=4, min_count=1)
+    assert four.char_logprob("白人", "都") == four.gram_logprob("白人都") != four.gram_logprob("人都")  # all it has
+    assert four.char_logprob("中白人", "都") == four.gram_logprob("白人都")  # at most order - 1 characters
     a, b = tmp_path / "a.lm.gz", tmp_path / "b.lm.gz"
     lm.save(a)
     CharNgramLM.fit(texts, order=3, min_count=1, words=[("垃圾", 2)]).save(b)

@@ -65,7 +65,7 @@ def _decode(lm: CharNgramLM, padded: str, group: list[Candidate], costs: list[fl
     # at each place: {the last reach characters as read: (score, characters the candidates read back cover, them)}
     places: dict[int, dict[str, tuple[float, int, tuple[int, ...]]]] = {
         lo: {padded[max(0, lo - reach):lo]: (0.0, 0, ())}}
-    gram_logprob = lm._gram_logprob  # one character after a history of at most reach: one look-up
+    gram_logprob = lm.gram_logprob  # one character after a history of at most reach: one n-gram
     for at in range(lo, hi):
         hypotheses = places.pop(at, {})
         kept = sorted(hypotheses.items(), key=lambda h: (-h[1][0], -h[1][1]))[:beam]

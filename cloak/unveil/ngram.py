@@ -46,9 +46,9 @@ class CharNgramLM:
 
     def char_logprob(self, history: str, ch: str) -> float:
         """log P(ch | the last order-1 characters of history)."""
-        return self._gram_logprob(history[len(history) - self.order + 1:] + ch if self.order > 1 else ch)
+        return self.gram_logprob(history[max(0, len(history) - self.order + 1):] + ch if self.order > 1 else ch)
 
-    def _gram_logprob(self, gram: str) -> float:
+    def gram_logprob(self, gram: str) -> float:
         """log P(the last character of ``gram`` | the others), ``gram`` at most ``order`` long."""
         lp = self._seen.get(gram)
         if lp is None:
@@ -70,7 +70,7 @@ class CharNgramLM:
 
     def span_logprob(self, padded: str, start: int, end: int) -> float:
         """The log P of ``padded[start:end]`` given what comes before it (``padded``: a text between BOS and EOS)."""
-        n, gram_logprob, total = self.order - 1, self._gram_logprob, 0
+        n, gram_logprob, total = self.order - 1, self.gram_logprob, 0
         for i in range(start, end):
             total += gram_logprob(padded[i - n if i > n else 0:i + 1])
         return total
