@@ -477,16 +477,18 @@ def share_interval(hits: list[int], totals: list[int]) -> dict:
             "interval": [round(x, 4) for x in interval(np.concatenate(draws))]}
 
 
-def share_difference(first: list[int], second: list[int]) -> dict:
-    """The difference of two shares taken on the same posts (``first[i]`` and ``second[i]`` of post i, 0 or
-    1), with its paired 95% bootstrap interval: each draw of posts takes both."""
+def share_difference(first: list[int], second: list[int], totals: list[int] | None = None) -> dict:
+    """The difference of two shares taken on the same posts (``first[i]`` and ``second[i]`` of post i's
+    ``totals[i]`` items; without ``totals``, each post 0 or 1), with its paired 95% bootstrap interval: each
+    draw of posts takes both."""
     import numpy as np
 
     from attacks.bootstrap import interval, resamples
 
     a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
-    draws = [a[rows].mean(1) - b[rows].mean(1) for rows in resamples(len(a))]
-    return {"difference": round(float(a.mean() - b.mean()), 4),
+    t = np.ones_like(a) if totals is None else np.asarray(totals, dtype=float)
+    draws = [(a[rows].sum(1) - b[rows].sum(1)) / np.maximum(1, t[rows].sum(1)) for rows in resamples(len(a))]
+    return {"difference": round(float((a.sum() - b.sum()) / max(1.0, t.sum())), 4),
             "interval": [round(x, 4) for x in interval(np.concatenate(draws))]}
 
 

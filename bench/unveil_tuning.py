@@ -76,30 +76,40 @@ def read_candidates(unveiler: Unveiler, sets: list[tuple[str, Path, Lexicon | No
     return posts
 
 
-def judge(posts: list[tuple], setting: dict, lm: CharNgramLM,
-          memo: dict | None = None) -> tuple[float, dict[str, float]]:
-    """(the share of clean posts unchanged, the share of cloaked terms read back per op) under ``setting``,
-    each post read by its likeliest reading under ``lm``, as the unveiler reads it. ``memo``: the readings
-    of these posts under earlier settings, by their candidates' costs (a move of one reader's prior leaves
-    most posts' costs as they were)."""
+def read_posts(posts: list[tuple], setting: dict, lm: CharNgramLM,
+               memo: dict | None = None) -> list[tuple[str, int, int]]:
+    """Each post read under ``setting`` by its likeliest reading under ``lm``, as the unveiler reads it: (its
+    set's name, hits, of how many): for a cloak the terms read back right of those cloaked, for a clean post
+    1 of 1 if anything was read back. ``memo``: the readings of these posts under earlier settings, by their
+    candidates' costs (a move of one reader's prior leaves most posts' costs as they were)."""
     from cloak.unveil.lattice import best_reading
     from cloak.unveil.unveiler import cost
 
     penalties = {"fuzzy": setting["fuzzy"], "single": setting["single"], "priors": setting["priors"]}
-    clean = changed = 0
-    read, cloaked = {}, {}
     memo = {} if memo is None else memo
+    counts = []
     for k, (name, right, count, found, _, text) in enumerate(posts):
         candidates = [c for c, _ in found]
         costs = tuple(cost(c, setting["threshold"], **penalties) for c in candidates)
         if (k, costs) not in memo:
             memo[k, costs] = [candidates[j][:3] for j in best_reading(lm, text, candidates, costs)]
         taken = memo[k, costs]
+        counts.append((name, int(bool(taken)), 1) if name == "clean" else (name, sum(t in right for t in taken), count))
+    return counts
+
+
+def judge(posts: list[tuple], setting: dict, lm: CharNgramLM,
+          memo: dict | None = None) -> tuple[float, dict[str, float]]:
+    """(the share of clean posts unchanged, the share of cloaked terms read back per op) under ``setting``
+    (``read_posts``)."""
+    clean = changed = 0
+    read, cloaked = {}, {}
+    for name, hits, total in read_posts(posts, setting, lm, memo):
         if name == "clean":
-            clean, changed = clean + 1, changed + bool(taken)
+            clean, changed = clean + 1, changed + hits
         else:
-            cloaked[name] = cloaked.get(name, 0) + count
-            read[name] = read.get(name, 0) + sum(t in right for t in taken)
+            cloaked[name] = cloaked.get(name, 0) + total
+            read[name] = read.get(name, 0) + hits
     return 1 - changed / max(1, clean), {op: read[op] / max(1, cloaked[op]) for op in sorted(cloaked)}
 
 

@@ -394,6 +394,19 @@ def test_unveil_tuning_judges_a_setting_by_the_unveilers_own_reading():
     assert clean == 0.0
 
 
+
+def test_unveil_lm_sets_each_model_against_the_default_on_the_same_posts():
+    from bench.unveil_lm import DEFAULT, compared
+
+    counts = {DEFAULT: [("clean", 0, 1), ("clean", 1, 1), ("homophone", 1, 2), ("homophone", 0, 1)],
+              "more text": [("clean", 0, 1), ("clean", 0, 1), ("homophone", 2, 2), ("homophone", 1, 1)]}
+    figures = compared(counts)
+    assert figures[DEFAULT]["clean"]["share"] == 0.5 and figures["more text"]["clean"]["share"] == 1.0  # unchanged
+    assert figures["more text"]["clean"]["against_default"]["difference"] == 0.5
+    assert figures[DEFAULT]["homophone"]["share"] == round(1 / 3, 4) and figures["more text"]["homophone"]["share"] == 1
+    assert figures["more text"]["homophone"]["against_default"]["difference"] == round(2 / 3, 4)  # of 3 terms, not 2 posts
+    assert figures[DEFAULT]["homophone"]["against_default"] == {"difference": 0.0, "interval": [0.0, 0.0]}
+
 def test_unveil_judge_reads_each_judge_at_its_own_scores():
     import numpy as np
 

@@ -379,5 +379,33 @@ def unveil_judge(r) -> list[Table]:
                   "fitted on them.")]
 
 
+
+def unveil_lm(r) -> list[Table]:
+    d = r("unveil_lm.json")
+    models = d["models"]
+    default, *others = models.values()
+    sets = ["clean", *sorted(n for n in default["dev"] if n != "clean")]
+
+    def against(figure: dict) -> str:
+        difference = figure["against_default"]
+        return f"{f3(figure['share'])} ({difference['difference']:+.3f} {interval(difference['interval'])})"
+
+    rows = [["clean posts left unchanged" if name == "clean" else f"`{name}`: terms read back",
+             f3(default["dev"][name]["share"]), *(against(m["dev"][name]) for m in others)] for name in sets]
+    cost = [[name, num(m["file_mb"], 1), num(m["memory_mb"]), num(m["seconds"], 1)] for name, m in models.items()]
+    setting = d["setting"]
+    return [Table("cloak unveil: which n-gram model to score with", ["unveil_lm.json"],
+                  ["COLD dev", *models], rows,
+                  f"Each model read every candidate of COLD dev's cloaks (each op at its defaults, `poster` strength, "
+                  f"seed 1; {num(d['posts_with_candidates'])} posts with a candidate, clean ones included) at the "
+                  f"unveiler's default settings (threshold {setting['threshold']}, chosen on COLD dev with the first "
+                  "model); in brackets the difference from the first model, paired bootstrap 95% interval over posts. "
+                  "COLD dev is where settings are chosen: these figures choose, COLD test would judge."),
+            Table("cloak unveil: what each n-gram model costs", ["unveil_lm.json"],
+                  ["model", "file MB", "memory MB", "seconds to load"], cost,
+                  "Each loaded in a fresh Python process; memory: the peak resident size it adds, once mmcloak "
+                  "is imported (what each worker process of `cloak unveil --workers` holds).")]
+
+
 TABLES = [demo, coverage, perturb_command, speed, realism, scale, augmentation, balanced, unveil, c2tu, unveil_scorers,
-          unveil_judge, long_posts, ray]
+          unveil_judge, unveil_lm, long_posts, ray]
