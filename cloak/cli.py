@@ -287,7 +287,8 @@ unveil.params[2:2] = dataclass_options([Unveiler])  # after --in and --out: the 
               "`cloak unveil --model`.")
 @click.option("--order", type=click.IntRange(1, 8), default=4, show_default=True, help="Characters an n-gram spans.")
 @click.option("--min-count", type=click.IntRange(1), default=2, show_default=True,
-              help="N-grams seen fewer times are left out (a smaller file; 1 keeps them all).")
+              help="N-grams seen fewer times are left out (a smaller file; 1 keeps them all: on COLD, 1.5 points "
+                   "more homophone cloaks read back at five times the memory, 678 MB against 134).")
 @click.option("--dictionary", type=click.IntRange(0), default=100, show_default=True, metavar="F",
               help="Also fit on the words of jieba's dictionary this frequent (0: none): which characters make "
                    "words beyond what the posts hold.")
