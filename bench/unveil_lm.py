@@ -24,6 +24,7 @@ from pathlib import Path
 
 from bench.common import (BIN, RESULTS, WORK, cold_work, machine_info, mined_terms, missing_data, ngram_model, parser,
                           print_summary, run_once, share_difference, write_result)
+from cloak.common.io import write_atomic
 
 DEFAULT = "COLD train"
 
@@ -34,8 +35,8 @@ def models(work: Path, swsr: Path, steps: dict) -> dict[str, Path]:
         BIN / "cloak", "convert", "--from", "swsr", "--in", swsr / "SexComment.csv", "--out", work / "swsr.jsonl"],
         steps)
     both = work / "train_swsr.jsonl"
-    if not both.exists():  # cloak fit-lm reads one file
-        both.write_bytes((work / "train.jsonl").read_bytes() + swsr_posts.read_bytes())
+    if not both.exists():  # cloak fit-lm reads one file; atomic, so that a half-written one is never reused
+        write_atomic(both, (work / "train.jsonl").read_bytes() + swsr_posts.read_bytes())
     fitted = {DEFAULT: ngram_model(work, steps)}
     every = ["--min-count", 1]
     for name, train, flags, out in ((f"{DEFAULT}, every n-gram", work / "train.jsonl", every, "cold_every.lm.gz"),
