@@ -87,14 +87,15 @@ def main() -> None:
     if args.swsr is None:
         raise SystemExit(missing_data("swsr"))
     started = time.perf_counter()
-    from bench.unveil import OPS
     from bench.unveil_tuning import candidates, read_posts
+    from cloak.ops import available_ops
     from cloak.unveil import CharNgramLM, Unveiler
     from cloak.unveil.unveiler import FUZZY, PRIORS, SINGLE, THRESHOLD
 
     work, steps = cold_work(args, ("train", "dev"))
     terms, fitted = mined_terms(work, steps), models(work, args.swsr, steps)
-    posts = candidates(Unveiler(lexicon=str(terms), model=str(fitted[DEFAULT])), work, terms, OPS, steps)
+    posts = candidates(Unveiler(lexicon=str(terms), model=str(fitted[DEFAULT])), work, terms, sorted(available_ops()),
+                       steps)  # every op, as bench.unveil --tune reads them
     setting = {"threshold": THRESHOLD, "fuzzy": FUZZY, "single": SINGLE, "priors": dict(PRIORS)}
     counts = {}
     for name, model in fitted.items():
