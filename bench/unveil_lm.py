@@ -65,12 +65,13 @@ def compared(counts: dict[str, list[tuple[str, int, int]]]) -> dict[str, dict]:
     """Per model: the share of clean posts unchanged and of cloaked terms read back per op, each beside its
     difference from the default model's, paired over posts."""
     base = counts[DEFAULT]
-    sets = sorted({name for name, _, _ in base})
+    posts = {}  # each set's posts, at the same places in every model's counts
+    for k, (name, _, _) in enumerate(base):
+        posts.setdefault(name, []).append(k)
     figures = {}
     for model, rows in counts.items():
         figures[model] = {}
-        for name in sets:
-            picked = [k for k, row in enumerate(rows) if row[0] == name]
+        for name, picked in sorted(posts.items()):
             hits, totals = [rows[k][1] for k in picked], [rows[k][2] for k in picked]
             if name == "clean":  # a clean post counts 1 where it changed; the figure is the share unchanged
                 hits, before = [1 - h for h in hits], [1 - base[k][1] for k in picked]

@@ -394,7 +394,6 @@ def test_unveil_tuning_judges_a_setting_by_the_unveilers_own_reading():
     assert clean == 0.0
 
 
-
 def test_unveil_lm_sets_each_model_against_the_default_on_the_same_posts():
     from bench.unveil_lm import DEFAULT, compared
 
@@ -406,6 +405,7 @@ def test_unveil_lm_sets_each_model_against_the_default_on_the_same_posts():
     assert figures[DEFAULT]["homophone"]["share"] == round(1 / 3, 4) and figures["more text"]["homophone"]["share"] == 1
     assert figures["more text"]["homophone"]["against_default"]["difference"] == round(2 / 3, 4)  # of 3 terms, not 2 posts
     assert figures[DEFAULT]["homophone"]["against_default"] == {"difference": 0.0, "interval": [0.0, 0.0]}
+
 
 def test_unveil_judge_reads_each_judge_at_its_own_scores():
     import numpy as np

@@ -76,8 +76,9 @@ def _decode(lm: CharNgramLM, padded: str, group: list[Candidate], costs: list[fl
             for j in starting.get(at, ()):
                 c = group[j]
                 context = history + c.dst
+                lp = lm.span_logprob(context, len(history), len(context))  # the candidate read after history
                 _extend(places, c.end + 1, reach, context,
-                        (score - costs[j] + _logprob(lm, history, c.dst), covered + c.end - c.start, taken + (j,)))
+                        (score - costs[j] + lp, covered + c.end - c.start, taken + (j,)))
     right = padded[hi:hi + reach]
     ends = [(score + _logprob(lm, history, right), covered, taken)
             for history, (score, covered, taken) in places[hi].items()]

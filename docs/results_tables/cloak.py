@@ -379,7 +379,6 @@ def unveil_judge(r) -> list[Table]:
                   "fitted on them.")]
 
 
-
 def unveil_lm(r) -> list[Table]:
     d = r("unveil_lm.json")
     models = d["models"]
