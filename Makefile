@@ -238,12 +238,19 @@ bench-llm: need-cold $(BENCH_INSTALLED)
 CLAIM_WORK ?= $(BENCH_WORK)/mmbert_claim
 CLAIM = $(PY) bench.mmbert_claim --cold $(COLD) --weights $(WEIGHTS) --backbone $(WEIGHTS)/e5 --work $(CLAIM_WORK)
 LLM_CLAIM = $(PY) bench.llm_detector --gguf $(QWEN) --work $(CLAIM_WORK)
+# A step that makes a choice or reads the test runs once: once its output is there, a rerun (after a stop further
+# on) says so and goes on, rather than choose again after the test or stop where the test refuses a second read.
+once = if [ -e $(1) ]; then echo "make: $(1) is there: its step is skipped (made once)"; else $(2); fi
 bench-mmbert-claim: need-cold $(BENCH_INSTALLED)
-	for step in data test-data choose train router test; do $(CLAIM) $$step || exit 1; done
+	$(CLAIM) data && $(CLAIM) test-data
+	@$(call once,bench/results/mmbert_claim_validation.json,$(CLAIM) choose)
+	$(CLAIM) train && $(CLAIM) router
+	@$(call once,bench/results/mmbert_claim_test.json,$(CLAIM) test)
 	$(PY) bench.mmbert_verdict --protocol bench/protocols/mmbert_claim.yaml bench/results/mmbert_claim_test.json \
 		--out bench/results/mmbert_claim_verdict.json
 	$(BIN)/mmcloak-weights qwen $(WEIGHTS)
-	$(LLM_CLAIM) choose && $(LLM_CLAIM) test
+	@$(call once,bench/results/llm_detector_validation.json,$(LLM_CLAIM) choose)
+	@$(call once,bench/results/llm_detector_test.json,$(LLM_CLAIM) test)
 
 clean:
 	rm -rf $(VENV) $(OPEN_CLIP_VENV) demo_out .pytest_cache .hypothesis *.egg-info
