@@ -230,8 +230,9 @@ bench-llm: need-cold $(BENCH_INSTALLED)
 
 ## bench-mmbert-claim: MMBERT's claim settled under the protocol committed in bench/protocols/mmbert_claim.yaml
 ## (issue 56): the settings chosen on a validation split carved from COLD train, every arm (MMBERT, its twin on
-## the same budget, fusion without experts, bert + augmentation) at three seeds, the router's variants on
-## validation, the fresh test read once, the verdict; and the llm detector chosen the same way. About 35 hours
+## the same budget, fusion without experts, bert + augmentation, and that bert behind cloak unveil: the addendum
+## bench/protocols/mmbert_claim_unveil.yaml) at three seeds, the router's variants on validation, the fresh
+## test read once, the verdict; and the llm detector chosen the same way. About 35 hours
 ## on 2 CPU cores; needs `make weights`, espeak-ng and (for the llm) llama-cpp-python[server]. Every step
 ## resumes; test-data and test refuse to run while the protocol has changes not committed.
 .PHONY: bench-mmbert-claim
@@ -245,7 +246,7 @@ bench-mmbert-claim: need-cold $(BENCH_INSTALLED)
 	$(CLAIM) data && $(CLAIM) test-data
 	@$(call once,bench/results/mmbert_claim_validation.json,$(CLAIM) choose)
 	$(CLAIM) train && $(CLAIM) router
-	@$(call once,bench/results/mmbert_claim_test.json,$(CLAIM) test)
+	@$(call once,bench/results/mmbert_claim_test.json,$(CLAIM) test --addendum bench/protocols/mmbert_claim_unveil.yaml)
 	$(PY) bench.mmbert_verdict --protocol bench/protocols/mmbert_claim.yaml bench/results/mmbert_claim_test.json \
 		--out bench/results/mmbert_claim_verdict.json
 	$(BIN)/mmcloak-weights qwen $(WEIGHTS)

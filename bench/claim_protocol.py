@@ -49,6 +49,10 @@ PROTOCOL = {
 }
 STAGE3 = {"text_mask": SHARE, "term_mask": SHARE, "term_holdout": SHARE}
 ROUTER = {"aux_loss_weight": Interval(float, 0), "feed_forward": Options("experts", "modality")}
+# An addendum: arms added to a protocol's one test, committed before it is read, without changing the protocol
+# (every output of its runs records the protocol's SHA-256). ``extends`` names that protocol by path and hash.
+ADDENDUM = {"name": InstanceOf(str), "extends": {"path": InstanceOf(str), "sha256": InstanceOf(str)},
+            "arms": {"bert_unveil": InstanceOf(str)}, "defence": InstanceOf(str)}
 
 
 class Protocol(dict):
@@ -65,18 +69,44 @@ class Protocol(dict):
 
 def load_protocol(path: Path) -> Protocol:
     """The protocol at ``path``, checked against ``PROTOCOL``; one line naming the file if it is not one."""
+    def settings(checked: dict) -> None:
+        for name, setting in checked["candidates"].items():
+            validate(setting, STAGE3, f"candidates.{name}")
+        for name, setting in checked["router_variants"].items():
+            validate(setting, ROUTER, f"router_variants.{name}")
+
+    return _read(path, PROTOCOL, settings, "a protocol")
+
+
+def load_addendum(path: Path, protocol: Protocol) -> Protocol:
+    """The addendum at ``path`` (checked against ``ADDENDUM``), which must extend ``protocol`` as it stands."""
+    def whole(checked: dict) -> None:
+        from cloak.unveil import Unveiler
+
+        missing = [k for k in ("name", "extends", "arms", "defence") if k not in checked]
+        if missing or "bert_unveil" not in checked["arms"]:
+            raise ParameterError(f"missing {', '.join(missing or ['arms.bert_unveil'])}")
+        try:
+            Unveiler.from_spec(checked["defence"])
+        except ValueError as e:
+            raise ParameterError(f"defence: {e}") from None
+
+    addendum = _read(path, ADDENDUM, whole, "an addendum")
+    same_protocol(addendum["extends"], protocol, f"the addendum {relative(Path(path))}")
+    return addendum
+
+
+def _read(path: Path, schema: dict, check, what: str) -> Protocol:
+    """A YAML file checked against ``schema`` and by ``check``, with its path and SHA-256."""
     import yaml
 
     text = Path(path).read_bytes()
     try:
         values = yaml.safe_load(text)
-        checked = validate(values if isinstance(values, dict) else {}, PROTOCOL, "")
-        for name, setting in checked["candidates"].items():
-            validate(setting, STAGE3, f"candidates.{name}")
-        for name, setting in checked["router_variants"].items():
-            validate(setting, ROUTER, f"router_variants.{name}")
+        checked = validate(values if isinstance(values, dict) else {}, schema, "")
+        check(checked)
     except (yaml.YAMLError, ParameterError) as e:
-        raise SystemExit(f"{path}: not a protocol: {e}") from None
+        raise SystemExit(f"{path}: not {what}: {e}") from None
     protocol = Protocol(checked)
     protocol.path, protocol.sha256 = Path(path), hashlib.sha256(text).hexdigest()
     return protocol

@@ -9,7 +9,8 @@ Run from the repository root, step by step (each resumes where it stopped; a fin
     .venv/bin/python -m bench.mmbert_claim train $P       # every arm of every seed at the chosen setting
     .venv/bin/python -m bench.mmbert_claim router $P      # the router's variants, on validation only
     .venv/bin/python -m bench.mmbert_claim test-data $P   # the fresh test posts (needs the protocol committed)
-    .venv/bin/python -m bench.mmbert_claim test $P        # every arm scored on them, once
+    .venv/bin/python -m bench.mmbert_claim test $P --addendum bench/protocols/mmbert_claim_unveil.yaml
+                                                          # every arm scored on them, once
     .venv/bin/python -m bench.mmbert_verdict --protocol bench/protocols/mmbert_claim.yaml \\
         bench/results/mmbert_claim_test.json --out bench/results/mmbert_claim_verdict.json
 
@@ -30,6 +31,9 @@ it has changes not committed. The arms, at each seed:
   offensive or not alike: augmentation).
 - ``best_text_only``: the twin at the candidate whose twin read the clean validation posts best, where
   that is not the chosen one (the strongest text-only detector the candidates offer).
+- ``bert_unveil`` (``--addendum``, an addendum committed before the test; the protocol itself predates the
+  defence): ``bert_augmented`` with ``cloak unveil`` in front, the lexicon's terms and those mined from the
+  training posts as they are, tested beside the others.
 
 A run moves to another machine with its work folder: copy ``--work`` whole (``rsync -a``) and run the same
 step there with ``--work`` pointing at the copy; every stage resumes from its last checkpoint, and every
@@ -43,8 +47,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.claim_protocol import (Protocol, claim_parts, committed, digits, load_protocol, resampled, same_protocol,
-                                  undigits)
+from bench.claim_protocol import (Protocol, claim_parts, committed, digits, load_addendum, load_protocol, resampled,
+                                  same_protocol, undigits)
 from bench.common import (RESULTS, WORK, backbone_info, machine_info, parser, read_json, relative, weight_files,
                           write_result)
 from bench.mmbert_data import (MAX_CHARS, MIN_CHARS, TEST_OPS, TEST_SETS, TRAIN_OPS, cloaked, cloaked_sets,
@@ -52,7 +56,7 @@ from bench.mmbert_data import (MAX_CHARS, MIN_CHARS, TEST_OPS, TEST_SETS, TRAIN_
                                written)
 from bench.mmbert_evaluation import evaluate
 from bench.mmbert_runs import speech_step, trained
-from cloak.common.io import read_records
+from cloak.common.io import read_records, write_records
 
 PROTOCOL = Path(__file__).resolve().parent / "protocols" / "mmbert_claim.yaml"
 HELD_OUT_SETS = ("heldout_homophone", "heldout_homophone_seen")
@@ -197,9 +201,11 @@ def model_folders(args, seed: int, chosen: str, best_text_only: str | None) -> d
 
 # ---------------------------------------------------------------------------------------------- scoring
 
-def predictions(folder: Path, split: str, args, protocol: Protocol) -> dict[str, np.ndarray]:
-    """A model's predicted labels on every set of ``split``, kept in ``WORK/scores`` (each scored once)."""
-    name = str(folder.relative_to(args.work))
+def predictions(folder: Path, split: str, args, protocol: Protocol, defence: str | None = None
+                ) -> dict[str, np.ndarray]:
+    """A model's predicted labels on every set of ``split``, kept in ``WORK/scores`` (each scored once);
+    ``defence``: a saved victim with ``cloak unveil`` in front, set up by that spec."""
+    name = str(folder.relative_to(args.work)) + ("+unveil" if defence else "")
     kept = args.work / "scores" / split / (name.replace("/", "_") + ".json")
     if kept.exists():
         return {k: undigits(v) for k, v in read_json(kept)["predictions"].items()}
@@ -207,7 +213,10 @@ def predictions(folder: Path, split: str, args, protocol: Protocol) -> dict[str,
     if (folder / "victim.json").exists():
         from attacks import load_victim
 
+        from attacks.victims.defended import defend
+
         victim = load_victim(str(folder))
+        victim = defend(victim, defence) if defence else victim
         found = {k: victim.predict_proba([r["text"] for _, r in read_records(str(path))]).argmax(1)
                  for k, path in files.items()}
     else:
@@ -390,9 +399,23 @@ def masked_in_training(protocol: Protocol, args, setting: str) -> dict:
     return term_overlap(sets, terms, masked)
 
 
+def unveil_spec(addendum: Protocol, args) -> str:
+    """The addendum's ``cloak unveil`` spec, its terms mined from the training posts as they are (no cloaks:
+    a cloak mined as a term would be read back as itself), written beside the training file."""
+    clean = data_dir(args) / "train_posts.jsonl"
+    if not clean.exists():
+        write_records(str(clean), (r for _, r in read_records(str(data_dir(args) / "train.jsonl"), labels=True)
+                                   if "cloak" not in r))
+    return f"{addendum['defence']}:mine_from={clean}"
+
+
 def test(protocol: Protocol, args) -> dict:
-    """Every arm of every seed scored on the fresh test, once; their predictions, for the verdict."""
+    """Every arm of every seed scored on the fresh test, once (and the addendum's arms, where one is given);
+    their predictions, for the verdict."""
     commit, choice = committed(protocol), the_choice(protocol)
+    addendum = load_addendum(args.addendum, protocol) if args.addendum else None
+    added = {"addendum": {**addendum.record, "commit": committed(addendum), "arms": addendum["arms"],
+                          "defence": addendum["defence"]}} if addendum else {}
     if OUTPUTS["test"].exists():
         raise SystemExit(f"{relative(OUTPUTS['test'])} exists: the test is read once under a protocol")
     about = read_json(data_dir(args) / "test_sample.json")
@@ -405,13 +428,16 @@ def test(protocol: Protocol, args) -> dict:
             if not ((folder / "training.json").exists() or (folder / "done.json").exists()):
                 raise SystemExit(f"{folder} is not trained: run `python -m bench.mmbert_claim train` first")
             found.setdefault(arm, []).append(predictions(folder, "test", args, protocol))
+        if addendum:
+            found.setdefault("bert_unveil", []).append(predictions(
+                seed_dir(args, seed) / "bert_augmented", "test", args, protocol, unveil_spec(addendum, args)))
         routing[str(seed)] = routing_summary(model_folders(args, seed, chosen, best)["mmbert"],
                                              split_files(args, "test"), RESULTS / f"mmbert_claim_routing_seed{seed}",
                                              run_config(protocol, args, seed)["features"])
     labels = labels_of(args, "test")
     backbone = backbone_info(args.backbone, protocol["training"]["backbone_layers"])
     result = {"benchmark": "bench/mmbert_claim.py test", "protocol": protocol.record, "protocol_commit": commit,
-              "chosen": chosen, "setting": protocol["candidates"][chosen], "best_text_only": best,
+              **added, "chosen": chosen, "setting": protocol["candidates"][chosen], "best_text_only": best,
               "seeds": protocol["seeds"],
               "test": {**{k: v for k, v in about.items() if k not in ("protocol", "speech")},
                        "term_overlap": masked_in_training(protocol, args, chosen)},
@@ -447,6 +473,8 @@ def main() -> None:
     ap = parser(__doc__, cold=True, work=WORK / "mmbert_claim", weights=True)
     ap.add_argument("step", choices=list(STEPS), help="the protocol's step to run (each resumes; see above)")
     ap.add_argument("--protocol", type=Path, default=PROTOCOL, help="the committed protocol file")
+    ap.add_argument("--addendum", type=Path, default=None, metavar="FILE",
+                    help="test: a committed addendum to the protocol, whose arms are tested beside its own")
     ap.add_argument("--backbone", type=Path, required=True, help="the encoder folder (multilingual-e5-small)")
     ap.add_argument("--speech-workers", type=int, default=len(os.sched_getaffinity(0)), metavar="N",
                     help="processes that speak and encode the texts [one a core]")

@@ -21,7 +21,8 @@ Under a protocol (``--protocol bench/protocols/mmbert_claim.yaml bench/results/m
 verdict refuses a test made under another protocol (its SHA-256 recorded in the test's JSON) and records
 the file's SHA-256 and commit. Its figures: every model's macro-F1 clean and under every cloak (the held-out
 terms' too) and its drops, each with its interval; MMBERT against the twin, the fusion baseline, the best
-text-only model and bert + augmentation (differences and the ratio of the drops, each with its interval);
+text-only model, bert + augmentation and (where the test ran an addendum's arm) bert + augmentation + unveil
+(differences and the ratio of the drops, each with its interval);
 each seed's figures and their spread; the claim's parts at every seed alone; the share of the attacked
 terms that training masked; and whether the mixture earns its place over fusion.
 """
@@ -107,7 +108,7 @@ def claim(figures: dict, bounds: dict) -> dict:
 
 # Who is compared with whom under a protocol: (model, baseline), where both were tested.
 PAIRS = (("mmbert", "twin"), ("mmbert", "fusion"), ("fusion", "twin"), ("mmbert", "best_text_only"),
-         ("mmbert", "bert_augmented"), ("twin", "bert_augmented"))
+         ("mmbert", "bert_augmented"), ("twin", "bert_augmented"), ("mmbert", "bert_unveil"))
 
 
 def protocol_verdict(protocol, test: dict) -> dict:
@@ -138,7 +139,9 @@ def protocol_main(args) -> None:
     same_protocol(test.get("protocol"), protocol, relative(args.runs[0]))
     verdict = protocol_verdict(protocol, test)
     write_result(args.out, {"benchmark": "bench/mmbert_verdict.py", "protocol": protocol.record,
-                            "protocol_commit": test["protocol_commit"], "test": relative(args.runs[0]),
+                            "protocol_commit": test["protocol_commit"],
+                            **({"addendum": test["addendum"]} if "addendum" in test else {}),
+                            "test": relative(args.runs[0]),
                             "chosen": test["chosen"], "setting": test["setting"], "seeds": test["seeds"],
                             "test_posts": len(test["labels"]), "test_sample": test["test"]["sample"],
                             "backbone": test["backbone"], "resamples": protocol["bootstrap"]["resamples"],

@@ -18,6 +18,7 @@ pytest.importorskip("torch")
 yaml = pytest.importorskip("yaml")
 
 PROTOCOL = ROOT / "bench" / "protocols" / "mmbert_claim.yaml"
+ADDENDUM = ROOT / "bench" / "protocols" / "mmbert_claim_unveil.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +40,14 @@ def tiny_protocol(path: Path) -> Path:
     protocol["router_variants"] = {"modality": {"feed_forward": "modality"}}
     protocol["bootstrap"]["resamples"] = 100
     path.write_text(yaml.safe_dump(protocol, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def tiny_addendum(path: Path, protocol) -> Path:
+    """The committed addendum, extending ``protocol`` instead."""
+    addendum = yaml.safe_load(ADDENDUM.read_text(encoding="utf-8"))
+    addendum["extends"] = protocol.record
+    path.write_text(yaml.safe_dump(addendum, allow_unicode=True), encoding="utf-8")
     return path
 
 
@@ -64,6 +73,21 @@ def test_the_protocol_is_checked_and_hashed(tmp_path):
         same_protocol({"sha256": "0" * 64}, protocol, "x")
 
 
+def test_an_addendum_extends_the_protocol_as_it_stands(tmp_path):
+    from bench.claim_protocol import load_addendum, load_protocol
+
+    protocol = load_protocol(PROTOCOL)
+    assert load_addendum(ADDENDUM, protocol)["extends"]["sha256"] == protocol.sha256  # the committed pair agree
+    other = load_protocol(tiny_protocol(tmp_path / "p.yaml"))
+    with pytest.raises(SystemExit, match="another protocol"):
+        load_addendum(ADDENDUM, other)
+    bad = tmp_path / "a.yaml"
+    bad.write_text(tiny_addendum(bad, other).read_text(encoding="utf-8").replace(
+        "unveil:targets=lexicon+mined", "unveil:treshold=3"), encoding="utf-8")
+    with pytest.raises(SystemExit, match="did you mean 'threshold'"):
+        load_addendum(bad, other)
+
+
 @pytest.fixture(scope="module")
 def claim_run(cold, tiny_whisper, xlmr_backbones, tmp_path_factory):
     """Every step of bench.mmbert_claim on tiny models, in process, its outputs kept in a temporary folder;
@@ -77,7 +101,8 @@ def claim_run(cold, tiny_whisper, xlmr_backbones, tmp_path_factory):
     shutil.copy(tiny_whisper, root / "weights" / "whisper-base.pt")
     protocol = load_protocol(tiny_protocol(root / "protocol.yaml"))
     args = argparse.Namespace(cold=cold, work=root / "work", weights=root / "weights",
-                              backbone=Path(xlmr_backbones["e5"]), speech_workers=1)
+                              backbone=Path(xlmr_backbones["e5"]), speech_workers=1,
+                              addendum=tiny_addendum(root / "addendum.yaml", protocol))
     seen = {"updates": {}, "masks": {}}
     stage_loss, masked_text = train_module.stage_loss, train_module.masked_text
 
@@ -152,8 +177,8 @@ def test_every_arm_is_trained_chosen_on_validation_and_tested_once(claim_run):
     assert choice["candidates"][choice["chosen"]]["claim"]["parts_met"] == max(
         c["claim"]["parts_met"] for c in choice["candidates"].values())
     test = steps["test"]
-    arms = {"mmbert", "twin", "fusion", "bert_augmented"} | ({"best_text_only"} if choice["best_text_only"] !=
-                                                             choice["chosen"] else set())
+    arms = {"mmbert", "twin", "fusion", "bert_augmented", "bert_unveil"} | (
+        {"best_text_only"} if choice["best_text_only"] != choice["chosen"] else set())
     assert set(test["predictions"]) == arms
     assert all(len(test["predictions"][arm][0]["clean"]) == len(test["labels"]) for arm in arms)
     assert set(test["predictions"]["mmbert"][0]) == {"clean", "homophone", "emoji", "pinyin", "split",
@@ -163,6 +188,11 @@ def test_every_arm_is_trained_chosen_on_validation_and_tested_once(claim_run):
     router = steps["router"]["models"]
     assert set(router) == {"mmbert", "fusion", "router_modality"} and "routing" in router["router_modality"]
     assert test["protocol"]["sha256"] == claim_run["protocol"].sha256 and test["protocol_commit"] == "c0ffee"
+    assert test["addendum"]["commit"] == "c0ffee" and test["addendum"]["defence"] == "unveil:targets=lexicon+mined"
+    scores = claim_run["args"].work / "scores" / "test"  # bert behind unveil scored apart from bert alone
+    assert {"seed0_bert_augmented.json", "seed0_bert_augmented+unveil.json"} <= {p.name for p in scores.iterdir()}
+    posts = claim_run["args"].work / "data" / "train_posts.jsonl"  # what unveil mined its terms from: no cloak
+    assert read_jsonl(posts) and not any("cloak" in r for r in read_jsonl(posts))
     outputs = {k: root / "results" / v.name for k, v in claim.OUTPUTS.items()}
     with pytest.MonkeyPatch.context() as patched:
         patched.setattr(claim, "OUTPUTS", outputs)
@@ -189,7 +219,9 @@ def test_the_verdict_judges_the_test_under_its_protocol_and_no_other(claim_run):
     low, high = mmbert["macro_f1"]["clean"]["interval"]
     assert low <= high and set(mmbert["drop"]) >= {"homophone", "heldout_homophone"}
     assert set(mmbert["seeds"]["clean_macro_f1"]) == {"seeds", "sd"}
-    assert {"mmbert_vs_twin", "mmbert_vs_fusion", "mmbert_vs_bert_augmented"} <= set(verdict["comparisons"])
+    assert {"mmbert_vs_twin", "mmbert_vs_fusion", "mmbert_vs_bert_augmented", "mmbert_vs_bert_unveil"} <= set(
+        verdict["comparisons"])
+    assert verdict["addendum"]["defence"] == "unveil:targets=lexicon+mined"
     assert verdict["term_overlap"]["attacked_terms"] > 0 and set(verdict["claim_by_seed"]) == {"0"}
     changed = root / "protocol.yaml"
     changed.write_text(changed.read_text(encoding="utf-8").replace("ratio_at_most: 0.5", "ratio_at_most: 0.6"),
@@ -214,6 +246,7 @@ def test_the_results_page_shows_the_router_and_the_verdict_once_they_are_run(cla
     page = "\n".join(t.markdown(judged) for t in claim_router(judged) + claim_verdict(judged))
     assert "Not run yet" not in page
     assert "| router_modality |" in page and "| MMBERT |" in page and "| fusion, no experts |" in page
+    assert "| bert + augmentation + unveil |" in page and "from its addendum" in page
     assert "MMBERT against text-only twin" in page and "the claim at seed 0" in page
     assert "held-out terms (drop [95%])" in page and "attacked terms" in page
     from results_tables.headline import protocol_result
@@ -221,3 +254,4 @@ def test_the_results_page_shows_the_router_and_the_verdict_once_they_are_run(cla
     verdict = json.loads((results / "mmbert_claim_verdict.json").read_text())
     said = protocol_result(verdict)  # README's MMBERT row, once the test is judged
     assert f"the claim is **{'met' if verdict['claim']['holds'] else 'not met'}**" in said and "50 fresh posts" in said
+    assert "with `cloak unveil` in front loses" in said

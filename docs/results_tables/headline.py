@@ -25,7 +25,10 @@ def protocol_result(v: dict) -> str:
             f"against {f3(c['baseline_clean'])}: the claim is **{'met' if c['holds'] else 'not met'}** "
             f"({c['parts_met']} of 3 parts)"
             + (f"; against fusion without experts, the mixture {'earns' if fusion['holds'] else 'does not earn'} "
-               f"its place" if fusion else ""))
+               f"its place" if fusion else "")
+            + (f"; bert + augmentation with `cloak unveil` in front loses {f3(unveiled['drop']['homophone']['value'])} "
+               f"to homophones (clean {f3(unveiled['macro_f1']['clean']['value'])})"
+               if (unveiled := v["models"].get("bert_unveil")) else ""))
 
 
 def headline_rows(r) -> list[tuple[str, str, str, str]]:
