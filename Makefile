@@ -77,8 +77,8 @@ demo: $(DEMO_INSTALLED)
 	$(BIN)/attacks report $(DEMO)/eval --out $(DEMO)
 
 ## test: the suite to run before every commit: every test but those marked slow (no network, no model
-## downloads, tiny models), without building the open_clip venv; 746 tests, about 9 minutes on 2 CPU cores.
-## test-all: every test, the open_clip ones in their own venv (5.6 GB); what CI runs, 930 tests in 20 to 27 minutes
+## downloads, tiny models), without building the open_clip venv; 747 tests, about 9 minutes on 2 CPU cores.
+## test-all: every test, the open_clip ones in their own venv (5.6 GB); what CI runs, 931 tests in 20 to 27 minutes
 ## with the install on 2 shared CPU cores (.ci/run on a clean clone).
 test: $(INSTALLED)
 	$(BIN)/python -m pytest -m "not slow"
