@@ -83,9 +83,10 @@ def load_addendum(path: Path, protocol: Protocol) -> Protocol:
     def whole(checked: dict) -> None:
         from cloak.unveil import Unveiler
 
-        missing = [k for k in ("name", "extends", "arms", "defence") if k not in checked]
-        if missing or "bert_unveil" not in checked["arms"]:
-            raise ParameterError(f"missing {', '.join(missing or ['arms.bert_unveil'])}")
+        missing = [k for k in ADDENDUM if k not in checked] + [
+            f"arms.{arm}" for arm in ADDENDUM["arms"] if arm not in checked.get("arms", {})]
+        if missing:
+            raise ParameterError(f"missing {', '.join(missing)}")
         try:
             Unveiler.from_spec(checked["defence"])
         except ValueError as e:

@@ -212,7 +212,6 @@ def predictions(folder: Path, split: str, args, protocol: Protocol, defence: str
     files = split_files(args, split)
     if (folder / "victim.json").exists():
         from attacks import load_victim
-
         from attacks.victims.defended import defend
 
         victim = load_victim(str(folder))
@@ -423,15 +422,17 @@ def test(protocol: Protocol, args) -> dict:
     chosen, best = choice["chosen"], choice["best_text_only"]
     found: dict[str, list[dict]] = {}
     routing = {}
+    defence = unveil_spec(addendum, args) if addendum else None
     for seed in protocol["seeds"]:
-        for arm, folder in model_folders(args, seed, chosen, best).items():
+        folders = model_folders(args, seed, chosen, best)
+        for arm, folder in folders.items():
             if not ((folder / "training.json").exists() or (folder / "done.json").exists()):
                 raise SystemExit(f"{folder} is not trained: run `python -m bench.mmbert_claim train` first")
             found.setdefault(arm, []).append(predictions(folder, "test", args, protocol))
-        if addendum:
-            found.setdefault("bert_unveil", []).append(predictions(
-                seed_dir(args, seed) / "bert_augmented", "test", args, protocol, unveil_spec(addendum, args)))
-        routing[str(seed)] = routing_summary(model_folders(args, seed, chosen, best)["mmbert"],
+        if defence:
+            found.setdefault("bert_unveil", []).append(predictions(folders["bert_augmented"], "test", args, protocol,
+                                                                   defence))
+        routing[str(seed)] = routing_summary(folders["mmbert"],
                                              split_files(args, "test"), RESULTS / f"mmbert_claim_routing_seed{seed}",
                                              run_config(protocol, args, seed)["features"])
     labels = labels_of(args, "test")
