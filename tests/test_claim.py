@@ -245,7 +245,7 @@ def test_the_results_page_shows_the_router_and_the_verdict_once_they_are_run(cla
     judged = Results(results, {})
     page = "\n".join(t.markdown(judged) for t in claim_router(judged) + claim_verdict(judged))
     assert "Not run yet" not in page
-    assert "| router_modality |" in page and "| MMBERT |" in page and "| fusion, no experts |" in page
+    assert "| MMBERT, each token to its modality's expert |" in page and "| MMBERT |" in page and "| fusion, no experts |" in page
     assert "| bert + augmentation + unveil |" in page and "from its addendum" in page
     assert "MMBERT against text-only twin" in page and "the claim at seed 0" in page
     assert "held-out terms (drop [95%])" in page and "attacked terms" in page
@@ -255,3 +255,14 @@ def test_the_results_page_shows_the_router_and_the_verdict_once_they_are_run(cla
     said = protocol_result(verdict)  # README's MMBERT row, once the test is judged
     assert f"the claim is **{'met' if verdict['claim']['holds'] else 'not met'}**" in said and "50 fresh posts" in said
     assert "with `cloak unveil` in front loses" in said
+
+
+def test_a_ratio_of_drops_is_given_only_where_the_baselines_drop_is_above_zero_in_every_resample():
+    sys.path.insert(0, str(ROOT / "docs"))
+    from results_tables.mmbert import drop_share
+
+    assert drop_share({"value": 0.5451, "interval": [0.2936, 0.8036], "resamples_without": 0}, 2000) == \
+        "55% [29%, 80%]"
+    # a baseline that loses about nothing (a defence) makes the ratio huge and its interval meaningless
+    said = drop_share({"value": 12.46, "interval": [2.42, 157.96], "resamples_without": 524}, 2000)
+    assert said == "none: the baseline loses nothing in 524 of 2,000 resamples"

@@ -128,7 +128,9 @@ def with_interval(figure: dict, sign: str = "") -> str:
 
 def share(value: float | None, bounds: Sequence[float] | None) -> str:
     """A ratio as a percentage with its interval; "undefined" where the baseline lost nothing."""
-    return "undefined" if value is None else " ".join(x for x in (pct(value, 0), interval(bounds)) if x)
+    if value is None:
+        return "undefined"
+    return pct(value, 0) + (f" [{pct(bounds[0], 0)}, {pct(bounds[1], 0)}]" if bounds else "")
 
 
 def mean(values: Iterable[float]) -> float:

@@ -21,13 +21,14 @@ def protocol_result(v: dict) -> str:
     c, fusion = v["claim"], v["mixture_over_fusion"]
     return (f"under a protocol committed before its one test ({v['test_posts']:,} fresh posts, "
             f"{len(v['seeds'])} seeds), MMBERT's homophone drop {f3(c['drop'])} against the twin's "
-            f"{f3(c['baseline_drop'])}, its share {share(c['ratio'], c['ratio_interval'])}; clean {f3(c['clean'])} "
-            f"against {f3(c['baseline_clean'])}: the claim is **{'met' if c['holds'] else 'not met'}** "
-            f"({c['parts_met']} of 3 parts)"
-            + (f"; against fusion without experts, the mixture {'earns' if fusion['holds'] else 'does not earn'} "
-               f"its place" if fusion else "")
+            f"{f3(c['baseline_drop'])}, {share(c['ratio'], c['ratio_interval'])} of it (the goal: at most half); "
+            f"clean {f3(c['clean'])} against {f3(c['baseline_clean'])}: the claim is "
+            f"**{'met' if c['holds'] else 'not met'}** ({c['parts_met']} of 3 parts)"
+            + (f"; fusion without experts loses {f3(fusion['baseline_drop'])}: the mixture "
+               f"{'earns' if fusion['holds'] else 'does not earn'} its place" if fusion else "")
             + (f"; bert + augmentation with `cloak unveil` in front loses {f3(unveiled['drop']['homophone']['value'])} "
-               f"to homophones (clean {f3(unveiled['macro_f1']['clean']['value'])})"
+               f"to homophones (clean {f3(unveiled['macro_f1']['clean']['value'])}), on cloaks made by the tables "
+               "it reads back with"
                if (unveiled := v["models"].get("bert_unveil")) else ""))
 
 

@@ -281,7 +281,8 @@ CLAIM_VERDICT = ("python -m bench.mmbert_verdict --protocol bench/protocols/mmbe
 # the arms of the protocol's test, as the tables name them
 ARMS = {"mmbert": "MMBERT", "twin": "text-only twin", "fusion": "fusion, no experts",
         "best_text_only": "best text-only on validation", "bert_augmented": "bert + augmentation",
-        "bert_unveil": "bert + augmentation + unveil"}
+        "bert_unveil": "bert + augmentation + unveil", "router_aux10": "MMBERT, tenfold load-balancing weight",
+        "router_modality": "MMBERT, each token to its modality's expert"}
 CLAIM_SETS = {"homophone": "homophone", "emoji": "emoji", "pinyin": "pinyin", "split": "split",
               "heldout_homophone": "held-out terms", "heldout_homophone_seen": "masked terms"}
 
@@ -291,6 +292,14 @@ def parts(c: dict) -> str:
     return (f"{c['parts_met']} of 3 (drop {f3(c['drop'])} against {f3(c['baseline_drop'])}, share "
             f"{share(c['ratio'], c['ratio_interval'])}; "
             f"clean {f3(c['clean'])} against {f3(c['baseline_clean'])})")
+
+
+def drop_share(ratio: dict, resamples: int) -> str:
+    """A ratio of drops (``bench.claim_protocol.ratio_figure``), or why it has none: where the baseline's own
+    drop is not above zero in some resamples, the ratio's interval would cover only the others."""
+    if ratio["resamples_without"]:
+        return f"none: the baseline loses nothing in {ratio['resamples_without']:,} of {resamples:,} resamples"
+    return share(ratio["value"], ratio["interval"])
 
 
 def claim_router(r) -> list[Table]:
@@ -331,8 +340,7 @@ def claim_verdict(r) -> list[Table]:
         model, baseline = pair.split("_vs_")
         compared.append([f"{ARMS.get(model, model)} against {ARMS.get(baseline, baseline)}",
                          with_interval(c["clean_minus_baseline"], "+"),
-                         share(c["homophone"]["drop_share_of_baselines"]["value"],
-                               c["homophone"]["drop_share_of_baselines"]["interval"])]
+                         drop_share(c["homophone"]["drop_share_of_baselines"], v["resamples"])]
                         + [with_interval(c[k]["baseline_drop_minus_drop"], "+") for k in sets])
     seeds = [[ARMS.get(arm, arm)] + [" / ".join(f3(x) for x in m["seeds"][key]["seeds"])
                                       + f" (sd {f3(m['seeds'][key]['sd'])})"
