@@ -77,8 +77,8 @@ demo: $(DEMO_INSTALLED)
 	$(BIN)/attacks report $(DEMO)/eval --out $(DEMO)
 
 ## test: the suite to run before every commit: every test but those marked slow (no network, no model
-## downloads, tiny models), without building the open_clip venv; 747 tests, about 9 minutes on 2 CPU cores.
-## test-all: every test, the open_clip ones in their own venv (5.6 GB); what CI runs, 931 tests in 20 to 27 minutes
+## downloads, tiny models), without building the open_clip venv; 748 tests, about 9 minutes on 2 CPU cores.
+## test-all: every test, the open_clip ones in their own venv (5.6 GB); what CI runs, 932 tests in 20 to 27 minutes
 ## with the install on 2 shared CPU cores (.ci/run on a clean clone).
 test: $(INSTALLED)
 	$(BIN)/python -m pytest -m "not slow"
@@ -232,9 +232,10 @@ bench-llm: need-cold $(BENCH_INSTALLED)
 ## (issue 56): the settings chosen on a validation split carved from COLD train, every arm (MMBERT, its twin on
 ## the same budget, fusion without experts, bert + augmentation, and that bert behind cloak unveil: the addendum
 ## bench/protocols/mmbert_claim_unveil.yaml) at three seeds, the router's variants on validation, the fresh
-## test read once, the verdict; and the llm detector chosen the same way. About 35 hours
-## on 2 CPU cores; needs `make weights`, espeak-ng and (for the llm) llama-cpp-python[server]. Every step
-## resumes; test-data and test refuse to run while the protocol has changes not committed.
+## test read once, the verdict; and the llm detector chosen the same way. About 25 hours on 2 CPU cores
+## shared with other work (about half that on a quiet machine); needs `make weights`, espeak-ng and (for the
+## llm) llama-cpp-python[server]. Every step resumes; test-data and test refuse to run while the protocol has
+## changes not committed.
 .PHONY: bench-mmbert-claim
 CLAIM_WORK ?= $(BENCH_WORK)/mmbert_claim
 CLAIM = $(PY) bench.mmbert_claim --cold $(COLD) --weights $(WEIGHTS) --backbone $(WEIGHTS)/e5 --work $(CLAIM_WORK)
