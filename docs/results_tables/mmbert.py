@@ -15,6 +15,10 @@ homophone drop at most half the twin's; the 95% interval of the twin's drop minu
 bootstrap over the test posts, the mean over the seeds in each resample) above zero; MMBERT's clean macro-F1
 no more than 0.01 below the twin's. The order in which the runs were made, and why each was tried:
 [the MMBERT study](../studies/mmbert.md).
+
+The claim is settled by the first tables: a protocol committed before its one test, the setting chosen on a
+validation split, every arm on the same budget, the test read once. The tables after them are the earlier
+runs, kept as the record: each chose its setting on the test posts it was judged on.
 """
 
 OPS = ("homophone", "emoji", "pinyin", "split")
@@ -373,5 +377,5 @@ def claim_verdict(r) -> list[Table]:
                   "The intervals above cover the test posts; this spread covers the seeds.")]
 
 
-TABLES = [speed, small_backbone, robustness, stage1_diagnosis, stage3_diagnosis, e5_runs, ablation_and_single_runs,
-          held_out, protocol_choice, claim_router, claim_verdict]
+TABLES = [claim_verdict, protocol_choice, claim_router, speed, small_backbone, robustness, stage1_diagnosis,
+          stage3_diagnosis, e5_runs, ablation_and_single_runs, held_out]
