@@ -82,7 +82,8 @@ RESULTS = REPO / "bench" / "results"
 WORK = REPO / "bench" / "work"
 # The data sets: (option, environment variable, what the folder holds)
 DATA_SETS = (("cold", "MMCLOAK_COLD", "COLD's train.csv, dev.csv, test.csv"),
-             ("swsr", "MMCLOAK_SWSR", "SWSR's SexComment.csv"))
+             ("swsr", "MMCLOAK_SWSR", "SWSR's SexComment.csv"),
+             ("c2tu", "MMCLOAK_C2TU", "C²TU's test sets (toxicloakcn_cloaked.json, ..., outputs/)"))
 BIN = Path(sys.executable).parent
 CONVENTIONAL = "tfidf-lr,tfidf-svm,tfidf-nb,tfidf-gbt,bow-lr,bow-gbt,emb-gbt"
 MIX = "homophone,emoji,split,abbrev,pinyin,english"  # the ops of the large cloak perturb runs
@@ -94,7 +95,7 @@ def portable(text: str) -> str:
     """``text`` with this machine's folders in it written as a reader has them: the data sets' and weights'
     folders as ``$MMCLOAK_COLD`` (...), paths inside the repository relative to it, the temporary folder as
     ``$TMPDIR`` and the home folder as ``~``."""
-    for variable in ("MMCLOAK_COLD", "MMCLOAK_SWSR", "MMCLOAK_WEIGHTS"):
+    for variable in ("MMCLOAK_COLD", "MMCLOAK_SWSR", "MMCLOAK_C2TU", "MMCLOAK_WEIGHTS"):
         folder = os.environ.get(variable)
         if folder and not Path(folder).resolve().is_relative_to(REPO):
             text = text.replace(str(Path(folder).resolve()), f"${variable}")
@@ -209,13 +210,14 @@ def require(path: Path, command: str) -> Path:
 
 # ----------------------------------------------------------------------------------------------- results
 
-def parser(doc: str, *, out: Path | None = None, cold: bool = False, swsr: bool = False,
+def parser(doc: str, *, out: Path | None = None, cold: bool = False, swsr: bool = False, c2tu: bool = False,
            work: Path | None = None, weights: bool = False) -> argparse.ArgumentParser:
     """The argument parser a benchmark starts from: its docstring's first paragraph as the description,
-    and the options most share (``--cold``, ``--swsr``, ``--work``, ``--out``, ``--weights``) where asked for."""
+    and the options most share (``--cold``, ``--swsr``, ``--c2tu``, ``--work``, ``--out``, ``--weights``) where
+    asked for."""
     ap = BenchParser(prog=f"python -m bench.{Path(sys.argv[0]).stem}", description=doc.split("\n\n")[0])
     for name, variable, holds in DATA_SETS:
-        if {"cold": cold, "swsr": swsr}[name]:
+        if {"cold": cold, "swsr": swsr, "c2tu": c2tu}[name]:
             ap.add_argument(f"--{name}", type=Path, default=os.environ.get(variable),
                             help=f"the folder of {holds} (default: ${variable})")
     if work is not None:
@@ -230,19 +232,21 @@ def parser(doc: str, *, out: Path | None = None, cold: bool = False, swsr: bool 
 
 
 class BenchParser(argparse.ArgumentParser):
-    """A benchmark's argument parser: COLD, which every benchmark that takes it reads, given neither by
-    ``--cold`` nor by ``MMCLOAK_COLD`` stops it at once, in one line naming the variable (SWSR, which some
-    runs of a benchmark do not read, is checked where it is read: ``corpus``)."""
+    """A benchmark's argument parser: COLD or C²TU's sets, which every benchmark that takes them reads, given
+    neither by option (``--cold``) nor by variable (``MMCLOAK_COLD``) stops it at once, in one line naming the
+    variable (SWSR, which some runs of a benchmark do not read, is checked where it is read: ``corpus``)."""
 
     def parse_args(self, args=None, namespace=None):
         parsed = super().parse_args(args, namespace)
-        if "cold" in vars(parsed) and parsed.cold is None:
-            self.error(missing_data("cold"))
+        for name in ("cold", "c2tu"):
+            if name in vars(parsed) and getattr(parsed, name) is None:
+                self.error(missing_data(name))
         return parsed
 
 
 def missing_data(name: str) -> str:
-    """The line a benchmark stops with when it has no folder for the data set ``name`` (``cold``, ``swsr``)."""
+    """The line a benchmark stops with when it has no folder for the data set ``name`` (``cold``, ``swsr``,
+    ``c2tu``)."""
     _, variable, holds = next(d for d in DATA_SETS if d[0] == name)
     return f"no {name.upper()} data: pass --{name} DIR or set {variable} to the folder of {holds}"
 

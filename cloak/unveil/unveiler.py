@@ -66,7 +66,8 @@ class Unveiler:
     common: pinyin written out may also be read as one of this many common words (0: terms only);
     scorer: the context scorer (``ngram``, or one a package registers: ``mlm``); model: its file, folder or
     hub name ("" for its default); threshold: the log-probability gain a candidate needs (None: ``THRESHOLD``,
-    or ``BALANCE_THRESHOLD`` with balance; ``bar`` is the one in use).
+    or ``BALANCE_THRESHOLD`` with balance; ``bar`` is the one in use); fuzzy, single: what a candidate heard
+    through a confusion (per syllable) or hiding a one-character term must gain beyond it (``cost``).
 
     >>> u = Unveiler()
     >>> u("白人都是垃圾").text          # clean text stays as it is
@@ -99,6 +100,12 @@ class Unveiler:
     threshold: float | None = param(None, (
         "How much likelier (natural log) a text must read with a cloak read back [default: 5.5, with balance 7.0: "
         "chosen on COLD dev cloaks for the default scorer; choose your own for another]."), metavar="NATS")
+    fuzzy: float = param(FUZZY, (
+        "What a cloak must gain beyond the threshold for each syllable heard only through a confusion (n/l, "
+        "zh/z, -ng/-n, ei/ai) [default: 12, chosen on the project's own cloaks, which make few of them; the "
+        "unveil guide says what to give on cloaks others made]."), metavar="NATS")
+    single: float = param(SINGLE, "What a cloak of a one-character term (骂, 事) must gain beyond the threshold.",
+                          metavar="NATS")
     name: ClassVar[str] = "unveil"
     _parameter_constraints: ClassVar[dict] = {
         "common": Interval(int, 0), "targets": Satisfies(lambda t: t.partition(":")[0] != "all",
@@ -200,6 +207,10 @@ class Unveiler:
             self._memo[text] = Unveiled(now, text, compose_edits(text, normalised, edits) if normalised else edits)
         return [self._memo[t] for t in texts]
 
+    def cost(self, candidate: Candidate) -> float:
+        """What ``candidate``'s gain must clear to be read back, at this unveiler's settings (``cost``)."""
+        return cost(candidate, self.bar, fuzzy=self.fuzzy, single=self.single)
+
     def _read_back(self, pending: dict[int, tuple[str, list[Candidate]]]) -> dict[int, tuple[str, list[Edit]]]:
         """Each text (by its key) as read back, with its edits: by its likeliest reading where the scorer can
         weigh candidates together, else in rounds."""
@@ -213,7 +224,7 @@ class Unveiler:
         """Read back the candidates of the text's likeliest reading, each at its ``cost``."""
         done: dict[int, tuple[str, list[Edit]]] = {}
         for k, (text, candidates) in pending.items():
-            chosen = self._scorer.best_reading(text, candidates, [cost(c, self.bar) for c in candidates])
+            chosen = self._scorer.best_reading(text, candidates, [self.cost(c) for c in candidates])
             if chosen:
                 edits = sorted((_trimmed(candidates[j], text) for j in chosen), key=lambda e: e.start)
                 done[k] = (splice(text, edits), edits)
@@ -231,7 +242,7 @@ class Unveiler:
             gains = self._scorer.gains_batch([pending[k] for k in keys])
             for k, g in zip(keys, gains):
                 text, candidates = pending.pop(k)
-                taken, deferred = _choose(candidates, g, self.bar, reach=self._scorer.reach)
+                taken, deferred = _choose(candidates, g, [self.cost(c) for c in candidates], reach=self._scorer.reach)
                 if not taken:
                     continue
                 edits = sorted((_trimmed(c, text) for c in taken), key=lambda e: e.start)
@@ -257,13 +268,13 @@ def margin(candidate: Candidate, gain: float, threshold: float, *, fuzzy: float 
     return gain - cost(candidate, threshold, fuzzy=fuzzy, single=single, priors=priors)
 
 
-def _choose(candidates: list[Candidate], gains: list[float], threshold: float,
+def _choose(candidates: list[Candidate], gains: list[float], costs: list[float],
             reach: int) -> tuple[list[Candidate], list[Candidate]]:
     """(the candidates read back this round: the best that clear the bar, none overlapping a better one nor
     within ``reach`` characters of one read back; those to weigh again next round: the rest that neither
     overlap one read back nor lie beyond reach of all of them, whose gain was weighed in a context about to
     change)."""
-    ranked = sorted(((margin(c, g, threshold), c) for c, g in zip(candidates, gains)),
+    ranked = sorted(((g - k, c) for c, g, k in zip(candidates, gains, costs)),
                     key=lambda mc: (-mc[0], mc[1].start, mc[1].end, mc[1].dst))
     taken: list[Candidate] = []
     waiting: list[Candidate] = []  # better candidates left for the next round
