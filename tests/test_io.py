@@ -171,3 +171,20 @@ def test_files_are_written_with_the_usual_permissions(tmp_path):
     write_records(str(tmp_path / "b.jsonl"), [{"text": "x"}])
     modes = {name: stat.S_IMODE(os.stat(tmp_path / name).st_mode) for name in ("plain", "a.json", "b.jsonl")}
     assert len(set(modes.values())) == 1 and modes["plain"] & 0o044, modes
+
+
+def test_the_cache_key_follows_every_module_of_cloak(tmp_path, monkeypatch):
+    """A table cached on disk is built again when any code of the cloak package changes (the sound classes of
+    cloak.unveil.sound, say), not only cloak.common's: a stale table keyed by old classes read nothing back."""
+    import shutil
+    from pathlib import Path
+
+    import cloak
+    from cloak.common import cache
+
+    copy = tmp_path / "cloak"
+    shutil.copytree(Path(cloak.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__", "*.gz"))
+    monkeypatch.setattr(cache, "__file__", str(copy / "common" / "cache.py"))
+    key = cache._code_key.__wrapped__()
+    (copy / "unveil" / "sound.py").write_text((copy / "unveil" / "sound.py").read_text() + "\n# changed\n")
+    assert cache._code_key.__wrapped__() != key

@@ -45,7 +45,7 @@ def _sources_key() -> str:
 @functools.cache
 def _code_key() -> str:
     digest = hashlib.sha1()
-    package = Path(__file__).parent
+    package = Path(__file__).parent.parent  # the whole cloak package, not this subpackage alone
     for path in sorted([*package.rglob("*.py"), *(package / "data").glob("*.tsv")]):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
