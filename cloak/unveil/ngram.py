@@ -9,7 +9,8 @@ such; a character never seen takes the unigram level's share for the unseen.
 
 A model is a gzip-compressed TSV file (``ngram``, ``logprob``, ``backoff``; natural logarithms, four
 decimals, sorted): the same texts give the same bytes. ``cloak fit-lm --train posts.jsonl --out my.lm``
-fits one; mmcloak ships one fitted on its bundled COLD sample (``data/cold_sample.lm.gz``).
+fits one; mmcloak ships one fitted on COLD's training posts and SWSR's comments (``data/cold_swsr.lm.gz``,
+``data/LEXICON.md`` says how it was made).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from collections.abc import Iterable
 from importlib import resources
 
 BOS, EOS = "\x02", "\x03"
-SHIPPED = "data/cold_sample.lm.gz"
+SHIPPED = "data/cold_swsr.lm.gz"
 _ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _UNESCAPE = {v: k for k, v in _ESCAPES.items()}
 HEADER = "# mmcloak character n-gram model"

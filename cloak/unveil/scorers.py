@@ -54,7 +54,7 @@ class JointScorer(Scorer, Protocol):
 class NgramScorer:
     """A character n-gram model's gain: the log probability of the characters the candidate changes and of
     those whose history it changes, read back against as written. ``model``: a file of ``cloak fit-lm``
-    ("": the one fitted on mmcloak's bundled COLD sample)."""
+    ("": the one mmcloak ships, fitted on COLD's training posts and SWSR's comments)."""
 
     name = "ngram"
 

@@ -1,7 +1,8 @@
 """What a text sounds like, to ``cloak unveil``: Han characters, pinyin and initials on one scale.
 
-A syllable's *class* merges what posters and input methods confuse: zh/z, ch/c, sh/s, n/l, -ng/-n
-(an/ang, en/eng, in/ing, so ian/iang and uan/uang too) and the near finals ei/ai (黑 hei -> 嗨 hai). A
+A syllable's *class* merges what posters and input methods confuse: zh/z, ch/c, sh/s, n/l, h/f (southern
+speech: 湖北 hu bei heard as fu bei, 黑人 as 非人), -ng/-n (an/ang, en/eng, in/ing, so ian/iang and
+uan/uang too) and the near finals ei/ai (黑 hei -> 嗨 hai). A
 class is one code point of the private use area, so a text becomes a string of classes, one a character
 (its main reading, as the homophone op reads the characters it writes), which one Aho-Corasick automaton
 over the terms' classes searches in one pass. A term's classes are taken on every reading of its
@@ -55,6 +56,8 @@ def syllable_class(syllable: str) -> str:
     else:
         if s.startswith("n") and s not in ("n", "ng"):
             s = "l" + s[1:]
+        elif s.startswith("h") and s not in ("hm", "hng"):
+            s = "f" + s[1:]
     s = _NG.sub(r"\1", s)
     return s[:-2] + "ai" if s.endswith("ei") else s
 

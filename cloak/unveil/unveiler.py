@@ -95,8 +95,8 @@ class Unveiler:
     scorer: str = param("ngram", "The context scorer: ngram (a character n-gram model, no weights) or one a package "
                                  "adds (mmbert's mlm: a masked language model).", metavar="NAME")
     model: str | None = param(None, "The scorer's model: an n-gram file of `cloak fit-lm`, a masked language "
-                                    "model's folder or hub name [default: the n-gram model fitted on the bundled "
-                                    "COLD sample].", metavar="FILE|DIR|NAME")
+                                    "model's folder or hub name [default: the n-gram model mmcloak ships, fitted on "
+                                    "COLD's training posts and SWSR's comments].", metavar="FILE|DIR|NAME")
     threshold: float | None = param(None, (
         "How much likelier (natural log) a text must read with a cloak read back [default: 5.5, with balance 7.0: "
         "chosen on COLD dev cloaks for the default scorer; choose your own for another]."), metavar="NATS")
