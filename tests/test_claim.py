@@ -322,3 +322,24 @@ def test_a_ratio_of_drops_is_given_only_where_the_baselines_drop_is_above_zero_i
     said = drop_share({"value": 12.46, "interval": [2.42, 157.96], "resamples_without": 524}, 2000)
     assert said == "none: the baseline loses nothing in 524 of 2,000 resamples"
 
+
+def test_the_claims_pages_say_beside_its_figures_what_a_reviewer_needs():
+    """On the committed results: a share's interval in percent, the clean part with what its interval allows,
+    the unveil arm's caveat beside its row; and the study says what unveil read of the test before its addendum."""
+    import re
+
+    sys.path.insert(0, str(ROOT / "docs"))
+    from results_tables import Results
+    from results_tables.mmbert import claim_verdict, protocol_choice
+
+    results = Results(ROOT / "bench" / "results", {})
+    shares = [row[5] for row in protocol_choice(results)[0].rows]
+    assert shares and all(re.fullmatch(r"\d+% \[\d+%, \d+%\]", s) for s in shares), shares
+    note = claim_verdict(results)[0].note
+    assert "MMBERT minus the twin -0.004 [-0.016, 0.009], within the 0.01 margin" in note
+    assert "its interval allows a loss of up to 0.016, beyond the margin" in note
+    assert "reads cloaks back with the very tables that make them" in note
+    study = (ROOT / "docs" / "studies" / "mmbert.md").read_text(encoding="utf-8")
+    test = study[study.index("## 2026-11-29: the protocol's one test"):study.index("## What is open")]
+    assert "183 of the 950 test posts" in test and "37f8e28" in test and "read-back rates on the whole COLD test" in test
+    assert "at no clean cost" not in study
