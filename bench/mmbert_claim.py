@@ -16,7 +16,11 @@ Run from the repository root, step by step (each resumes where it stopped; a fin
 
 The protocol file (``bench.claim_protocol``) fixes the sizes, seeds, attacks, candidates, choice rule and
 what counts as met; every output records its SHA-256, and ``test-data`` and ``test`` refuse to run while
-it has changes not committed. The arms, at each seed:
+it has changes not committed. ``test`` reads the test once: when it ends it writes its output and a mark in
+the work folder's scores cache (``scores/test_read.json``: the output's SHA-256 and the cached scores it was
+made from), and it refuses to run while either is there, so deleting the output does not read the test
+again; stopped before it ends, it has written neither and resumes from the scores cached so far. The arms,
+at each seed:
 
 - ``mmbert``: stages 1, 2 and 3 (Xue et al. 2025, "MMBERT: Scaled Mixture-of-Experts Multimodal BERT for
   Robust Chinese Hate Speech Detection under Cloaking Perturbations", arXiv:2508.00760), stage 3 at the
@@ -56,7 +60,7 @@ from bench.mmbert_data import (MAX_CHARS, MIN_CHARS, TEST_OPS, TEST_SETS, TRAIN_
                                written)
 from bench.mmbert_evaluation import evaluate
 from bench.mmbert_runs import speech_step, trained
-from cloak.common.io import read_records, write_records
+from cloak.common.io import file_sha256, read_records, write_records
 
 PROTOCOL = Path(__file__).resolve().parent / "protocols" / "mmbert_claim.yaml"
 HELD_OUT_SETS = ("heldout_homophone", "heldout_homophone_seen")
@@ -408,15 +412,57 @@ def unveil_spec(addendum: Protocol, args) -> str:
     return f"{addendum['defence']}:mine_from={clean}"
 
 
+def read_mark(args) -> Path:
+    """Where the test step records that it read the test: in the work folder's scores cache, beside (not in)
+    the test's cached scores, so that neither deleting the output nor clearing those scores unreads it."""
+    return args.work / "scores" / "test_read.json"
+
+
+def score_hashes(args) -> dict[str, str]:
+    """The SHA-256 of every score of the test cached in the work folder, by file name."""
+    return {path.name: file_sha256(path) for path in sorted((args.work / "scores" / "test").glob("*.json"))}
+
+
+def mark_read(args, result: dict) -> None:
+    """After the output is written: the mark that the test was read, with the output's SHA-256 and the cached
+    scores it was made from (a stop between the two leaves the output, which refuses a second reading too)."""
+    write_result(read_mark(args), {"output": relative(OUTPUTS["test"]), "sha256": file_sha256(OUTPUTS["test"]),
+                                   "date": result["machine"]["date"], "scores": score_hashes(args)})
+
+
+def not_read_yet(args) -> None:
+    """Stop if the test was read: its output is there, or the work folder's mark says it was written (then
+    what became of the output and the cached scores since). A test step stopped before it ended wrote
+    neither, and resumes from the scores it cached."""
+    out, mark = OUTPUTS["test"], read_mark(args)
+    if mark.exists():
+        made = read_json(mark)
+        if not out.exists():
+            output = f"is missing (restore it: `git checkout -- {made['output']}`)"
+        elif file_sha256(out) == made["sha256"]:
+            output = "is there, unchanged"
+        else:
+            output = f"has changed since (SHA-256 {file_sha256(out)[:12]})"
+        now = score_hashes(args)
+        changed = sum(now.get(name) != digest for name, digest in made["scores"].items())
+        raise SystemExit(f"the test was read on {made['date'][:10]}, and is read once under a protocol: "
+                         f"{relative(mark)} records its output {made['output']} (SHA-256 {made['sha256'][:12]}), "
+                         f"which {output}, and the {len(made['scores'])} scores cached for it "
+                         f"({changed} changed or missing since)")
+    if out.exists():
+        raise SystemExit(f"{relative(out)} exists: the test is read once under a protocol (this work folder "
+                         f"has no {relative(mark)}: the test was read from another, or before reads were marked)")
+
+
 def test(protocol: Protocol, args) -> dict:
     """Every arm of every seed scored on the fresh test, once (and the addendum's arms, where one is given);
-    their predictions, for the verdict."""
+    their predictions, for the verdict. Its output and the work folder's mark (``read_mark``) are written
+    when it ends; either refuses a second reading."""
     commit, choice = committed(protocol), the_choice(protocol)
     addendum = load_addendum(args.addendum, protocol) if args.addendum else None
     added = {"addendum": {**addendum.record, "commit": committed(addendum), "arms": addendum["arms"],
                           "defence": addendum["defence"]}} if addendum else {}
-    if OUTPUTS["test"].exists():
-        raise SystemExit(f"{relative(OUTPUTS['test'])} exists: the test is read once under a protocol")
+    not_read_yet(args)
     about = read_json(data_dir(args) / "test_sample.json")
     same_protocol(about["protocol"], protocol, "the test sample")
     chosen, best = choice["chosen"], choice["best_text_only"]
@@ -448,6 +494,7 @@ def test(protocol: Protocol, args) -> dict:
                               for arm, seeds in found.items()},
               "machine": machine_info(("torch", "transformers"))}
     write_result(OUTPUTS["test"], result)
+    mark_read(args, result)
     return result
 
 

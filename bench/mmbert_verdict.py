@@ -145,6 +145,7 @@ def protocol_main(args) -> None:
                             "chosen": test["chosen"], "setting": test["setting"], "seeds": test["seeds"],
                             "test_posts": len(test["labels"]), "test_sample": test["test"]["sample"],
                             "backbone": test["backbone"], "resamples": protocol["bootstrap"]["resamples"],
+                            "met": {k: v for k, v in protocol["met"].items() if k != "rule"},  # what judged it
                             **verdict, "test_machine": test["machine"], "machine": machine_info()})
     claim = verdict["claim"]
     rows = [(f"{arm} {key}", f"{v['value']:.4f}", f"{v['interval']}")

@@ -4,6 +4,7 @@ fresh test disjoint from what came before, MMBERT and its twin masking the same 
 same updates, every arm trained, the test read only under a committed protocol and once, and the verdict
 refusing a test made under another protocol."""
 import argparse
+import hashlib
 import json
 import shutil
 import subprocess
@@ -52,8 +53,6 @@ def tiny_addendum(path: Path, protocol) -> Path:
 
 
 def test_the_protocol_is_checked_and_hashed(tmp_path):
-    import hashlib
-
     from bench.claim_protocol import committed, load_protocol, same_protocol
 
     protocol = load_protocol(PROTOCOL)
@@ -86,6 +85,13 @@ def test_an_addendum_extends_the_protocol_as_it_stands(tmp_path):
         "unveil:targets=lexicon+mined", "unveil:treshold=3"), encoding="utf-8")
     with pytest.raises(SystemExit, match="did you mean 'threshold'"):
         load_addendum(bad, other)
+
+
+def run_outputs(root: Path) -> dict[str, Path]:
+    """bench.mmbert_claim's outputs as the tiny run writes them, in its own results folder."""
+    import bench.mmbert_claim as claim
+
+    return {k: root / "results" / v.name for k, v in claim.OUTPUTS.items()}
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +128,7 @@ def claim_run(cold, tiny_whisper, xlmr_backbones, tmp_path_factory):
     patched = pytest.MonkeyPatch()
     patched.setattr(train_module, "stage_loss", counting)
     patched.setattr(train_module, "masked_text", masking)
-    patched.setattr(claim, "OUTPUTS", {k: root / "results" / v.name for k, v in claim.OUTPUTS.items()})
+    patched.setattr(claim, "OUTPUTS", run_outputs(root))
     patched.setattr(claim, "RESULTS", root / "results")
     patched.setattr(claim, "committed", lambda protocol: "c0ffee")  # the positive path: as if committed
     claim.same_work(protocol, args.work)
@@ -193,12 +199,60 @@ def test_every_arm_is_trained_chosen_on_validation_and_tested_once(claim_run):
     assert {"seed0_bert_augmented.json", "seed0_bert_augmented+unveil.json"} <= {p.name for p in scores.iterdir()}
     posts = claim_run["args"].work / "data" / "train_posts.jsonl"  # what unveil mined its terms from: no cloak
     assert read_jsonl(posts) and not any("cloak" in r for r in read_jsonl(posts))
-    outputs = {k: root / "results" / v.name for k, v in claim.OUTPUTS.items()}
     with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(claim, "OUTPUTS", outputs)
+        patched.setattr(claim, "OUTPUTS", run_outputs(root))
         patched.setattr(claim, "committed", lambda protocol: "c0ffee")
         with pytest.raises(SystemExit, match="read once"):
             claim.test(claim_run["protocol"], claim_run["args"])
+
+
+def test_the_test_is_not_read_again_once_its_output_is_deleted(claim_run, tmp_path):
+    import bench.mmbert_claim as claim
+
+    root, args = claim_run["root"], claim_run["args"]
+    written = root / "results" / "mmbert_claim_test.json"
+    output = tmp_path / "mmbert_claim_test.json"  # the run's output deleted (a copy: the verdict's tests read it)
+
+    def rerun() -> str:
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(claim, "OUTPUTS", {**run_outputs(root), "test": output})
+            patched.setattr(claim, "RESULTS", tmp_path)
+            patched.setattr(claim, "committed", lambda protocol: "c0ffee")
+            with pytest.raises(SystemExit, match="read once") as refused:
+                claim.test(claim_run["protocol"], args)
+        return str(refused.value)
+
+    said = rerun()
+    made = json.loads((args.work / "scores" / "test_read.json").read_text())
+    assert made["sha256"] == hashlib.sha256(written.read_bytes()).hexdigest()
+    assert "seed0_bert_augmented+unveil.json" in made["scores"]
+    assert "scores/test_read.json" in said and "is missing (restore it" in said and made["sha256"][:12] in said
+    shutil.copy(written, output)  # restored: still read once
+    assert "is there, unchanged" in rerun()
+    output.write_text(written.read_text() + " ")
+    assert "has changed since" in rerun()
+
+
+def test_a_test_step_stopped_before_it_ends_resumes(claim_run, tmp_path):
+    """Stopped before it wrote its output (the scores cached so far, no mark), the test step is not refused:
+    it goes on from the cached scores, to the same predictions."""
+    import bench.mmbert_claim as claim
+
+    root, args = claim_run["root"], claim_run["args"]
+    mark = args.work / "scores" / "test_read.json"
+    kept = tmp_path / "test_read.json"
+    mark.rename(kept)
+    try:
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(claim, "OUTPUTS", {**run_outputs(root), "test": tmp_path / "mmbert_claim_test.json"})
+            patched.setattr(claim, "RESULTS", tmp_path)
+            patched.setattr(claim, "committed", lambda protocol: "c0ffee")
+            again = claim.test(claim_run["protocol"], args)
+        assert mark.exists()
+    finally:
+        kept.replace(mark)
+    first = json.loads((root / "results" / "mmbert_claim_test.json").read_text())
+    assert again["predictions"] == first["predictions"] and again["labels"] == first["labels"]
 
 
 def test_the_verdict_judges_the_test_under_its_protocol_and_no_other(claim_run):
@@ -267,3 +321,25 @@ def test_a_ratio_of_drops_is_given_only_where_the_baselines_drop_is_above_zero_i
     # a baseline that loses about nothing (a defence) makes the ratio huge and its interval meaningless
     said = drop_share({"value": 12.46, "interval": [2.42, 157.96], "resamples_without": 524}, 2000)
     assert said == "none: the baseline loses nothing in 524 of 2,000 resamples"
+
+
+def test_the_claims_pages_say_beside_its_figures_what_a_reviewer_needs():
+    """On the committed results: a share's interval in percent, the clean part with what its interval allows,
+    the unveil arm's caveat beside its row; and the study says what unveil read of the test before its addendum."""
+    import re
+
+    sys.path.insert(0, str(ROOT / "docs"))
+    from results_tables import Results
+    from results_tables.mmbert import claim_verdict, protocol_choice
+
+    results = Results(ROOT / "bench" / "results", {})
+    shares = [row[5] for row in protocol_choice(results)[0].rows]
+    assert shares and all(re.fullmatch(r"\d+% \[\d+%, \d+%\]", s) for s in shares), shares
+    note = claim_verdict(results)[0].note
+    assert "MMBERT minus the twin -0.004 [-0.016, 0.009], within the 0.01 margin" in note
+    assert "its interval allows a loss of up to 0.016, beyond the margin" in note
+    assert "reads cloaks back with the very tables that make them" in note
+    study = (ROOT / "docs" / "studies" / "mmbert.md").read_text(encoding="utf-8")
+    test = study[study.index("## 2026-11-29: the protocol's one test"):study.index("## What is open")]
+    assert "183 of the 950 test posts" in test and "37f8e28" in test and "read-back rates on the whole COLD test" in test
+    assert "at no clean cost" not in study

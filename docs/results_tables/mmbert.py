@@ -13,7 +13,8 @@ Xue et al. (2025) claim that MMBERT loses at most half of what a text-only model
 cloaking, at no clean cost. A verdict states that claim part by part over the seeds of a run: MMBERT's
 homophone drop at most half the twin's; the 95% interval of the twin's drop minus MMBERT's (a paired
 bootstrap over the test posts, the mean over the seeds in each resample) above zero; MMBERT's clean macro-F1
-no more than 0.01 below the twin's. The order in which the runs were made, and why each was tried:
+no more than 0.01 below the twin's, on the means (the interval of the difference, given beside it, may allow a
+larger loss). The order in which the runs were made, and why each was tried:
 [the MMBERT study](../studies/mmbert.md).
 
 The claim is settled by the first tables: a protocol committed before its one test, the setting chosen on a
@@ -265,7 +266,7 @@ def protocol_choice(r) -> list[Table]:
              f"{f3(c['macro_f1']['twin']['clean'])} / {f3(c['macro_f1']['mmbert']['clean'])}",
              f"{f3(c['macro_f1']['twin']['homophone'])} / {f3(c['macro_f1']['mmbert']['homophone'])}",
              f"{f3(c['claim']['baseline_drop'])} / {f3(c['claim']['drop'])}",
-             f"{pct(c['claim']['ratio'], 0)} {interval(c['claim']['ratio_interval'])}",
+             share(c["claim"]["ratio"], c["claim"]["ratio_interval"]),
              interval(c["claim"]["baseline_drop_minus_drop"]), f"{c['claim']['parts_met']} of 3"]
             for name, c in v["candidates"].items()]
     return [Table("The protocol's choice, on validation", ["mmbert_claim_validation.json"],
@@ -289,6 +290,27 @@ ARMS = {"mmbert": "MMBERT", "twin": "text-only twin", "fusion": "fusion, no expe
         "router_modality": "MMBERT, each token to its modality's expert"}
 CLAIM_SETS = {"homophone": "homophone", "emoji": "emoji", "pinyin": "pinyin", "split": "split",
               "heldout_homophone": "held-out terms", "heldout_homophone_seen": "masked terms"}
+
+
+# beside the unveil arm's row: what its figures are worth, and what of these posts was read before its addendum
+UNVEIL_CAVEAT = ("Read its row with this: `cloak unveil` reads cloaks back with the very tables that make them, and "
+                 "these cloaks are the project's own ops at their defaults, so the row flatters it as far as those ops "
+                 "are like posters' own cloaks; on cloak styles its settings were not chosen on, a detector behind it "
+                 "keeps more of its drop ([held-out cloaks](attacks.md#cloak-unveil-in-front-of-a-detector-held-out-"
+                 "cloaks-neural-detectors)). What of these posts unveil had read before the addendum, and how its "
+                 "readers were revised meanwhile: [the study](../studies/mmbert.md#2026-11-29-the-protocols-one-test).")
+
+
+def clean_part(v: dict) -> str:
+    """The claim's clean part as the protocol judges it (the means, against its margin) and what the interval of
+    MMBERT's clean macro-F1 minus the twin's allows beside it."""
+    margin, difference = v["met"]["clean_margin"], v["comparisons"]["mmbert_vs_twin"]["clean_minus_baseline"]
+    loss = -difference["interval"][0]
+    allows = "no loss" if loss <= 0 else (
+        f"a loss of up to {loss:.3f}, {'beyond' if loss > margin else 'within'} the margin")
+    return (f"Clean: MMBERT minus the twin {with_interval(difference, '+')}, "
+            f"{'within' if v['claim']['clean_within_margin'] else 'beyond'} the {margin} margin as the protocol "
+            f"judges it (on the means); its interval allows {allows}.")
 
 
 def parts(c: dict) -> str:
@@ -354,7 +376,7 @@ def claim_verdict(r) -> list[Table]:
     c, overlap, fusion = v["claim"], v["term_overlap"], v["mixture_over_fusion"]
     verdict = (f"The claim (MMBERT against its twin under homophones, over seeds {', '.join(map(str, v['seeds']))}): "
                f"{parts(c)}; the twin's drop minus MMBERT's {interval(c['baseline_drop_minus_drop'])}: the claim "
-               f"{'**holds**' if c['holds'] else '**does not hold**'}."
+               f"{'**holds**' if c['holds'] else '**does not hold**'}. {clean_part(v)}"
                + (f" The mixture against fusion without experts: {parts(fusion)}, "
                   f"{'earns its place' if fusion['holds'] else 'does not earn its place'}." if fusion else ""))
     setting = ", ".join(f"{k} {x}" for k, x in v["setting"].items())
@@ -362,8 +384,8 @@ def claim_verdict(r) -> list[Table]:
              f"validation ({v['chosen']}: {setting}), protocol `{v['protocol']['path']}` "
              f"(SHA-256 {v['protocol']['sha256'][:12]}, committed in {v['protocol_commit'][:7]})"
              + (f"; bert + augmentation + unveil from its addendum `{v['addendum']['path']}` (committed in "
-                f"{v['addendum']['commit'][:7]}, before the test), `{v['addendum']['defence']}` in front."
-                if "addendum" in v else "."))
+                f"{v['addendum']['commit'][:7]}, before the test), `{v['addendum']['defence']}` in front. "
+                + UNVEIL_CAVEAT if "addendum" in v else "."))
     return [Table(title, [name], ["model", "clean [95%]", *(f"{CLAIM_SETS[k]} (drop [95%])" for k in sets)], absolute,
                   f"{where} Held-out terms: homophone cloaks of the terms no training mask touched; masked terms: "
                   f"of those it did. Training masked {overlap['masked_in_training']} of the "
