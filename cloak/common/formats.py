@@ -113,6 +113,7 @@ class _ArrowFormat:
     """What Parquet and a saved Dataset share: rows as JSONL lines, and a JSONL file as Arrow batches."""
 
     name = "arrow"
+    needs: tuple[str, ...] = ("pyarrow",)  # the modules it reads and writes with, checked before a run
 
     def rows(self, path: str, start: int) -> Iterator[list[dict]]:
         """The rows from row ``start`` (0-based) on, a list at a time."""
@@ -137,10 +138,20 @@ class _ArrowFormat:
         return [[os.path.relpath(f, path), os.stat(f).st_size, os.stat(f).st_mtime_ns] for f in files]
 
     def check_input(self, path: str) -> None:
+        self.require()
         if not os.path.exists(path):
             raise FileNotFoundError(f"input file not found: {path}")
         if not self.count(path):
             raise empty_input(path)
+
+    def require(self) -> None:
+        """Fail now, naming the extra, if a module it needs is missing."""
+        for module in self.needs:
+            require(module)
+
+    def check_output(self, path: str, inputs: list[str]) -> None:
+        self.require()
+        check_output(path, inputs)
 
     def write(self, batches: Iterator, schema, path: str) -> None:
         """Write Arrow record batches of ``schema`` to ``path`` (a new file or folder)."""
@@ -163,6 +174,7 @@ class Parquet(_ArrowFormat):
     """A Parquet file: a path ending in ``.parquet``."""
 
     name = "parquet"
+    needs = ("pyarrow.parquet",)
 
     def claims(self, path: str) -> bool:
         return path.lower().endswith(".parquet")
@@ -181,9 +193,6 @@ class Parquet(_ArrowFormat):
             yield rows[start:]
             start = max(0, start - len(rows))
 
-    def check_output(self, path: str, inputs: list[str]) -> None:
-        check_output(path, inputs)
-
     def write(self, batches: Iterator, schema, path: str) -> None:
         pq = require("pyarrow.parquet")
         with pq.ParquetWriter(path, schema) as writer:
@@ -196,6 +205,7 @@ class SavedDataset(_ArrowFormat):
     in ``/`` (a new folder)."""
 
     name = "dataset"
+    needs = ("pyarrow", "datasets")
 
     def claims(self, path: str) -> bool:
         return path.endswith(("/", os.sep)) or os.path.isdir(path)
@@ -226,6 +236,7 @@ class SavedDataset(_ArrowFormat):
                 os.path.isfile(os.path.join(path, name)) for name in DATASET_FILES):
             raise ValueError(f"{path} is a folder holding files, not a saved Dataset: write the Dataset to a new "
                              "or empty folder")
+        self.require()
         check_output(path, inputs, folder=True)
 
     def write(self, batches: Iterator, schema, path: str) -> None:
