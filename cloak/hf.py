@@ -58,8 +58,8 @@ class BatchTransform:
             check_text(record[self.text_field], ROWS_NAME, None, self.text_field, item=index)
             lines, _, _ = self.transform.transform(index + 1, record, self.text_field)
             records.extend(json.loads(line) for line in lines)
-        columns = dict.fromkeys(name for record in records for name in record) or dict.fromkeys(names)
-        return {name: [record.get(name) for record in records] for name in columns}
+        # the columns in the records' order: the input's, then those the transform adds (where not there already)
+        return {name: [record[name] for record in records] for name in dict.fromkeys([*names, *self.transform.fields])}
 
     def features(self, features: Mapping):
         """The output's ``datasets.Features``, from the input's: the text a string, the provenance columns

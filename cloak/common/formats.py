@@ -158,7 +158,10 @@ class _ArrowFormat:
         raise NotImplementedError
 
     def finish(self, jsonl: str, path: str) -> None:
-        schema = arrow_schema(jsonl)
+        try:
+            schema = arrow_schema(jsonl)
+        except ValueError as e:  # the work is not lost: the records are there as JSONL
+            raise ValueError(f"{e}; the records are kept as JSONL in {jsonl}") from None
         directory = os.path.dirname(os.path.abspath(path))
         made = tempfile.mkdtemp(dir=directory, prefix=f".{os.path.basename(path)}.")
         try:
