@@ -153,3 +153,23 @@ def test_without_the_extra_the_error_names_it(files, tmp_path, monkeypatch):
     assert not list(tmp_path.iterdir())  # it failed before doing anything
     with pytest.raises(ImportError, match=r"mmcloak\[hf\]"):
         perturb_batch(Perturber()).features({})
+
+
+def test_an_interrupted_run_from_a_dataset_into_parquet_resumes(files, tmp_path, monkeypatch):
+    import cloak.run as run
+    from cloak.run import perturb_file
+
+    from .conftest import interrupted_after
+
+    out = tmp_path / "out.parquet"
+    perturber = Perturber(ops=OPS, seed=SEED)
+    monkeypatch.setattr(run, "CHUNK", 8)
+    monkeypatch.setattr(run, "_cloak_chunk", interrupted_after(3, run._cloak_chunk))
+    with pytest.raises(KeyboardInterrupt):
+        perturb_file(str(files / "posts_dataset"), str(out), perturber, variants=2, progress=False)
+    assert not out.exists() and (tmp_path / "out.parquet.partial").exists()  # JSONL until complete
+    monkeypatch.undo()
+    stats = perturb_file(str(files / "posts_dataset"), str(out), perturber, variants=2, resume=True, progress=False)
+    assert stats.resumed_from_line == 16 and stats.read == POSTS
+    assert as_jsonl(pq.read_table(out).to_pylist()) == (files / "cloaked.jsonl").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.parquet"]
