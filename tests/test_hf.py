@@ -134,8 +134,12 @@ def test_the_commands_write_parquet_and_saved_datasets_that_read_back_as_their_j
 def test_folders_that_are_not_saved_datasets_are_refused(files, tmp_path):
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "a.txt").write_text("a")
+    datasets.DatasetDict({"test": datasets.load_from_disk(str(files / "posts_dataset"))}).save_to_disk(
+        str(tmp_path / "splits"))
     for args, message in [(["--in", str(tmp_path / "notes"), "--out", str(tmp_path / "o.jsonl")],
                            "is a folder but not a saved Hugging Face Dataset (it has no dataset_info.json)"),
+                          (["--in", str(tmp_path / "splits"), "--out", str(tmp_path / "o.jsonl")],
+                           f"is a saved DatasetDict: give one split's folder ({tmp_path / 'splits' / 'test'})"),
                           (["--in", str(files / "posts.jsonl"), "--out", str(tmp_path / "notes")],
                            "is a folder holding files, not a saved Dataset")]:
         result = CliRunner().invoke(main, ["perturb", *args])

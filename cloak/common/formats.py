@@ -213,8 +213,12 @@ class SavedDataset(_ArrowFormat):
     def claims(self, path: str) -> bool:
         return path.endswith(("/", os.sep)) or os.path.isdir(path)
 
-    def _load(self, path: str):
-        datasets = require("datasets")
+    def check_input(self, path: str) -> None:
+        if os.path.isdir(path):
+            self._check_saved(path)  # a folder of something else says so, extra or not
+        super().check_input(path)
+
+    def _check_saved(self, path: str) -> None:
         if os.path.isfile(os.path.join(path, "dataset_dict.json")):
             splits = ", ".join(os.path.join(path, s) for s in sorted(os.listdir(path))
                                if os.path.isdir(os.path.join(path, s)))
@@ -223,6 +227,10 @@ class SavedDataset(_ArrowFormat):
         if missing:
             raise ValueError(f"{path} is a folder but not a saved Hugging Face Dataset (it has no {missing[0]}): "
                              "give a JSONL or Parquet file, or a folder Dataset.save_to_disk wrote")
+
+    def _load(self, path: str):
+        datasets = require("datasets")
+        self._check_saved(path)
         return datasets.load_from_disk(path)
 
     def count(self, path: str) -> int:
