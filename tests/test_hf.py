@@ -177,3 +177,13 @@ def test_an_interrupted_run_from_a_dataset_into_parquet_resumes(files, tmp_path,
     assert stats.resumed_from_line == 16 and stats.read == POSTS
     assert as_jsonl(pq.read_table(out).to_pylist()) == (files / "cloaked.jsonl").read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.parquet"]
+
+
+def test_a_field_arrow_cannot_hold_is_named_and_the_records_kept(tmp_path):
+    posts = tmp_path / "posts.jsonl"
+    posts.write_bytes(as_jsonl([{"id": 1, "text": "白人都是垃圾"}, {"id": "b", "text": "黑人都是垃圾"}]))
+    result = CliRunner().invoke(main, ["perturb", "--in", str(posts), "--out", str(tmp_path / "out.parquet"), "-q"])
+    assert result.exit_code == 1 and "field 'id' cannot be one Arrow column" in result.stderr
+    assert f"the records are kept as JSONL in {tmp_path / 'out.parquet.partial'}" in result.stderr
+    assert [r["id"] for r in read_rows(tmp_path / "out.parquet.partial")] == [1, "b"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.parquet.partial", "posts.jsonl"]

@@ -158,16 +158,14 @@ class _ArrowFormat:
         raise NotImplementedError
 
     def finish(self, jsonl: str, path: str) -> None:
+        made = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(path)), prefix=f".{os.path.basename(path)}.")
         try:
             schema = arrow_schema(jsonl)
-        except ValueError as e:  # the work is not lost: the records are there as JSONL
-            raise ValueError(f"{e}; the records are kept as JSONL in {jsonl}") from None
-        directory = os.path.dirname(os.path.abspath(path))
-        made = tempfile.mkdtemp(dir=directory, prefix=f".{os.path.basename(path)}.")
-        try:
             written = os.path.join(made, os.path.basename(path))
             self.write(arrow_batches(jsonl, schema), schema, written)
             _replace(written, path)
+        except ValueError as e:  # the work is not lost: the records are there as JSONL
+            raise ValueError(f"{e}; the records are kept as JSONL in {jsonl}") from None
         finally:
             shutil.rmtree(made, ignore_errors=True)
         os.remove(jsonl)
