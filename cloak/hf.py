@@ -45,7 +45,7 @@ class BatchTransform:
 
     def __call__(self, batch: Mapping[str, list], indices: Sequence[int] | None = None) -> dict[str, list]:
         if indices is None:
-            raise TypeError("map with with_indices=True: a row's index is its line number, which with the seed "
+            raise TypeError("map with with_indices=True: a row's index + 1 is its line number, which with the seed "
                             "decides its cloak")
         self.transform.prepare()  # once a process: it returns at once when the tables are loaded
         names = list(batch)
