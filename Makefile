@@ -30,7 +30,7 @@ $(DEMO_INSTALLED): pyproject.toml | $(BIN)/python
 
 $(INSTALLED): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,attacks,ray]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,attacks,ray,hf]'
 	touch $@
 
 $(OPEN_CLIP_VENV)/bin/python:

@@ -106,6 +106,15 @@ def ray_options(local: str, ray: str) -> Callable:
     return options
 
 
+# The record files cloak perturb and cloak unveil read and write (cloak.common.formats)
+RECORDS_IN = ("JSONL ({\"text\": ...} per line), Parquet (FILE.parquet) or a saved Hugging Face Dataset (the folder "
+              "Dataset.save_to_disk wrote); - for standard input (JSONL).")
+RECORDS_OUT = ("Output records, in the format the path says: JSONL, Parquet (FILE.parquet) or a saved Hugging Face "
+               "Dataset (a folder: DIR/, or one that holds a saved Dataset); written as JSONL to FILE.partial and "
+               "turned into it when complete. - for stdout (JSONL). Parquet and Datasets need pip install "
+               "'mmcloak[hf]'.")
+
+
 def run_options(plugin_help: str) -> Callable:
     """The options of a command that transforms a file record by record through ``cloak.run`` (``cloak
     perturb``, ``cloak unveil``): workers, shard, engine, errors, resume, text field, plugins, quiet."""
@@ -195,10 +204,8 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--in", "in_path", required=True, metavar="FILE|-",
-              help="Input JSONL records ({\"text\": ...} per line); - for standard input.")
-@click.option("--out", "out_path", required=True, metavar="FILE|-",
-              help="Output JSONL; written to FILE.partial and renamed when complete. - for stdout.")
+@click.option("--in", "in_path", required=True, metavar="FILE|DIR|-", help=f"Input records: {RECORDS_IN}")
+@click.option("--out", "out_path", required=True, metavar="FILE|DIR/|-", help=RECORDS_OUT)
 @click.option("--ops", default="homophone", show_default=True, metavar="OPS",
               help="Comma-separated ops, each NAME[:param=value...], e.g. homophone:tone=fuzzy,emoji. "
                    "Each target is cloaked by one of them, tried in random order. See `cloak ops`.")
@@ -246,10 +253,9 @@ def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate,
 
 
 @main.command()
-@click.option("--in", "in_path", required=True, metavar="FILE|-",
-              help="Input JSONL records ({\"text\": ...} per line), cloaked or not; - for standard input.")
-@click.option("--out", "out_path", required=True, metavar="FILE|-",
-              help="Output JSONL; written to FILE.partial and renamed when complete. - for stdout.")
+@click.option("--in", "in_path", required=True, metavar="FILE|DIR|-",
+              help=f"Input records, cloaked or not: {RECORDS_IN}")
+@click.option("--out", "out_path", required=True, metavar="FILE|DIR/|-", help=RECORDS_OUT)
 @click.option("--settings", "spec", default=None, metavar="SPEC",
               help="All of the above as one string, unveil:families=sound+shape:threshold=2 (what an unveiled "
                    "record's unveil.settings holds); options given beside it override it.")

@@ -26,8 +26,9 @@ from .common.progress import progress_bar
 
 from .common.commands import plural
 from .edits import Edit
-from .common.io import (UNICODE_JSON, AtomicWriter, RecordError, SkipLog, batched, check_files, count_lines, dump_record,
-                 input_name, parse_record, read_lines)
+from .common.formats import DEFAULT, check_record_files, output_path, record_format
+from .common.io import (UNICODE_JSON, AtomicWriter, RecordError, SkipLog, batched, dump_record, input_name,
+                        parse_record)
 from .perturber import Perturber
 from .common.workers import ordered_map
 
@@ -109,7 +110,10 @@ class RecordTransform(Protocol):
     many of them changed, and the op of every edit. It must depend on the record and its line number only,
     so that workers, shards and a resumed run give the same bytes. ``prepare`` loads its tables (once,
     before worker processes fork, and again in a worker that did not inherit them); ``fingerprint``: what
-    a run must share with the one it resumes."""
+    a run must share with the one it resumes; ``fields``: the fields it adds to a record (their column types
+    are ``cloak.common.formats.field_types``'s)."""
+
+    fields: tuple[str, ...]
 
     def prepare(self) -> RecordTransform: ...
 
@@ -120,6 +124,8 @@ class RecordTransform(Protocol):
 
 class Cloaking:
     """The transform of ``cloak perturb``: ``variants`` cloaked copies of each record (``cloak_record``)."""
+
+    fields = ("source_text", "cloak")
 
     def __init__(self, perturber: Perturber, variants: int = 1) -> None:
         if variants < 1:
@@ -266,7 +272,8 @@ def run_file(in_path: str, out_path: str, transform: RecordTransform, *, workers
              overwrite: bool = False, text_field: str = "text", progress: bool | None = None, engine: Engine | None = None,
              desc: str = "cloak") -> RunStats:
     """Transform every record of ``in_path`` into ``out_path`` (``-`` for stdin / stdout), as
-    ``perturb_file`` cloaks them; ``desc`` names the run on its progress bar."""
+    ``perturb_file`` cloaks them; ``desc`` names the run on its progress bar. Each is JSONL, Parquet or a
+    saved Hugging Face Dataset by its path (``cloak.common.formats``)."""
     if on_error not in ("fail", "skip"):
         raise ValueError(f"on_error must be fail or skip, not {on_error!r}")
     if workers is not None and workers < 1:
@@ -274,8 +281,9 @@ def run_file(in_path: str, out_path: str, transform: RecordTransform, *, workers
     shard = parse_shard(shard)
     if in_path == "-" and shard is not None:
         raise ValueError("--shard needs an input file (standard input cannot be split)")
-    check_files([in_path], [out_path])  # an input with records; an output that is not the input
-    total = count_lines(in_path) if in_path != "-" else None
+    check_record_files(in_path, out_path)  # an input with records; an output that is not the input
+    source, target = record_format(in_path), record_format(out_path)
+    total = source.count(in_path) if in_path != "-" else None
     lo, hi = 0, total
     if shard is not None and total is not None:
         i, n = shard
@@ -283,6 +291,9 @@ def run_file(in_path: str, out_path: str, transform: RecordTransform, *, workers
     if engine is not None:
         if in_path == "-":
             raise ValueError("--engine ray reads its input on the cluster: give an input file, not standard input")
+        if source is not DEFAULT:
+            raise ValueError(f"--engine ray reads JSONL on the cluster, not {source.name}: give a JSONL file (the "
+                             "output may be any format)")
         workers = engine.workers
     elif workers is None:
         workers = auto_workers(None if hi is None else hi - lo)
@@ -290,11 +301,11 @@ def run_file(in_path: str, out_path: str, transform: RecordTransform, *, workers
     stats = RunStats(workers=workers)
     fingerprint = ""
     if in_path != "-":
-        st = os.stat(in_path)
-        fingerprint = json.dumps([os.path.abspath(in_path), st.st_size, st.st_mtime_ns, *transform.fingerprint(),
+        fingerprint = json.dumps([os.path.abspath(in_path), *source.stamp(in_path), *transform.fingerprint(),
                                   shard, text_field, on_error])
     started = time.perf_counter()
-    with AtomicWriter(out_path, resume=resume, overwrite=overwrite, fingerprint=fingerprint, resumable=True) as out:
+    with AtomicWriter(output_path(out_path), resume=resume, overwrite=overwrite, fingerprint=fingerprint,
+                      resumable=True, finish=target.finish) as out:
         if out.resumed_state:
             stats.restore(out.resumed_state)
             lo = max(lo, out.resumed_state["line"])
@@ -303,7 +314,7 @@ def run_file(in_path: str, out_path: str, transform: RecordTransform, *, workers
         last_checkpoint = time.monotonic()
         initargs = (transform, text_field, input_name(in_path))
         results = engine.results(in_path, lo, hi, transform, text_field) if engine is not None else \
-            _results(batched(read_lines(in_path, lo, hi), CHUNK), workers, initargs)
+            _results(batched(source.read_lines(in_path, lo, hi), CHUNK), workers, initargs)
         # closing(): the workers stop here, before an exception leaves, not whenever it is collected.
         with _interrupts_between_records() as interrupted, contextlib.closing(results):
             try:

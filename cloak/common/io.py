@@ -22,7 +22,7 @@ import os
 import sys
 import tempfile
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO, TypeVar
 
@@ -139,28 +139,34 @@ def _check_input(path: str) -> None:
 
 
 def check_files(inputs: Iterable[str] = (), outputs: Iterable[str] = ()) -> None:
-    """Fail now, before slow work, if an input is missing or has no records, an output file's folder
-    does not exist, or an output would replace one of the inputs however it is spelt (symlinks, ``./``):
-    the output itself, or the partial file it is written through (``OUT.partial``, ``OUT.partial.ckpt``),
-    which is emptied first and removed after a failure. ``-`` is standard input / output and always fine."""
+    """Fail now, before slow work, if an input is missing or has no records, or an output cannot be written
+    (:func:`check_output`). ``-`` is standard input / output and always fine."""
     inputs, outputs = [p for p in inputs if p != "-"], [p for p in outputs if p != "-"]
     for path in inputs:
         _check_input(path)
         if not has_records(path):
             raise empty_input(path)
     for path in outputs:
-        directory = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(directory):
-            raise FileNotFoundError(f"output folder does not exist: {directory}")
-        if os.path.isdir(path):
-            raise IsADirectoryError(f"output is a folder, not a file: {path}")
-        for written in (path, path + PARTIAL, path + PARTIAL + CHECKPOINT):
-            for source in inputs:
-                if os.path.exists(written) and os.path.samefile(written, source):
-                    raise ValueError(f"the output {path} is the input {source}: write it somewhere else"
-                                     if written == path else
-                                     f"the output {path} is written through {written}, which is the input "
-                                     f"{source}: write it somewhere else")
+        check_output(path, inputs)
+
+
+def check_output(path: str, inputs: Iterable[str] = (), folder: bool = False) -> None:
+    """Fail if an output's folder does not exist, it is a folder (unless ``folder``: an output written as a
+    folder), or it would replace one of the inputs however it is spelt (symlinks, ``./``): the output
+    itself, or the partial file it is written through (``OUT.partial``, ``OUT.partial.ckpt``), which is
+    emptied first and removed after a failure."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"output folder does not exist: {directory}")
+    if not folder and os.path.isdir(path):
+        raise IsADirectoryError(f"output is a folder, not a file: {path}")
+    for written in (path, path + PARTIAL, path + PARTIAL + CHECKPOINT):
+        for source in inputs:
+            if os.path.exists(written) and os.path.samefile(written, source):
+                raise ValueError(f"the output {path} is the input {source}: write it somewhere else"
+                                 if written == path else
+                                 f"the output {path} is written through {written}, which is the input "
+                                 f"{source}: write it somewhere else")
 
 
 def check_records(path: str, **options) -> None:
@@ -420,12 +426,15 @@ class AtomicWriter:
     resumable, removes them. ``checkpoint(state)`` records the progress (any JSON state, e.g. the last
     input line done); only output written before the last checkpoint survives a resume. A resumable
     writer opened over what an interrupted run left, neither to ``resume`` it nor to ``overwrite`` it,
-    refuses: that work would be lost unasked.
+    refuses: that work would be lost unasked. ``finish(partial, path)`` puts the complete partial file at
+    ``path`` (by default a rename; ``cloak.common.formats`` turns it into Parquet or a saved Dataset).
     """
 
     def __init__(self, path: str, *, resume: bool = False, fingerprint: str = "",
-                 resumable: bool = False, overwrite: bool = False) -> None:
+                 resumable: bool = False, overwrite: bool = False,
+                 finish: Callable[[str, str], None] = os.replace) -> None:
         self.path = path
+        self._finish = finish
         self.fingerprint = fingerprint
         self.resumable = resumable or resume
         self.resumed_state: dict | None = None
@@ -485,7 +494,7 @@ class AtomicWriter:
             self._file.flush()
             return
         self._file.close()
-        os.replace(self.partial, self.path)
+        self._finish(self.partial, self.path)
         if os.path.exists(self.ckpt):
             os.remove(self.ckpt)
 

@@ -16,6 +16,8 @@ from .unveiler import Unveiler
 class Unveiling:
     """The record transform of ``cloak unveil`` (``cloak.run.RecordTransform``)."""
 
+    fields = ("unveiled_from", "unveil")
+
     def __init__(self, unveiler: Unveiler) -> None:
         self.unveiler = unveiler
 
