@@ -300,6 +300,7 @@ register_victim(kind="habertor", module="attacks.victims.habertor")
 register_victim(kind="mmbert", module="attacks.victims.multimodal")
 register_victim(kind="llm", module="attacks.victims.llm")
 register_victim(kind="defended", module="attacks.victims.defended")
+register_victim(kind="sklearn-pipeline", module="attacks.victims.sklearn_pipeline")
 
 
 def register_installed() -> None:
