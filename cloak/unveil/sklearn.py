@@ -74,7 +74,8 @@ class UnveilTransformer(TransformerMixin, BaseEstimator):
                              f"and model {self.model!r} (give scorer='ngram' and no model, or no fit_lm)")
         self.terms_ = list(unveiler.choose_terms(labelled).terms)
         if fit_lm:
-            self.lm_ = CharNgramLM.fit(texts, words=dictionary_words(DICTIONARY))
+            # as its file holds it (four decimals), so that it reads the same once pickled or saved
+            self.lm_ = CharNgramLM.from_bytes(CharNgramLM.fit(texts, words=dictionary_words(DICTIONARY)).to_bytes())
         else:
             self.lm_ = CharNgramLM.load(self.model) if self.scorer == "ngram" and self.model else None
         self.unveiler_ = self._fitted_unveiler()
