@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -170,3 +172,10 @@ def test_a_pipeline_of_untrusted_steps_is_refused_when_saved(train, tmp_path):
     with pytest.raises(VictimError, match="tests.test_sklearn._shout"):
         SklearnVictim(fitted.fit(texts, labels)).save(str(tmp_path / "v"))
     assert not (tmp_path / "v" / "victim.json").exists()
+
+
+def test_cloak_imports_scikit_learn_only_when_the_transformer_is_asked_for():
+    code = ("import sys, cloak, cloak.unveil; before = 'sklearn' in sys.modules; "
+            "from cloak.unveil import UnveilTransformer; print(before, 'sklearn' in sys.modules)")
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert ran.stdout.split() == ["False", "True"], ran.stderr
