@@ -34,10 +34,9 @@ OWN_PARAMS = {"fit_lm": False}
 class UnveilTransformer(TransformerMixin, BaseEstimator):
     """Read cloaks back in front of any text classifier (``Unveiler``, as a scikit-learn transformer).
 
-    Parameters: every field of ``Unveiler`` (``families``, ``targets``, ``lexicon``, ``mine_from``,
-    ``balance``, ``common``, ``scorer``, ``model``, ``threshold``: see it), and ``fit_lm``: fit the character
-    n-gram scorer's model on the texts ``fit`` is given, as ``cloak fit-lm`` does (the ngram scorer only;
-    instead of ``model``).
+    Parameters: every field of ``Unveiler``, by the same name and default (``families``, ``targets``,
+    ``threshold``, ...: see it), and ``fit_lm``: fit the character n-gram scorer's model on the texts ``fit``
+    is given, as ``cloak fit-lm`` does (the ngram scorer only; instead of ``model``).
 
     ``fit(X, y)`` fixes what the transform reads back: the terms (mined from ``X`` and its labels ``y`` with
     ``targets`` mined or lexicon+mined and no ``mine_from``; else as ``targets``, ``lexicon`` and
