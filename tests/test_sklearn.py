@@ -141,6 +141,8 @@ def test_a_pipeline_saved_as_a_victim_predicts_the_same_and_is_evaluated(train, 
     np.testing.assert_array_equal(loaded.predict_proba(test), victim.predict_proba(test))
     np.testing.assert_array_equal(victim.predict_proba(test), fitted.predict_proba(test))
     assert loaded.model_[0].terms_ == fitted[0].terms_ and loaded.num_labels == 2
+    vocabularies = json.loads((tmp_path / "pipe" / "vocabularies.json").read_text(encoding="utf-8"))
+    assert vocabularies == {"tfidfvectorizer": {t: int(i) for t, i in fitted[1].vocabulary_.items()}}
     facts = inspect_victim(str(tmp_path / "pipe")).facts
     assert facts["kind"] == "sklearn-pipeline" and "UnveilTransformer(fit_lm=True" in facts["config"]["estimator"]
     data = tmp_path / "test.jsonl"
