@@ -181,3 +181,8 @@ def test_cloak_imports_scikit_learn_only_when_the_transformer_is_asked_for():
             "from cloak.unveil import UnveilTransformer; print(before, 'sklearn' in sys.modules)")
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert ran.stdout.split() == ["False", "True"], ran.stderr
+
+
+def test_attacks_train_says_how_a_pipeline_victim_is_made():
+    result = CliRunner().invoke(main, ["train", "--model", "sklearn-pipeline", "--train", str(SAMPLE), "--out", "x"])
+    assert result.exit_code != 0 and "SklearnVictim(pipeline)" in result.output

@@ -346,6 +346,8 @@ def victim_class(name: str) -> type[Victim]:
         cls = victim_kind(kind)
         if name in cls.names():
             return cls
+    if name in _REGISTRY and not victim_kind(name).names():  # made otherwise (it needs a detector, a pipeline)
+        raise ParameterError(f"victim kind {name!r} is not made by name: {victim_kind(name).summary}")
     raise unknown_key(name, victim_names(), "", kind="victim")
 
 
