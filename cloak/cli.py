@@ -28,6 +28,7 @@ from .rng import Rng
 from .show import show_records
 from .targets import default_lexicon
 from .unveil import Unveiler
+from .unveil.ngram import DICTIONARY, MIN_COUNT, ORDER
 
 EXAMPLES = """
 \b
@@ -291,11 +292,11 @@ unveil.params[2:2] = dataclass_options([Unveiler])  # after --in and --out: the 
               help="Clean posts (JSONL records) to fit on: the kind of text cloaks are read back in.")
 @click.option("--out", "out_path", required=True, metavar="FILE", help="The model (a gzip TSV): give it to "
               "`cloak unveil --model`.")
-@click.option("--order", type=click.IntRange(1, 8), default=4, show_default=True, help="Characters an n-gram spans.")
-@click.option("--min-count", type=click.IntRange(1), default=2, show_default=True,
+@click.option("--order", type=click.IntRange(1, 8), default=ORDER, show_default=True, help="Characters an n-gram spans.")
+@click.option("--min-count", type=click.IntRange(1), default=MIN_COUNT, show_default=True,
               help="N-grams seen fewer times are left out (a smaller file; 1 keeps them all: on COLD, 1.5 points "
                    "more homophone cloaks read back at five times the memory, 678 MB against 134).")
-@click.option("--dictionary", type=click.IntRange(0), default=100, show_default=True, metavar="F",
+@click.option("--dictionary", type=click.IntRange(0), default=DICTIONARY, show_default=True, metavar="F",
               help="Also fit on the words of jieba's dictionary this frequent (0: none): which characters make "
                    "words beyond what the posts hold.")
 @click.option("--text-field", default="text", show_default=True, help="Field holding the text.")

@@ -300,6 +300,7 @@ register_victim(kind="habertor", module="attacks.victims.habertor")
 register_victim(kind="mmbert", module="attacks.victims.multimodal")
 register_victim(kind="llm", module="attacks.victims.llm")
 register_victim(kind="defended", module="attacks.victims.defended")
+register_victim(kind="sklearn-pipeline", module="attacks.victims.sklearn_pipeline")
 
 
 def register_installed() -> None:
@@ -345,6 +346,8 @@ def victim_class(name: str) -> type[Victim]:
         cls = victim_kind(kind)
         if name in cls.names():
             return cls
+    if name in _REGISTRY and not victim_kind(name).names():  # made otherwise (it needs a detector, a pipeline)
+        raise ParameterError(f"victim kind {name!r} is not made by name: {victim_kind(name).summary}")
     raise unknown_key(name, victim_names(), "", kind="victim")
 
 

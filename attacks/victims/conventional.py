@@ -382,11 +382,7 @@ class ConventionalVictim(Victim):
         return search.best_estimator_, {**params, **chosen}
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        texts = check_texts(texts)
-        out = np.zeros((len(texts), self.num_labels_), dtype=np.float64)
-        if texts:
-            out[:, np.asarray(self.model_.classes_, dtype=int)] = self.model_.predict_proba(texts)
-        return out
+        return class_probabilities(self.model_, texts, self.num_labels_)
 
     def _save_weights(self, directory: str) -> list[str]:
         import skops.io
@@ -419,6 +415,16 @@ class ConventionalVictim(Victim):
             _vectorizer(model).vocabulary_ = json.load(f)
         # victim.json records the params the model was fitted with (every one, the defaults too)
         self.model_, self.params_, self.grid_results_ = model, self.config.classifier_params(), None
+
+
+def class_probabilities(model, texts: Sequence[str], num_labels: int) -> np.ndarray:
+    """A scikit-learn classifier's ``predict_proba`` of texts, a column for every label (0 for those it never
+    saw in training)."""
+    texts = check_texts(texts)
+    out = np.zeros((len(texts), num_labels), dtype=np.float64)
+    if texts:
+        out[:, np.asarray(model.classes_, dtype=int)] = model.predict_proba(texts)
+    return out
 
 
 def _vectorizer(model):

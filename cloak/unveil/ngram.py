@@ -27,6 +27,9 @@ SHIPPED = "data/cold_swsr.lm.gz"
 _ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _UNESCAPE = {v: k for k, v in _ESCAPES.items()}
 HEADER = "# mmcloak character n-gram model"
+# cloak fit-lm's defaults: characters an n-gram spans, the fewest times one is kept, and how frequent a word of
+# jieba's dictionary is to be fitted on beside the posts
+ORDER, MIN_COUNT, DICTIONARY = 4, 2, 100
 SEEN = 2_000_000  # n-gram look-ups remembered, at most
 
 
@@ -84,7 +87,7 @@ class CharNgramLM:
     # -- fitting ------------------------------------------------------------------------------------
 
     @classmethod
-    def fit(cls, texts: Iterable[str], order: int = 4, min_count: int = 2,
+    def fit(cls, texts: Iterable[str], order: int = ORDER, min_count: int = MIN_COUNT,
             words: Iterable[tuple[str, int]] = ()) -> CharNgramLM:
         """Fit on ``texts``; n-grams of two characters or more seen fewer than ``min_count`` times are
         not stored (their probability comes through the backoff weights). ``words``: (word, times), a
@@ -137,6 +140,10 @@ class CharNgramLM:
         """Write the model as a gzip TSV, byte for byte the same for the same model."""
         from ..common.io import write_atomic
 
+        write_atomic(path, self.to_bytes())
+
+    def to_bytes(self) -> bytes:
+        """The model as ``save`` writes it (``from_bytes`` reads it back)."""
         lines = [f"{HEADER}\torder={self.order}\tunknown={self.unknown:.4f}"
                  + "".join(f"\t{k}={v}" for k, v in sorted(self.info.items()))]
         for gram in sorted(self.logprob_):
@@ -145,7 +152,7 @@ class CharNgramLM:
         buffer = io.BytesIO()
         with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as f:
             f.write(("\n".join(lines) + "\n").encode("utf-8"))
-        write_atomic(path, buffer.getvalue())
+        return buffer.getvalue()
 
     @classmethod
     def load(cls, path: str | os.PathLike | None = None) -> CharNgramLM:
@@ -157,6 +164,11 @@ class CharNgramLM:
             raise ValueError(f"language model not found: {path} (fit one with `cloak fit-lm`)")
         with open(path, "rb") as f:
             return cls._read(f, os.fspath(path))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, name: str = "language model") -> CharNgramLM:
+        """A model from what ``to_bytes`` gave (``name`` says where it came from in errors)."""
+        return cls._read(io.BytesIO(data), name)
 
     @classmethod
     def _read(cls, raw, name: str) -> CharNgramLM:

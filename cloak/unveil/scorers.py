@@ -54,16 +54,16 @@ class JointScorer(Scorer, Protocol):
 class NgramScorer:
     """A character n-gram model's gain: the log probability of the characters the candidate changes and of
     those whose history it changes, read back against as written. ``model``: a file of ``cloak fit-lm``
-    ("": the one mmcloak ships, fitted on COLD's training posts and SWSR's comments)."""
+    ("": the one mmcloak ships, fitted on COLD's training posts and SWSR's comments), or ``lm``, a model in
+    memory (one ``UnveilTransformer`` fitted), instead."""
 
     name = "ngram"
 
-    def __init__(self, model: str = "") -> None:
-        self.model = model
-        self.lm: CharNgramLM | None = None
+    def __init__(self, model: str = "", lm: CharNgramLM | None = None) -> None:
+        self.model, self.lm, self.given = model, lm, lm is not None
 
-    def __getstate__(self) -> dict:  # a worker loads the file again rather than receive the tables
-        return {"model": self.model, "lm": None}
+    def __getstate__(self) -> dict:  # a worker loads a file again rather than receive its tables
+        return {**self.__dict__, "lm": self.lm if self.given else None}
 
     def prepare(self) -> None:
         if self.lm is None:

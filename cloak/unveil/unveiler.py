@@ -14,13 +14,14 @@ is wherever no reading clears the bar.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from ..edits import Edit, compose_edits, splice
 from ..common.params import Interval, Satisfies, param, parse_spec, spec_of, unknown_key, validate_fields
 from ..perturber import Cloaked
+from ..targets import Lexicon
 from .index import Candidate, TermIndex, changed_span
 from .normalise import READERS as CHARACTER_READERS
 from .normalise import normalise
@@ -166,14 +167,27 @@ class Unveiler:
         self._scorer.prepare()
         return self
 
+    def choose_terms(self, labelled: Iterable[dict] | None = None) -> Lexicon:
+        """The terms to read back, as ``targets``, ``lexicon`` and ``mine_from`` choose them; ``labelled``:
+        records to mine instead of ``mine_from``'s (those ``UnveilTransformer.fit`` is given)."""
+        from ..mining import build_every_label_targets, build_targets
+
+        build = build_every_label_targets if self.balance else build_targets
+        return build(self.targets, lexicon=self.lexicon, labelled=self.mine_from if labelled is None else labelled)
+
+    def use(self, terms: Sequence[str], scorer: Scorer | None = None) -> Unveiler:
+        """Read back ``terms`` instead of choosing them, and weigh them with ``scorer`` where given instead of
+        the one ``scorer`` and ``model`` name: what a fitted ``UnveilTransformer`` learned. Returns itself."""
+        self._index = TermIndex(terms, self.readers, self.common)
+        if scorer is not None:
+            self._scorer, self._joint = scorer, None
+        self._memo.clear()
+        return self
+
     def _term_index(self) -> TermIndex:
         """The index of the terms, mined or read on first use (its automata are built by ``prepare``)."""
         if self._index is None:
-            from ..mining import build_every_label_targets, build_targets
-
-            build = build_every_label_targets if self.balance else build_targets
-            terms = build(self.targets, lexicon=self.lexicon, labelled=self.mine_from)
-            self._index = TermIndex(terms.terms, self.readers, self.common)
+            self._index = TermIndex(self.choose_terms().terms, self.readers, self.common)
         return self._index
 
     def candidates(self, text: str) -> tuple[str, list[Edit], list[Candidate]]:
