@@ -117,6 +117,3 @@ def __getattr__(name: str) -> type:
     if name in ("OpTransformation", "VictimModelWrapper"):
         return _classes()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["EXTRA", "OpTransformation", "VictimModelWrapper", "import_textattack", "nltk_stopwords"]
