@@ -171,7 +171,7 @@ bench-mmbert: need-cold $(BENCH_INSTALLED) $(OPEN_CLIP_INSTALLED)
 ## robustness table, how true to real cloaking they are, HABERTOR and the attention regularisers; about
 ## 7 hours on 2 CPU cores, most of it the backbone, the RBF SVMs and HABERTOR's pre-training
 SWSR ?= $(MMCLOAK_SWSR)
-bench-attacks: need-cold need-swsr $(BENCH_INSTALLED)
+bench-attacks: need-cold need-swsr $(BENCH_INSTALLED) $(TEXTATTACK_INSTALLED)
 	$(PY) bench.backbone --cold $(COLD) --swsr $(SWSR) --epochs 3
 	$(PY) bench.victims --cold $(COLD) --swsr $(SWSR)   # also the emb-* victims' word vectors
 	$(PY) bench.victims --cold $(COLD) --swsr $(SWSR) --neural bert,chinesebert --no-curve   # after backbone
@@ -189,7 +189,8 @@ bench-attacks: need-cold need-swsr $(BENCH_INSTALLED)
 	$(PY) bench.habertor_speed
 	$(PY) bench.regularizers --cold $(COLD)   # after backbone
 	$(PY) bench.habertor_cold --cold $(COLD) --swsr $(SWSR)   # after regularizers: its bert-none beside HABERTOR
-	$(PY) bench.search_attack --cold $(COLD)   # last: needs TextAttack's own venv (see the README)
+	$(PY) bench.search_attack --cold $(COLD)   # after robustness and victims --neural; TextAttack's side in its venv
+	$(TEXTATTACK_VENV)/bin/python -m bench.textattack_bridge   # ~2 min: TextAttack's search with our ops, on the samples
 
 ## bench-mmbert-e5: MMBERT against its text-only twin on a pretrained encoder, multilingual-e5-small (its first
 ## 6 layers, eSpeak NG's speech), the runs the docs report: the epoch seconds that sized them; three seeds and
