@@ -20,6 +20,7 @@ Run from the repository root in TextAttack's virtual environment (``make .venv-t
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from pathlib import Path
@@ -113,6 +114,9 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=200, help="queries a post, counted as TextAttack counts them")
     ap.add_argument("--max-candidates", type=int, default=10, help="candidates scored at each word")
     args = ap.parse_args()
+    if importlib.util.find_spec("textattack") is None:  # before the minute the evaluate takes
+        raise SystemExit("bench.textattack_bridge runs in TextAttack's virtual environment: make "
+                         ".venv-textattack/.installed, then .venv-textattack/bin/python -m bench.textattack_bridge")
     started, steps = time.perf_counter(), {}
     work = folder(args.work)
     victim = work / "tfidf-lr"
