@@ -18,7 +18,8 @@ runs against an mmcloak detector with mmcloak's cloaks::
 
 - :class:`OpTransformation` (a TextAttack ``WordSwap``): the replacements of a word are the candidates of
   ``attacks evaluate``'s search (``attacks.search.OpCandidates``: every op's most plausible edit of the
-  word, then each one's second, ..., at most ``max_candidates``), each applied to the word.
+  word, then each one's second, ..., at most ``max_candidates``), each applied to the word. TextAttack hands
+  a transformation the word alone, so the ops see the word without the post around it.
 - :class:`VictimModelWrapper` (a TextAttack ``ModelWrapper``): any victim's ``predict_proba`` (a saved
   folder through ``load_victim``, a pipeline, a defended victim), and the seconds spent inside it.
 
