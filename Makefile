@@ -19,6 +19,11 @@ TORCH ?= torch==2.13.0
 OPEN_CLIP_VENV ?= .venv-open-clip
 OPEN_CLIP_TORCH ?= torch==2.14.1 torchvision==0.29.1
 OPEN_CLIP_INSTALLED := $(OPEN_CLIP_VENV)/.installed
+# TextAttack 0.3.11 imports flair, which needs transformers < 5 (flair 0.15.1 does not import beside
+# transformers 5: "cannot import name 'LayoutLMv2FeatureExtractor'"): the TextAttack bridge's tests and
+# benchmarks get a venv of their own, the extra `textattack` on $(TORCH).
+TEXTATTACK_VENV ?= .venv-textattack
+TEXTATTACK_INSTALLED := $(TEXTATTACK_VENV)/.installed
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +44,14 @@ $(OPEN_CLIP_VENV)/bin/python:
 $(OPEN_CLIP_INSTALLED): pyproject.toml | $(OPEN_CLIP_VENV)/bin/python
 	$(OPEN_CLIP_VENV)/bin/pip install --quiet --disable-pip-version-check $(OPEN_CLIP_TORCH)
 	$(OPEN_CLIP_VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test,open-clip]'
+	touch $@
+
+$(TEXTATTACK_VENV)/bin/python:
+	$(PYTHON) -m venv $(TEXTATTACK_VENV)
+
+$(TEXTATTACK_INSTALLED): pyproject.toml | $(TEXTATTACK_VENV)/bin/python
+	$(TEXTATTACK_VENV)/bin/pip install --quiet --disable-pip-version-check $(TORCH)
+	$(TEXTATTACK_VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test,textattack]'
 	touch $@
 
 $(BENCH_INSTALLED): $(INSTALLED)
@@ -78,13 +91,14 @@ demo: $(DEMO_INSTALLED)
 
 ## test: the suite to run before every commit: every test but those marked slow (no network, no model
 ## downloads, tiny models), without building the open_clip venv; 748 tests, about 9 minutes on 2 CPU cores.
-## test-all: every test, the open_clip ones in their own venv (5.6 GB); what CI runs, 932 tests in 20 to 27 minutes
+## test-all: every test, the open_clip ones and the TextAttack ones each in their own venv (5.6 GB, 3 GB); what CI runs, 932 tests in 20 to 27 minutes
 ## with the install on 2 shared CPU cores (.ci/run on a clean clone).
 test: $(INSTALLED)
 	$(BIN)/python -m pytest -m "not slow"
 
-test-all: $(INSTALLED) $(OPEN_CLIP_INSTALLED)
+test-all: $(INSTALLED) $(OPEN_CLIP_INSTALLED) $(TEXTATTACK_INSTALLED)
 	$(OPEN_CLIP_VENV)/bin/python -m pytest tests/test_open_clip.py
+	$(TEXTATTACK_VENV)/bin/python -m pytest tests/test_textattack_bridge.py
 	$(BIN)/python -m pytest
 
 ## docs: the documentation site into site/ (MkDocs, strict: a broken link or reference fails); its results
@@ -159,7 +173,7 @@ bench-mmbert: need-cold $(BENCH_INSTALLED) $(OPEN_CLIP_INSTALLED)
 ## robustness table, how true to real cloaking they are, HABERTOR and the attention regularisers; about
 ## 7 hours on 2 CPU cores, most of it the backbone, the RBF SVMs and HABERTOR's pre-training
 SWSR ?= $(MMCLOAK_SWSR)
-bench-attacks: need-cold need-swsr $(BENCH_INSTALLED)
+bench-attacks: need-cold need-swsr $(BENCH_INSTALLED) $(TEXTATTACK_INSTALLED)
 	$(PY) bench.backbone --cold $(COLD) --swsr $(SWSR) --epochs 3
 	$(PY) bench.victims --cold $(COLD) --swsr $(SWSR)   # also the emb-* victims' word vectors
 	$(PY) bench.victims --cold $(COLD) --swsr $(SWSR) --neural bert,chinesebert --no-curve   # after backbone
@@ -177,7 +191,8 @@ bench-attacks: need-cold need-swsr $(BENCH_INSTALLED)
 	$(PY) bench.habertor_speed
 	$(PY) bench.regularizers --cold $(COLD)   # after backbone
 	$(PY) bench.habertor_cold --cold $(COLD) --swsr $(SWSR)   # after regularizers: its bert-none beside HABERTOR
-	$(PY) bench.search_attack --cold $(COLD)   # last: needs TextAttack's own venv (see the README)
+	$(PY) bench.search_attack --cold $(COLD)   # after robustness and victims --neural; TextAttack's side in its venv
+	$(TEXTATTACK_VENV)/bin/python -m bench.textattack_bridge   # ~2 min: TextAttack's search with our ops, on the samples
 
 ## bench-mmbert-e5: MMBERT against its text-only twin on a pretrained encoder, multilingual-e5-small (its first
 ## 6 layers, eSpeak NG's speech), the runs the docs report: the epoch seconds that sized them; three seeds and
@@ -257,4 +272,4 @@ bench-mmbert-claim: need-cold $(BENCH_INSTALLED)
 	@$(call once,bench/results/llm_detector_test.json,$(LLM_CLAIM) test)
 
 clean:
-	rm -rf $(VENV) $(OPEN_CLIP_VENV) demo_out .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) $(OPEN_CLIP_VENV) $(TEXTATTACK_VENV) demo_out .pytest_cache .hypothesis *.egg-info

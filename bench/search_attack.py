@@ -1,8 +1,8 @@
 """Our search attack against TextAttack's, on the same victims, posts and query budget.
 
 Run from the repository root after ``python -m bench.robustness`` (which saves ``tfidf-lr``),
-``python -m bench.victims --neural bert`` and after setting up TextAttack's virtual environment as the
-README says: ``.venv/bin/python -m bench.search_attack``; writes ``bench/results/search_attack.json``.
+``python -m bench.victims --neural bert`` and after making TextAttack's virtual environment (``make
+.venv-textattack/.installed``): ``.venv/bin/python -m bench.search_attack``; writes ``bench/results/search_attack.json``.
 
 - Posts: per victim, the first 200 offensive COLD test posts it classifies correctly (both attacks
   get the same ones, so neither skips any).
@@ -29,24 +29,16 @@ import time
 from pathlib import Path
 
 from attacks.search import SearchAttack
+from attacks.textattack_bridge import nltk_stopwords
 from bench.common import (BIN, REPO, RESULTS, WORK, cold_records, folder, machine_info, parser, print_summary,
                           read_json, require, write_result)
 from cloak.common.io import write_atomic, write_records
 
-TEXTATTACK = WORK / "textattack-venv" / "bin" / "python"
+TEXTATTACK = REPO / ".venv-textattack" / "bin" / "python"
 # ours: (label, ops, stop words). "zh" is the list TextAttack's constraint uses (stopwords-iso's
 # Chinese words, the same 794), so the *_stopwords rows search the words TextAttack searches.
 VARIANTS = (("ours_similar_stopwords", "similar", "zh"), ("ours_similar", "similar", "none"),
             ("ours_all_ops_stopwords", "", "zh"), ("ours_all_ops", "", "none"))
-
-
-def stopwords_folder(nltk_data: Path) -> Path:
-    """NLTK's English stop words, which TextAttack's import needs and cannot download here, written
-    from scikit-learn's list."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    (folder(nltk_data / "corpora" / "stopwords") / "english").write_text("\n".join(sorted(ENGLISH_STOP_WORDS)) + "\n")
-    return nltk_data
 
 
 class TimedVictim:
@@ -187,12 +179,12 @@ def main() -> None:
     for name in names:
         require(args.victims_dir / name / "victim.json", "python -m bench.robustness" if name == "tfidf-lr"
                 else f"python -m bench.victims --neural {name}")
-    require(args.textattack_python, "the README's TextAttack set-up (its own virtual environment)")
+    require(args.textattack_python, "make .venv-textattack/.installed")
     import torch
 
     torch.set_num_threads(1)  # as TextAttack's process (OMP_NUM_THREADS=1) and our whole command
     work = folder(WORK / "search_attack")
-    env = {**os.environ, "NLTK_DATA": str(stopwords_folder(work / "nltk_data")), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "NLTK_DATA": str(nltk_stopwords(work / "nltk_data")), "OMP_NUM_THREADS": "1"}
     test = [r for r in cold_records(args.cold, "test") if r["label"] == 1]
     result = read_json(args.out, {"victims": {}})
     result.update(benchmark="bench/search_attack.py", machine=machine_info(("torch", "scikit-learn")),

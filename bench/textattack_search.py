@@ -3,12 +3,12 @@
 TextAttack 0.3.11's greedy search with deletion importance (``GreedyWordSwapWIR("delete")``) and its
 ``ChineseMorphonymCharacterSwap``, the constraints of its Chinese recipe (no word modified twice, no
 stop word modified), untargeted against the gold label with a query budget, on one of our saved
-victims (loaded with ``attacks.load_victim`` and wrapped as a TextAttack ``ModelWrapper``). Writes one
-JSON: a result per post (status, queries, adversarial text), the attack loop's wall time and the part
-of it spent inside the victim. Run from the repository root (``bench.search_attack`` runs it; ``WORK`` is
-its working folder, ``bench.common.WORK``)::
+victims (loaded with ``attacks.load_victim`` and wrapped by ``attacks.textattack_bridge.VictimModelWrapper``,
+which adds up the seconds spent inside it). Writes one JSON: a result per post (status, queries, adversarial
+text), the attack loop's wall time and the part of it spent inside the victim. Run from the repository root in TextAttack's virtual environment (``make
+.venv-textattack/.installed``; ``bench.search_attack`` runs it)::
 
-    NLTK_DATA=DIR WORK/textattack-venv/bin/python -m bench.textattack_search \\
+    NLTK_DATA=DIR .venv-textattack/bin/python -m bench.textattack_search \\
         --victim DIR --data posts.jsonl --budget 200 --out result.json
 """
 from __future__ import annotations
@@ -20,25 +20,6 @@ import time
 
 STATUS = {"SuccessfulAttackResult": "success", "FailedAttackResult": "failure",
           "SkippedAttackResult": "skipped", "MaximizedAttackResult": "failure"}
-
-
-def timed_wrapper(victim):
-    """The victim as a TextAttack ``ModelWrapper`` that adds up the seconds spent inside it (what is left
-    of the attack loop is TextAttack's own work). TextAttack is imported here: ``--help`` runs without it."""
-    from textattack.models.wrappers import ModelWrapper
-
-    class VictimWrapper(ModelWrapper):
-        def __init__(self) -> None:
-            self.model = victim
-            self.seconds = 0.0
-
-        def __call__(self, texts: list[str]):
-            started = time.perf_counter()
-            probs = self.model.predict_proba(list(texts))
-            self.seconds += time.perf_counter() - started
-            return probs
-
-    return VictimWrapper()
 
 
 def textattack_search(model, budget: int):
@@ -65,10 +46,11 @@ def main() -> None:
     import textattack
 
     from attacks import load_victim
+    from attacks.textattack_bridge import VictimModelWrapper
 
     with open(args.data, encoding="utf-8") as f:
         records = [json.loads(line) for line in f]
-    model = timed_wrapper(load_victim(args.victim))
+    model = VictimModelWrapper(load_victim(args.victim))
     attack = textattack_search(model, args.budget)
     jieba.initialize()  # its word splitter's dictionary (0.8 s), loaded before the clock as our word matcher is
     results = []

@@ -24,8 +24,9 @@ DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md"] + sorted(p for p in DOCS.rglob("*.md") if DOCS / "results" not in p.parents
                                       and DOCS / "pending" not in p.parents)
 # What a test cannot give an example: real weights, a Ray cluster, a pre-trained backbone or stage folder,
-# a HABERTOR pre-training (minutes). Those examples are checked for names only.
-NEEDS = ("weights/", "HEAD:6379", "backbone/", "habertor-lm/", "s3/")
+# a HABERTOR pre-training (minutes), TextAttack (its own venv, where tests/test_textattack_bridge.py runs the same
+# attack). Those examples are checked for names only.
+NEEDS = ("weights/", "HEAD:6379", "backbone/", "habertor-lm/", "s3/", "from textattack ")
 
 
 def blocks(page: Path, language: str) -> list[str]:
