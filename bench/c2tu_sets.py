@@ -24,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import (BIN, RESULTS, WORK, cold_records, folder, machine_info, parser, print_summary, read_json,
-                          relative, run, write_result)
+from bench.c2tu_data import cold_parts, read_set
+from bench.common import (BIN, RESULTS, WORK, folder, machine_info, parser, print_summary, read_json, relative, run,
+                          write_result)
 from cloak.common.io import write_records
 from cloak.unveil.correction import Correction, outcome
 
@@ -56,11 +57,6 @@ OURS = {"cloak unveil (as it ships)": [], "cloak unveil --lexicon (the set's)": 
 # The choice's grid and rule (committed before the test posts were read with it)
 CHOICE = {"threshold": (0.0, 1.0, 2.0, 3.0, 4.0, 5.5), "fuzzy": (0.0, 1.0, 2.0, 4.0, 8.0, 12.0)}
 CLEAN = 0.97
-
-
-def read_set(folder: Path, name: str, part: str) -> list[dict]:
-    """One file of a set (``cloaked``, ``gold``, ``lexicon`` or ``outputs/NAME``): C²TU's one-line JSON list."""
-    return json.loads((folder / f"{name}_{part}.json").read_text(encoding="utf-8"))
 
 
 def figures(outcomes: list[tuple[str, bool]]) -> dict:
@@ -99,16 +95,6 @@ def unveiled(work: Path, name: str, records: list[dict], options: list[str], ste
     texts = [json.loads(line)["text"] for line in out.read_text(encoding="utf-8").splitlines()]
     step["posts_per_second"] = round(len(records) / step["seconds"], 1)
     return texts, step
-
-
-def cold_parts(cold: Path, gold: list[str]) -> dict[str, list[int]]:
-    """The COLD set's posts by COLD split: ``dev`` those whose text before cloaking is a COLD dev post and no
-    COLD test post (31 are both), ``test`` the rest."""
-    dev, test = ({r["text"] for r in cold_records(cold, split)} for split in ("dev", "test"))
-    parts: dict[str, list[int]] = {"dev": [], "test": []}
-    for i, text in enumerate(gold):
-        parts["dev" if text in dev and text not in test else "test"].append(i)
-    return parts
 
 
 def unchanged(unveiler, texts: list[str]) -> float:
