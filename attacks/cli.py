@@ -17,6 +17,7 @@ from cloak.cli import ray_options
 from cloak.common.commands import check_out_folder, dataclass_options, plural, reports_errors
 from cloak.common.io import RecordError, batched, check_files, dump_record, known_labels, read_records, write_atomic
 from cloak.common.params import ParameterError, validate
+from mmbert.folder import what_training_kept
 
 from .attack import attack_kind, make_attacks, options_classes
 # the names of these tables are the CLI's choices; importing them loads no torch
@@ -47,7 +48,8 @@ Examples:
 
 
 _errors_reported = reports_errors("attacks", extra="attacks", interrupted={
-    "train": "; a torch victim's last checkpoint is kept in OUT/checkpoint: rerun with --resume",
+    # what a torch victim checkpointed, where it did; a conventional one keeps nothing
+    **dict.fromkeys(("train", "pretrain_habertor_command"), lambda args: what_training_kept(args["out_dir"])),
     "curve": "; finished runs are kept in OUT/runs.jsonl: rerun the same command to finish",
     "evaluate": lambda args: f"; finished outcomes are kept in {args['out_dir']}: rerun the same command to finish"},
     model_hint=" (models given by name are downloaded; without a model hub pass a folder: --backbone DIR)",

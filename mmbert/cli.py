@@ -15,7 +15,7 @@ from cloak.common.io import check_files, read_records
 from cloak.common.models import looks_like_path
 from speech import BACKENDS
 
-from .folder import mmbert_config, peek_features
+from .folder import mmbert_config, peek_features, what_training_kept
 
 EXAMPLES = """
 \b
@@ -33,7 +33,7 @@ Multi-GPU: accelerate launch --multi_gpu -m mmbert.cli train ...
 
 # A model that cannot be loaded says which and, for a name, what to pass without a hub (cloak.common.models).
 _errors_reported = reports_errors("mmbert", extra="train", interrupted=dict.fromkeys(
-    ("train", "pretrain"), "; the last checkpoint is kept in OUT/checkpoint: rerun with --resume to continue"))
+    ("train", "pretrain"), lambda args: what_training_kept(args["out_dir"])))
 
 
 def _warn(message: str) -> None:

@@ -574,6 +574,35 @@ def test_the_command_line_says_what_it_means(split_files, tmp_path):
             assert option.help, f"attacks {command} {option.opts[0]} has no help text"
 
 
+def test_an_interrupted_training_says_what_it_kept_and_where(sample_path, backbone, tmp_path, monkeypatch):
+    """Ctrl-C in `attacks train` spoke of "a torch victim's last checkpoint" in "OUT/checkpoint" whatever the victim:
+    a placeholder, and for a conventional victim a checkpoint that never was."""
+    from attacks.victims.conventional import ConventionalVictim
+    from mmbert.checkpoint import Checkpointer
+
+    rows = read_jsonl(sample_path)  # few posts, of both labels: a quick run
+    rows = [r for r in rows if r["label"]][:20] + [r for r in rows if not r["label"]][:20]
+    train = _write(tmp_path / "train.jsonl", rows)
+    monkeypatch.setattr(ConventionalVictim, "fit", lambda *args, **kwargs: (_ for _ in ()).throw(KeyboardInterrupt))
+    result = _invoke("train", "--model", "tfidf-lr", "--defence", "unveil", "--train", train, "--out", tmp_path / "v")
+    assert (result.exit_code, result.stderr) == (130, f"attacks: interrupted; no checkpoint was kept in "
+                                                       f"{tmp_path / 'v'}, nothing to resume from: rerun the same "
+                                                       "command to start over\n")
+    real = Checkpointer.save
+
+    def save_then_stop(self, state):
+        real(self, state)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Checkpointer, "save", save_then_stop)
+    args = ["train", "--model", "bert", "--backbone", backbone, "--defence", "unveil", "--train", train, "-q",
+            "--out", tmp_path / "b"]
+    result = _invoke(*args)
+    kept = tmp_path / "b" / "detector" / "checkpoint"  # behind a defence, the detector's own folder
+    assert (result.exit_code, result.stderr) == (130, f"attacks: interrupted; the last checkpoint (after epoch 1) is "
+                                                       f"kept in {kept}: rerun with --resume to continue\n")
+
+
 def test_the_report_of_an_unfinished_evaluation_says_to_finish_it(tfidf, posts, tmp_path, monkeypatch):
     import attacks.evaluate as evaluator
 
