@@ -50,8 +50,10 @@ Examples:
 _errors_reported = reports_errors("attacks", extra="attacks", interrupted={
     # what a torch victim checkpointed, where it did; a conventional one keeps nothing
     **dict.fromkeys(("train", "pretrain_habertor_command"), lambda args: what_training_kept(args["out_dir"])),
-    "curve": "; finished runs are kept in OUT/runs.jsonl: rerun the same command to finish",
-    "evaluate": lambda args: f"; finished outcomes are kept in {args['out_dir']}: rerun the same command to finish"},
+    "curve": lambda args: f"; finished runs are kept in {os.path.join(args['out_dir'], 'runs.jsonl')}: rerun the "
+                          "same command (--resume or not) to finish",
+    "evaluate": lambda args: f"; finished outcomes are kept in {args['out_dir']}: rerun the same command (--resume or "
+                             "not) to finish"},
     model_hint=" (models given by name are downloaded; without a model hub pass a folder: --backbone DIR)",
     # an LLM's server down or refusing: the answers so far are cached
     failures={EndpointError: "; the answers received are cached, so rerunning the command asks only the rest"})
@@ -181,7 +183,8 @@ def _settings_options(func):
 @click.option("--defence", default=None, metavar="SPEC",
               help=DEFENCE_HELP + " The detector is trained on the training posts read back, as it will read "
                                   "every post it is asked about.")
-@click.option("--resume", is_flag=True, help="Torch victims: continue from OUT/checkpoint.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted run from its checkpoint in OUT (torch victims "
+                                             "keep one; without --resume a rerun starts over).")
 @click.option("--overwrite", is_flag=True, help="Replace a victim already saved in OUT.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
@@ -279,7 +282,8 @@ def check_victim_out(out_dir: str, overwrite: bool, resume: bool) -> None:
 @click.option("--epochs", type=click.IntRange(1), default=None, help="Epochs [default: 5].")
 @click.option("--vocab-size", type=click.IntRange(8), default=None, help="SentencePiece vocabulary [default: 40000].")
 @click.option("--seed", type=click.IntRange(0), default=None, help="Seed [default: 0].")
-@click.option("--resume", is_flag=True, help="Continue from OUT/checkpoint.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted run from OUT/checkpoint (without it a rerun "
+                                             "starts over).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def pretrain_habertor_command(corpus_paths, out_dir, preset, config_path, tau, epochs, vocab_size, seed, resume,
@@ -370,6 +374,9 @@ def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
 @click.option("--config", "config_path", default=None, metavar="YAML",
               help="Settings: {config: {...}, training: {...}}, as for `attacks train`.")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the samples and runs.")
+@click.option("--resume", is_flag=True, expose_value=False,
+              help="Continue an interrupted run: what rerunning the same command does anyway (the runs finished in "
+                   "OUT/runs.jsonl are kept).")
 @_errors_reported
 def curve(name, train_path, test_path, out_dir, sizes, repeats, backbone, vectors, config_path, seed) -> None:
     """Wankmüller (2021)'s curve: macro-F1 against training size, nested subsamples, repeated."""
@@ -441,6 +448,9 @@ def _attack_options(classes: tuple[type, ...]) -> list[click.Option]:
 @click.option("--defence", default=None, metavar="SPEC",
               help=DEFENCE_HELP + " Each victim is evaluated as it is and with the defence in front, as NAME+unveil: "
                                   "the search then attacks the defence too (an adaptive attack).")
+@click.option("--resume", is_flag=True, expose_value=False,
+              help="Continue an interrupted run: what rerunning the same command does anyway (the outcomes finished "
+                   "in OUT are kept, the rest attacked).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def evaluate(victim_dirs, data_path, out_dir, attack_names, limit, shard, engine, address, workers, batch_size,
