@@ -565,18 +565,21 @@ def report(results_dirs, out_dir, labels, curves, routing, examples, label_names
 
 
 def _print_summary(summary: dict, out_dir: str) -> None:
-    wide = max([16, *map(len, summary["victims"])])  # a defended victim's name (tfidf-lr+cloaks+unveil) is long
-    click.echo(f"{'victim':<{wide}} {'attack':<28} {'macro-F1 clean -> attacked':>27} {'drop, 95% interval':>24} "
-               f"{'success':>8}  {'posts changed, of offensive':<27}", err=True)
+    # as wide as the longest name: a defended victim's (tfidf-lr+cloaks+unveil), a search's with its goal and method
+    wide = max([16, *map(len, summary["victims"])])
+    attack_wide = max([28, *(len(a) for entry in summary["victims"].values() for a in entry["attacks"])])
+    click.echo(f"{'victim':<{wide}} {'attack':<{attack_wide}} {'macro-F1 clean -> attacked':>27} "
+               f"{'drop, 95% interval':>24} {'success':>8}  {'posts changed, of offensive':<27}", err=True)
     for name, entry in summary["victims"].items():
         for attack, figures in entry["attacks"].items():
             if "skipped" in figures:
-                click.echo(f"{name:<{wide}} {attack:<28} skipped: {figures['skipped']}", err=True)
+                click.echo(f"{name:<{wide}} {attack:<{attack_wide}} skipped: {figures['skipped']}", err=True)
                 continue
             rate = figures["textattack"]["success_rate"]
             low, high = figures["drop_interval"]["f1"]
             interval = f"{figures['drop']['f1']:.4f} [{low:.3f}, {high:.3f}]"
-            click.echo(f"{name:<{wide}} {attack:<28} {entry['clean']['f1']:>13.4f} -> {figures['all']['f1']:.4f} "
+            click.echo(f"{name:<{wide}} {attack:<{attack_wide}} {entry['clean']['f1']:>17.4f} -> "
+                       f"{figures['all']['f1']:.4f} "
                        f"{interval:>24} {'' if rate is None else f'{rate:.1%}':>8}  {_coverage_text(figures)}",
                        err=True)
     click.echo(f"evaluate: {os.path.join(os.path.normpath(out_dir), 'summary.json')}", err=True)

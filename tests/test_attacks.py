@@ -574,6 +574,23 @@ def test_the_command_line_says_what_it_means(split_files, tmp_path):
             assert option.help, f"attacks {command} {option.opts[0]} has no help text"
 
 
+def test_the_evaluate_table_keeps_its_columns_whatever_the_names(capsys):
+    """A search with its goal and method (search@targeted:label=1@beam:width=2) pushed its row's figures right of
+    the header's columns, and every row's figures stood 4 characters left of their column's header."""
+    from attacks.cli import _print_summary
+
+    figures = {"textattack": {"success_rate": 0.25}, "drop_interval": {"f1": [0.01, 0.05]}, "drop": {"f1": 0.03},
+               "all": {"f1": 0.7}, "coverage": {"changed": 120, "posts": 300, "share": 0.4, "offensive_changed": 100,
+                                                "offensive_posts": 150, "offensive_share": 0.667}}
+    attacks = {"cloak:emoji": figures, "search@targeted:label=1@beam:width=2": figures}
+    _print_summary({"victims": {"tfidf-lr": {"clean": {"f1": 0.73}, "attacks": attacks}}}, "eval")
+    header, *rows, _ = capsys.readouterr().err.splitlines()
+    ends = [header.index(column) + len(column) for column in ("attacked", "interval", "success")]
+    for row in rows:
+        assert [row.index(" -> ") + 10, row.index("]") + 1, row.index("%") + 1] == ends, (header, row)
+    assert header.index("attack ") == rows[0].index("cloak") and header.index("posts") == rows[1].index("120")
+
+
 def test_an_interrupted_evaluation_finishes_on_a_rerun_with_resume_or_not(split_files, tmp_path, monkeypatch):
     """`attacks evaluate` resumes on a rerun; --resume, which cloak and mmbert ask for, was refused as unknown."""
     import attacks.evaluate as evaluator
