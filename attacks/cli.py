@@ -319,8 +319,9 @@ def pretrain_habertor_command(corpus_paths, out_dir, preset, config_path, tau, e
 @click.option("--batch-size", type=click.IntRange(1), default=256, show_default=True,
               help="Posts scored at a time.")
 @click.option("--gates", is_flag=True, help="GAttention victims: each token's gate z per head, in `victim.gates`.")
+@click.option("-q", "--quiet", is_flag=True, help="No lines but errors (what is scored, and how many).")
 @_errors_reported
-def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
+def predict(victim_dir, in_path, out_path, batch_size, gates, quiet) -> None:
     """Score records with a saved victim."""
     check_files([in_path], [out_path])
     from cloak.common.io import AtomicWriter
@@ -341,7 +342,8 @@ def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
     if gates and not victim.has_gates:
         raise ValueError(f"{victim_dir}: --gates needs a victim with a GAttention head (attacks train --head "
                          f"gattention); this is {victim.name}")
-    click.echo(f"predict: {victim.name} ({victim.settings_text()})", err=True)
+    if not quiet:
+        click.echo(f"predict: {victim.name} ({victim.settings_text()})", err=True)
     n = 0
     with AtomicWriter(out_path) as out:
         for block in batched((r for _, r in records()), batch_size):
@@ -356,7 +358,8 @@ def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
                     entry["gates"] = token_gate
                 out.write(dump_record({**record, "victim": entry}))
                 n += 1
-    click.echo(f"predict: {plural(n, 'record')} scored by {victim.name} into {out_path}", err=True)
+    if not quiet:
+        click.echo(f"predict: {plural(n, 'record')} scored by {victim.name} into {out_path}", err=True)
 
 
 @main.command()

@@ -574,6 +574,15 @@ def test_the_command_line_says_what_it_means(split_files, tmp_path):
             assert option.help, f"attacks {command} {option.opts[0]} has no help text"
 
 
+def test_predict_says_nothing_with_q_as_the_other_commands(split_files, tmp_path):
+    train, test = split_files
+    assert _invoke("train", "--model", "tfidf-lr", "--train", train, "--out", tmp_path / "v", "-q").exit_code == 0
+    said = _invoke("predict", "--victim", tmp_path / "v", "--in", test, "--out", tmp_path / "said.jsonl")
+    quiet = _invoke("predict", "--victim", tmp_path / "v", "--in", test, "--out", tmp_path / "quiet.jsonl", "-q")
+    assert said.stderr.count("\n") == 2 and (quiet.exit_code, quiet.stderr) == (0, "")
+    assert (tmp_path / "said.jsonl").read_bytes() == (tmp_path / "quiet.jsonl").read_bytes()
+
+
 def test_the_evaluate_table_keeps_its_columns_whatever_the_names(capsys):
     """A search with its goal and method (search@targeted:label=1@beam:width=2) pushed its row's figures right of
     the header's columns, and every row's figures stood 4 characters left of their column's header."""
