@@ -248,6 +248,22 @@ def test_a_results_file_without_a_command_is_refused(tmp_path):
 
 # ------------------------------------------------------------------------------------------ hygiene
 
+def test_the_built_site_reads_from_disk(tmp_path):
+    """site/index.html opened from disk linked pages as folders (guide/attacks/), which a browser shows as a
+    listing: the site is built to page.html files, and the README says how to open it."""
+    assert re.search(r"^use_directory_urls: false$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M)
+    assert "site/index.html" in (ROOT / "README.md").read_text(encoding="utf-8")
+    if shutil.which("mkdocs", path=os.path.dirname(sys.executable)) is None:
+        pytest.skip("mkdocs is not installed (pip install 'mmcloak[docs]')")
+    built = subprocess.run([os.path.join(os.path.dirname(sys.executable), "mkdocs"), "build", "--strict", "-q", "-d",
+                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert built.returncode == 0, built.stderr
+    folders = {f"{page.relative_to(tmp_path)}: {link}" for page in tmp_path.rglob("*.html")
+               for link in re.findall(r'href="([^"#:?]*/|\.\.?)"', page.read_text(encoding="utf-8"))}
+    assert (tmp_path / "guide" / "attacks.html").is_file() and folders == set()
+
+
 def test_the_readme_is_a_front_door():
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
 
