@@ -12,7 +12,7 @@ from attacks import make_victim
 from attacks.metrics import detection_metrics, drops
 from cloak.common.params import ParameterError
 
-from .conftest import cli_in_fresh_python, read_jsonl
+from .conftest import cli_in_fresh_python, interrupted_after, read_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -192,15 +192,8 @@ def test_a_killed_evaluate_resumes_to_the_same_summary(tfidf, tiny_bert, posts, 
     rows, attacks = posts[2], attack_list()
     whole = evaluator.evaluate({"tfidf": tfidf, "bert": tiny_bert}, rows, attacks, str(tmp_path / "a"),
                                batch_size=16, progress=False)
-    real, calls = evaluator.run_attack, []
-
-    def dies_on_the_fifth_batch(*args):
-        calls.append(1)
-        if len(calls) == 5:
-            raise KeyboardInterrupt
-        return real(*args)
-
-    monkeypatch.setattr(evaluator, "run_attack", dies_on_the_fifth_batch)
+    real = evaluator.run_attack
+    monkeypatch.setattr(evaluator, "run_attack", interrupted_after(5, real))  # Ctrl-C on the fifth batch
     with pytest.raises(KeyboardInterrupt):
         evaluator.evaluate({"tfidf": tfidf, "bert": tiny_bert}, rows, attacks, str(tmp_path / "b"), batch_size=16,
                            progress=False)
@@ -609,15 +602,8 @@ def test_an_interrupted_evaluation_finishes_on_a_rerun_with_resume_or_not(split_
     args = ["evaluate", "--victim", tmp_path / "v", "--data", test, "--ops", "homophone,emoji", "--batch-size", 16,
             "-q", "--out"]
     assert _invoke(*args, tmp_path / "whole").exit_code == 0
-    real, calls = evaluator.run_attack, []
-
-    def dies_on_the_third_batch(*args):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(*args)
-
-    monkeypatch.setattr(evaluator, "run_attack", dies_on_the_third_batch)
+    real = evaluator.run_attack
+    monkeypatch.setattr(evaluator, "run_attack", interrupted_after(3, real))  # Ctrl-C on the third batch
     cut = _invoke(*args, tmp_path / "cut")
     assert (cut.exit_code, cut.stderr) == (130, f"attacks: interrupted; finished outcomes are kept in "
                                                 f"{tmp_path / 'cut'}: rerun the same command (--resume or not) to "
