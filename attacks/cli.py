@@ -17,6 +17,7 @@ from cloak.cli import ray_options
 from cloak.common.commands import check_out_folder, dataclass_options, plural, reports_errors
 from cloak.common.io import RecordError, batched, check_files, dump_record, known_labels, read_records, write_atomic
 from cloak.common.params import ParameterError, validate
+from mmbert.folder import what_training_kept
 
 from .attack import attack_kind, make_attacks, options_classes
 # the names of these tables are the CLI's choices; importing them loads no torch
@@ -47,9 +48,12 @@ Examples:
 
 
 _errors_reported = reports_errors("attacks", extra="attacks", interrupted={
-    "train": "; a torch victim's last checkpoint is kept in OUT/checkpoint: rerun with --resume",
-    "curve": "; finished runs are kept in OUT/runs.jsonl: rerun the same command to finish",
-    "evaluate": lambda args: f"; finished outcomes are kept in {args['out_dir']}: rerun the same command to finish"},
+    # what a torch victim checkpointed, where it did; a conventional one keeps nothing
+    **dict.fromkeys(("train", "pretrain_habertor_command"), lambda args: what_training_kept(args["out_dir"])),
+    "curve": lambda args: f"; finished runs are kept in {os.path.join(args['out_dir'], 'runs.jsonl')}: rerun the "
+                          "same command (--resume or not) to finish",
+    "evaluate": lambda args: f"; finished outcomes are kept in {args['out_dir']}: rerun the same command (--resume or "
+                             "not) to finish"},
     model_hint=" (models given by name are downloaded; without a model hub pass a folder: --backbone DIR)",
     # an LLM's server down or refusing: the answers so far are cached
     failures={EndpointError: "; the answers received are cached, so rerunning the command asks only the rest"})
@@ -179,7 +183,8 @@ def _settings_options(func):
 @click.option("--defence", default=None, metavar="SPEC",
               help=DEFENCE_HELP + " The detector is trained on the training posts read back, as it will read "
                                   "every post it is asked about.")
-@click.option("--resume", is_flag=True, help="Torch victims: continue from OUT/checkpoint.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted run from its checkpoint in OUT (torch victims "
+                                             "keep one; without --resume a rerun starts over).")
 @click.option("--overwrite", is_flag=True, help="Replace a victim already saved in OUT.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
@@ -277,7 +282,8 @@ def check_victim_out(out_dir: str, overwrite: bool, resume: bool) -> None:
 @click.option("--epochs", type=click.IntRange(1), default=None, help="Epochs [default: 5].")
 @click.option("--vocab-size", type=click.IntRange(8), default=None, help="SentencePiece vocabulary [default: 40000].")
 @click.option("--seed", type=click.IntRange(0), default=None, help="Seed [default: 0].")
-@click.option("--resume", is_flag=True, help="Continue from OUT/checkpoint.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted run from OUT/checkpoint (without it a rerun "
+                                             "starts over).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def pretrain_habertor_command(corpus_paths, out_dir, preset, config_path, tau, epochs, vocab_size, seed, resume,
@@ -313,8 +319,9 @@ def pretrain_habertor_command(corpus_paths, out_dir, preset, config_path, tau, e
 @click.option("--batch-size", type=click.IntRange(1), default=256, show_default=True,
               help="Posts scored at a time.")
 @click.option("--gates", is_flag=True, help="GAttention victims: each token's gate z per head, in `victim.gates`.")
+@click.option("-q", "--quiet", is_flag=True, help="No lines but errors (what is scored, and how many).")
 @_errors_reported
-def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
+def predict(victim_dir, in_path, out_path, batch_size, gates, quiet) -> None:
     """Score records with a saved victim."""
     check_files([in_path], [out_path])
     from cloak.common.io import AtomicWriter
@@ -335,7 +342,8 @@ def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
     if gates and not victim.has_gates:
         raise ValueError(f"{victim_dir}: --gates needs a victim with a GAttention head (attacks train --head "
                          f"gattention); this is {victim.name}")
-    click.echo(f"predict: {victim.name} ({victim.settings_text()})", err=True)
+    if not quiet:
+        click.echo(f"predict: {victim.name} ({victim.settings_text()})", err=True)
     n = 0
     with AtomicWriter(out_path) as out:
         for block in batched((r for _, r in records()), batch_size):
@@ -350,7 +358,8 @@ def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
                     entry["gates"] = token_gate
                 out.write(dump_record({**record, "victim": entry}))
                 n += 1
-    click.echo(f"predict: {plural(n, 'record')} scored by {victim.name} into {out_path}", err=True)
+    if not quiet:
+        click.echo(f"predict: {plural(n, 'record')} scored by {victim.name} into {out_path}", err=True)
 
 
 @main.command()
@@ -368,6 +377,9 @@ def predict(victim_dir, in_path, out_path, batch_size, gates) -> None:
 @click.option("--config", "config_path", default=None, metavar="YAML",
               help="Settings: {config: {...}, training: {...}}, as for `attacks train`.")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the samples and runs.")
+@click.option("--resume", is_flag=True, expose_value=False,
+              help="Continue an interrupted run: what rerunning the same command does anyway (the runs finished in "
+                   "OUT/runs.jsonl are kept).")
 @_errors_reported
 def curve(name, train_path, test_path, out_dir, sizes, repeats, backbone, vectors, config_path, seed) -> None:
     """Wankmüller (2021)'s curve: macro-F1 against training size, nested subsamples, repeated."""
@@ -439,6 +451,9 @@ def _attack_options(classes: tuple[type, ...]) -> list[click.Option]:
 @click.option("--defence", default=None, metavar="SPEC",
               help=DEFENCE_HELP + " Each victim is evaluated as it is and with the defence in front, as NAME+unveil: "
                                   "the search then attacks the defence too (an adaptive attack).")
+@click.option("--resume", is_flag=True, expose_value=False,
+              help="Continue an interrupted run: what rerunning the same command does anyway (the outcomes finished "
+                   "in OUT are kept, the rest attacked).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def evaluate(victim_dirs, data_path, out_dir, attack_names, limit, shard, engine, address, workers, batch_size,
@@ -553,18 +568,21 @@ def report(results_dirs, out_dir, labels, curves, routing, examples, label_names
 
 
 def _print_summary(summary: dict, out_dir: str) -> None:
-    wide = max([16, *map(len, summary["victims"])])  # a defended victim's name (tfidf-lr+cloaks+unveil) is long
-    click.echo(f"{'victim':<{wide}} {'attack':<28} {'macro-F1 clean -> attacked':>27} {'drop, 95% interval':>24} "
-               f"{'success':>8}  {'posts changed, of offensive':<27}", err=True)
+    # as wide as the longest name: a defended victim's (tfidf-lr+cloaks+unveil), a search's with its goal and method
+    wide = max([16, *map(len, summary["victims"])])
+    attack_wide = max([28, *(len(a) for entry in summary["victims"].values() for a in entry["attacks"])])
+    click.echo(f"{'victim':<{wide}} {'attack':<{attack_wide}} {'macro-F1 clean -> attacked':>27} "
+               f"{'drop, 95% interval':>24} {'success':>8}  {'posts changed, of offensive':<27}", err=True)
     for name, entry in summary["victims"].items():
         for attack, figures in entry["attacks"].items():
             if "skipped" in figures:
-                click.echo(f"{name:<{wide}} {attack:<28} skipped: {figures['skipped']}", err=True)
+                click.echo(f"{name:<{wide}} {attack:<{attack_wide}} skipped: {figures['skipped']}", err=True)
                 continue
             rate = figures["textattack"]["success_rate"]
             low, high = figures["drop_interval"]["f1"]
             interval = f"{figures['drop']['f1']:.4f} [{low:.3f}, {high:.3f}]"
-            click.echo(f"{name:<{wide}} {attack:<28} {entry['clean']['f1']:>13.4f} -> {figures['all']['f1']:.4f} "
+            click.echo(f"{name:<{wide}} {attack:<{attack_wide}} {entry['clean']['f1']:>17.4f} -> "
+                       f"{figures['all']['f1']:.4f} "
                        f"{interval:>24} {'' if rate is None else f'{rate:.1%}':>8}  {_coverage_text(figures)}",
                        err=True)
     click.echo(f"evaluate: {os.path.join(os.path.normpath(out_dir), 'summary.json')}", err=True)

@@ -20,7 +20,7 @@ from .convert import FORMATS, convert_file
 from .edits import apply_edits
 from .common.commands import dataclass_options, fail, plural, reports_errors, target_options
 from .common.io import ON_ERROR, check_files, read_records
-from .mining import mines
+from .mining import mines, refuse_unused_mine_from
 from .ops import available_ops, cloakable, make_op
 from .ops.base import STRENGTHS
 from .perturber import Perturber
@@ -242,6 +242,7 @@ def perturb(in_path, out_path, ops, targets, lexicon, mine_from, strength, rate,
     from .targets import DEFAULT_PROTECT
 
     pattern = DEFAULT_PROTECT + (f"|{protect}" if protect else "")
+    refuse_unused_mine_from(targets, mine_from)
     mine_from = mine_from or in_path
     if mines(targets) and mine_from == "-":
         raise ValueError(f"--targets {targets} reads its records twice (to mine, then to cloak): give a file, "
@@ -278,7 +279,7 @@ def unveil(ctx, in_path, out_path, spec, workers, shard, engine, address, on_err
     given = {k: v for k, v in settings.items() if ctx.get_parameter_source(k) is not ParameterSource.DEFAULT}
     check_files([v for k, v in given.items() if v and next(f for f in dataclasses.fields(Unveiler)
                                                             if f.name == k).metadata.get("file")])
-    unveiler = dataclasses.replace(Unveiler.from_spec(spec), **given) if spec else Unveiler(**given)
+    unveiler = dataclasses.replace(Unveiler.from_spec(spec, "--settings"), **given) if spec else Unveiler(**given)
     run_command("unveil", Unveiling(unveiler), in_path, out_path, workers=workers, shard=shard, engine=engine,
                 address=address, on_error=on_error, resume=resume, overwrite=overwrite, text_field=text_field,
                 modules=modules, quiet=quiet)
@@ -421,6 +422,7 @@ def _target_terms(spec: str, lexicon: str | None, mine_from: str | None):
     from .mining import build_targets
     from .targets import Lexicon
 
+    refuse_unused_mine_from(spec, mine_from)
     chosen = build_targets(spec, lexicon=lexicon, labelled=mine_from)
     if not isinstance(chosen, Lexicon):
         raise ValueError(f"--targets {spec} is every word, no terms to count: give lexicon, mined or lexicon+mined")

@@ -144,6 +144,18 @@ def mines(spec: str) -> bool:
     return spec.partition(":")[0] in MINED
 
 
+def refuse_unused_mine_from(targets: str, mine_from: object, names: tuple[str, str] = ("--targets", "--mine-from"),
+                            prefix: str = "") -> None:
+    """Refuse records to mine given beside ``targets`` that mine none: they would be read for nothing, and
+    whoever gave them would take the mined terms to be in use. ``names``: what the caller calls targets and
+    mine_from (its options, or its spec's keys); ``prefix`` starts the message."""
+    if mine_from is None or mines(targets):
+        return
+    what, where = names
+    raise ValueError(f"{prefix}{where} {mine_from}: only {what} {' or '.join(MINED)} mine labelled records, and "
+                     f"{what} {targets} mines none (add {what} lexicon+mined, or leave {where} out)")
+
+
 def build_targets(spec: str, *, lexicon: str | None = None,
                   labelled: Iterable[dict] | str | os.PathLike | None = None,
                   z: float = 2.0, min_count: int = 5, label: int | None = None) -> Lexicon | str:

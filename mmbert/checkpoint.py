@@ -22,6 +22,7 @@ import torch
 
 from cloak.common.io import usual_permissions, write_atomic
 
+from .folder import CHECKPOINT, TRAINER_STATE
 from .loading import quiet_loading
 
 
@@ -66,7 +67,7 @@ class Checkpointer:
                  on_checkpoint: Callable[[dict], None] | None = None) -> None:
         self.out_dir, self.accelerator = out_dir, accelerator
         self.every_seconds, self.on_checkpoint = every_seconds, on_checkpoint
-        self.path = os.path.join(out_dir, "checkpoint")
+        self.path = os.path.join(out_dir, CHECKPOINT)
         self.old_path = self.path + ".old"  # the previous checkpoint while save() swaps the new one in
         self.log_path = os.path.join(out_dir, "log.json")
         self._finish_swap()
@@ -83,7 +84,7 @@ class Checkpointer:
         self.accelerator.wait_for_everyone()
 
     def exists(self) -> bool:
-        return os.path.isfile(os.path.join(self.path, "trainer_state.json"))
+        return os.path.isfile(os.path.join(self.path, TRAINER_STATE))
 
     def save(self, state: dict) -> None:
         """Save the accelerator's registered objects and ``state`` (epoch, best score, ...)."""
@@ -93,7 +94,7 @@ class Checkpointer:
         self.accelerator.wait_for_everyone()
         self.accelerator.save_state(tmp)
         if self.accelerator.is_main_process:
-            write_atomic(os.path.join(tmp, "trainer_state.json"), json.dumps(state, indent=1).encode())
+            write_atomic(os.path.join(tmp, TRAINER_STATE), json.dumps(state, indent=1).encode())
             if os.path.exists(self.path):
                 os.replace(self.path, self.old_path)
             os.replace(tmp, self.path)
@@ -125,7 +126,7 @@ class Checkpointer:
     def load(self) -> dict:
         """Restore the registered objects; returns the saved state."""
         self.accelerator.load_state(self.path)
-        with open(os.path.join(self.path, "trainer_state.json"), encoding="utf-8") as f:
+        with open(os.path.join(self.path, TRAINER_STATE), encoding="utf-8") as f:
             return json.load(f)
 
     def remove(self) -> None:

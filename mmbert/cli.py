@@ -15,7 +15,7 @@ from cloak.common.io import check_files, read_records
 from cloak.common.models import looks_like_path
 from speech import BACKENDS
 
-from .folder import mmbert_config, peek_features
+from .folder import mmbert_config, peek_features, what_training_kept
 
 EXAMPLES = """
 \b
@@ -33,7 +33,7 @@ Multi-GPU: accelerate launch --multi_gpu -m mmbert.cli train ...
 
 # A model that cannot be loaded says which and, for a name, what to pass without a hub (cloak.common.models).
 _errors_reported = reports_errors("mmbert", extra="train", interrupted=dict.fromkeys(
-    ("train", "pretrain"), "; the last checkpoint is kept in OUT/checkpoint: rerun with --resume to continue"))
+    ("train", "pretrain"), lambda args: what_training_kept(args["out_dir"])))
 
 
 def _warn(message: str) -> None:
@@ -136,7 +136,8 @@ def main() -> None:
 @click.option("--from", "from_dir", default=None, metavar="DIR|NAME",
               help="Stage 1: a BERT checkpoint to upcycle (default: the config's backbone, or from scratch). "
                    "Stages 2 and 3: the previous stage's output.")
-@click.option("--resume", is_flag=True, help="Continue an interrupted run from OUT/checkpoint.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted run from OUT/checkpoint (without it a rerun "
+                                             "starts over).")
 @click.option("--skip-stages", is_flag=True, help="Allow starting without the previous stage (ablation).")
 @_feature_options
 @click.option("--vision", default=None, metavar="ENCODER[:K=V...]",
@@ -171,7 +172,8 @@ def train(stage, config, train_path, dev_path, out_dir, from_dir, resume, skip_s
 @click.option("--config", "config", default="small", show_default=True, metavar="PRESET|YAML",
               help="Backbone shape (model section) and pretrain epochs / lr (train.pretrain).")
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="Output folder: a BERT masked-LM model.")
-@click.option("--resume", is_flag=True, help="Continue an interrupted run from OUT/checkpoint.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted run from OUT/checkpoint (without it a rerun "
+                                             "starts over).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @_errors_reported
 def pretrain(corpus, config, out_dir, resume, quiet) -> None:

@@ -5,6 +5,8 @@ import json
 import os
 
 NOT_MMBERT = "not an MMBERT model folder (no config.json with model_type 'mmbert')"
+# where a training run keeps its last state (``mmbert.checkpoint``), and the file that says where the run was
+CHECKPOINT, TRAINER_STATE = "checkpoint", "trainer_state.json"
 
 
 def mmbert_config(path: str | None) -> dict | None:
@@ -38,3 +40,25 @@ def peek_features(model_dir: str) -> dict:
     if fields is None:
         raise ValueError(f"{model_dir} is {NOT_MMBERT}")
     return fields.get("features") or {}
+
+
+def what_training_kept(out_dir: str) -> str:
+    """The end of ``PROG: interrupted`` for a training run into ``out_dir``: the checkpoint it left (in
+    ``out_dir`` or a folder under it: a stage's, a defended detector's) and how to go on from it, or that it
+    left none to go on from (none written yet, or a detector that keeps none)."""
+    states = []
+    for root, folders, _ in os.walk(out_dir):
+        # a kill inside a checkpoint's swap leaves the previous one as checkpoint.old, which --resume restores
+        for name in (CHECKPOINT, CHECKPOINT + ".old"):
+            if os.path.isfile(os.path.join(root, name, TRAINER_STATE)):
+                states.append(os.path.join(root, name, TRAINER_STATE))
+        folders[:] = [f for f in folders if not f.startswith(CHECKPOINT)]
+    if not states:
+        return (f"; no checkpoint was kept in {out_dir}, nothing to resume from: rerun the same command to start "
+                "over")
+    newest = max(states, key=os.path.getmtime)
+    with open(newest, encoding="utf-8") as f:
+        state = json.load(f)
+    epoch, step = state.get("epoch", 0), state.get("step", 0)
+    where = f"epoch {epoch + 1}, after batch {step}" if step else f"after epoch {epoch}"
+    return f"; the last checkpoint ({where}) is kept in {os.path.dirname(newest)}: rerun with --resume to continue"

@@ -43,16 +43,17 @@ def cli_in_fresh_python(cli: str, args: list[str], modules: tuple[str, ...]) -> 
 
 
 def interrupted_after(calls: int, real):
-    """A stand-in for ``cloak.run._cloak_chunk`` (``real``) that is Ctrl-C on its ``calls``-th chunk."""
+    """A stand-in for ``real`` (``cloak.run._cloak_chunk``, ``attacks.evaluate.run_attack``) that is Ctrl-C on its
+    ``calls``-th call."""
     made = []
 
-    def chunk(lines):
+    def stand_in(*args):
         made.append(1)
         if len(made) == calls:
             raise KeyboardInterrupt
-        return real(lines)
+        return real(*args)
 
-    return chunk
+    return stand_in
 
 
 def write_cold(folder: Path, splits: dict[str, list[dict]]) -> Path:

@@ -12,7 +12,7 @@ from attacks import make_victim
 from attacks.metrics import detection_metrics, drops
 from cloak.common.params import ParameterError
 
-from .conftest import cli_in_fresh_python, read_jsonl
+from .conftest import cli_in_fresh_python, interrupted_after, read_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -192,15 +192,8 @@ def test_a_killed_evaluate_resumes_to_the_same_summary(tfidf, tiny_bert, posts, 
     rows, attacks = posts[2], attack_list()
     whole = evaluator.evaluate({"tfidf": tfidf, "bert": tiny_bert}, rows, attacks, str(tmp_path / "a"),
                                batch_size=16, progress=False)
-    real, calls = evaluator.run_attack, []
-
-    def dies_on_the_fifth_batch(*args):
-        calls.append(1)
-        if len(calls) == 5:
-            raise KeyboardInterrupt
-        return real(*args)
-
-    monkeypatch.setattr(evaluator, "run_attack", dies_on_the_fifth_batch)
+    real = evaluator.run_attack
+    monkeypatch.setattr(evaluator, "run_attack", interrupted_after(5, real))  # Ctrl-C on the fifth batch
     with pytest.raises(KeyboardInterrupt):
         evaluator.evaluate({"tfidf": tfidf, "bert": tiny_bert}, rows, attacks, str(tmp_path / "b"), batch_size=16,
                            progress=False)
@@ -572,6 +565,82 @@ def test_the_command_line_says_what_it_means(split_files, tmp_path):
             if getattr(option, "hidden", False) or option.name == "help" or not option.param_type_name == "option":
                 continue
             assert option.help, f"attacks {command} {option.opts[0]} has no help text"
+
+
+def test_predict_says_nothing_with_q_as_the_other_commands(split_files, tmp_path):
+    train, test = split_files
+    assert _invoke("train", "--model", "tfidf-lr", "--train", train, "--out", tmp_path / "v", "-q").exit_code == 0
+    said = _invoke("predict", "--victim", tmp_path / "v", "--in", test, "--out", tmp_path / "said.jsonl")
+    quiet = _invoke("predict", "--victim", tmp_path / "v", "--in", test, "--out", tmp_path / "quiet.jsonl", "-q")
+    assert said.stderr.count("\n") == 2 and (quiet.exit_code, quiet.stderr) == (0, "")
+    assert (tmp_path / "said.jsonl").read_bytes() == (tmp_path / "quiet.jsonl").read_bytes()
+
+
+def test_the_evaluate_table_keeps_its_columns_whatever_the_names(capsys):
+    """A search with its goal and method (search@targeted:label=1@beam:width=2) pushed its row's figures right of
+    the header's columns, and every row's figures stood 4 characters left of their column's header."""
+    from attacks.cli import _print_summary
+
+    figures = {"textattack": {"success_rate": 0.25}, "drop_interval": {"f1": [0.01, 0.05]}, "drop": {"f1": 0.03},
+               "all": {"f1": 0.7}, "coverage": {"changed": 120, "posts": 300, "share": 0.4, "offensive_changed": 100,
+                                                "offensive_posts": 150, "offensive_share": 0.667}}
+    attacks = {"cloak:emoji": figures, "search@targeted:label=1@beam:width=2": figures}
+    _print_summary({"victims": {"tfidf-lr": {"clean": {"f1": 0.73}, "attacks": attacks}}}, "eval")
+    header, *rows, _ = capsys.readouterr().err.splitlines()
+    ends = [header.index(column) + len(column) for column in ("attacked", "interval", "success")]
+    for row in rows:
+        assert [row.index(" -> ") + 10, row.index("]") + 1, row.index("%") + 1] == ends, (header, row)
+    assert header.index("attack ") == rows[0].index("cloak") and header.index("posts") == rows[1].index("120")
+
+
+def test_an_interrupted_evaluation_finishes_on_a_rerun_with_resume_or_not(split_files, tmp_path, monkeypatch):
+    """`attacks evaluate` resumes on a rerun; --resume, which cloak and mmbert ask for, was refused as unknown."""
+    import attacks.evaluate as evaluator
+
+    train, test = split_files
+    assert _invoke("train", "--model", "tfidf-lr", "--train", train, "--out", tmp_path / "v").exit_code == 0
+    args = ["evaluate", "--victim", tmp_path / "v", "--data", test, "--ops", "homophone,emoji", "--batch-size", 16,
+            "-q", "--out"]
+    assert _invoke(*args, tmp_path / "whole").exit_code == 0
+    real = evaluator.run_attack
+    monkeypatch.setattr(evaluator, "run_attack", interrupted_after(3, real))  # Ctrl-C on the third batch
+    cut = _invoke(*args, tmp_path / "cut")
+    assert (cut.exit_code, cut.stderr) == (130, f"attacks: interrupted; finished outcomes are kept in "
+                                                f"{tmp_path / 'cut'}: rerun the same command (--resume or not) to "
+                                                "finish\n")
+    monkeypatch.setattr(evaluator, "run_attack", real)
+    resumed = _invoke(*args, tmp_path / "cut", "--resume")
+    assert resumed.exit_code == 0, resumed.output
+    assert (tmp_path / "cut" / "summary.json").read_bytes() == (tmp_path / "whole" / "summary.json").read_bytes()
+
+
+def test_an_interrupted_training_says_what_it_kept_and_where(sample_path, backbone, tmp_path, monkeypatch):
+    """Ctrl-C in `attacks train` spoke of "a torch victim's last checkpoint" in "OUT/checkpoint" whatever the victim:
+    a placeholder, and for a conventional victim a checkpoint that never was."""
+    from attacks.victims.conventional import ConventionalVictim
+    from mmbert.checkpoint import Checkpointer
+
+    rows = read_jsonl(sample_path)  # few posts, of both labels: a quick run
+    rows = [r for r in rows if r["label"]][:20] + [r for r in rows if not r["label"]][:20]
+    train = _write(tmp_path / "train.jsonl", rows)
+    monkeypatch.setattr(ConventionalVictim, "fit", lambda *args, **kwargs: (_ for _ in ()).throw(KeyboardInterrupt))
+    result = _invoke("train", "--model", "tfidf-lr", "--defence", "unveil", "--train", train, "--out", tmp_path / "v")
+    assert (result.exit_code, result.stderr) == (130, f"attacks: interrupted; no checkpoint was kept in "
+                                                       f"{tmp_path / 'v'}, nothing to resume from: rerun the same "
+                                                       "command to start over\n")
+    real = Checkpointer.save
+
+    def save_then_stop(self, state):
+        real(self, state)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Checkpointer, "save", save_then_stop)
+    args = ["train", "--model", "bert", "--backbone", backbone, "--defence", "unveil", "--train", train, "-q",
+            "--out", tmp_path / "b"]
+    result = _invoke(*args)
+    kept = tmp_path / "b" / "detector" / "checkpoint"  # behind a defence, the detector's own folder
+    assert (result.exit_code, result.stderr) == (130, f"attacks: interrupted; the last checkpoint (after epoch 1) is "
+                                                       f"kept in {kept}: rerun with --resume to continue\n")
 
 
 def test_the_report_of_an_unfinished_evaluation_says_to_finish_it(tfidf, posts, tmp_path, monkeypatch):

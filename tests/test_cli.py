@@ -60,6 +60,17 @@ def test_ops_counts_the_targets_chosen_as_perturb_chooses_them(tmp_path, sample_
     assert "no terms to count" in cloak("ops", "--targets", "all").stderr
 
 
+@pytest.mark.parametrize("command", ["perturb", "ops"])
+def test_records_to_mine_are_refused_where_the_targets_mine_none(tmp_path, sample_path, command):
+    out = tmp_path / "out.jsonl"
+    args = ["--in", sample_path, "--out", out] if command == "perturb" else []
+    result = cloak(command, *args, "--targets", "lexicon", "--mine-from", sample_path)
+    assert result.returncode == 1 and result.stderr == (
+        f"cloak: error: --mine-from {sample_path}: only --targets mined or lexicon+mined mine labelled records, and "
+        "--targets lexicon mines none (add --targets lexicon+mined, or leave --mine-from out)\n")
+    assert not out.exists() and not (tmp_path / "out.jsonl.partial").exists()
+
+
 def test_perturb_then_show(tmp_path, sample_path):
     out = tmp_path / "out.jsonl"
     result = cloak("perturb", "--in", sample_path, "--out", out, "--ops", "homophone,emoji", "--seed", 3)

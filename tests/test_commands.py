@@ -300,15 +300,17 @@ def test_loading_and_saving_an_mmbert_through_the_api_prints_nothing(stages, tmp
 
 
 def test_every_option_says_what_it_does_and_its_default():
-    """cloak's commands (render, speak and synth among them) and mmbert's: help text on every option, the
-    default shown where there is one, and -q wherever a progress bar is drawn."""
+    """cloak's commands (render, speak and synth among them), mmbert's and attacks': help text on every option, the
+    default shown where there is one, and -q wherever a progress bar or a summary line is printed."""
     import click
 
+    from attacks.cli import main as attacks_main
     from cloak.cli import main as cloak_main
     from mmbert.cli import main as mmbert_main
 
     commands = []
-    for prog, group in (("cloak", cloak_main), ("mmbert", mmbert_main)):  # render, speak, synth: entry points
+    for prog, group in (("cloak", cloak_main), ("mmbert", mmbert_main), ("attacks", attacks_main)):
+        # render, speak, synth: entry points
         with click.Context(group) as ctx:
             commands += [(f"{prog} {n}", group.get_command(ctx, n)) for n in group.list_commands(ctx)]
     assert {"cloak render", "cloak speak", "cloak synth", "mmbert routing"} <= {name for name, _ in commands}
@@ -322,3 +324,22 @@ def test_every_option_says_what_it_does_and_its_default():
         if name.split()[1] in ("perturb", "render", "speak", "synth", "train", "pretrain", "evaluate", "predict",
                                "routing"):
             assert "-q" in {o for option in options for o in option.opts}, f"{name} has no -q"
+
+
+def test_every_command_that_keeps_an_interrupted_runs_work_takes_resume():
+    """One way to go on after Ctrl-C: --resume, in every command that keeps what it did. `attacks evaluate` and
+    `attacks curve` go on by themselves when rerun, and refused --resume as an unknown option."""
+    import click
+
+    from attacks.cli import main as attacks_main
+    from cloak.cli import main as cloak_main
+    from mmbert.cli import main as mmbert_main
+
+    for prog, group, names in (("cloak", cloak_main, ("perturb", "unveil", "render")),
+                               ("mmbert", mmbert_main, ("train", "pretrain")),
+                               ("attacks", attacks_main, ("train", "pretrain-habertor", "evaluate", "curve"))):
+        with click.Context(group) as ctx:
+            for name in names:
+                options = {o for p in group.get_command(ctx, name).params if isinstance(p, click.Option)
+                           for o in p.opts}
+                assert "--resume" in options, f"{prog} {name} has no --resume"

@@ -152,6 +152,46 @@ def test_every_test_file_and_sample_a_command_names_exists():
     assert named and not [f"{page}: {path}" for page, path in sorted(named) if not (ROOT / path).exists()]
 
 
+def test_no_two_pages_train_or_evaluate_into_the_same_folder():
+    """`attacks train` and `attacks evaluate` refuse a folder another run filled: a reader who followed getting-started
+    and then a guide met `--out victims/tfidf-lr: holds a saved tfidf-lr victim`. Each run the pages show has a
+    folder of its own (a page that repeats another's command, the same run, names the same folder)."""
+    runs: dict[str, set[tuple[str, ...]]] = {}
+    for page in PAGES:
+        for line in command_lines(page):
+            words = shlex.split(re.sub(r"\$\(.*?\)|\$\{?\w+\}?", "X", line))
+            if words[:2] in (["attacks", "train"], ["attacks", "evaluate"]) and "--out" in words:
+                runs.setdefault(os.path.normpath(words[words.index("--out") + 1]), set()).add(tuple(words))
+    assert runs and {out: lines for out, lines in runs.items() if len(lines) > 1} == {}
+
+
+def test_what_the_pages_run_on_the_bundled_sample_write_is_ignored_by_git():
+    """A reader who runs a page's commands in a clone (those pages that work on samples/) leaves nothing git offers
+    to commit: `cloak fit-lm --out posts.lm.gz` of the unveil guide did."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git clone")
+    written = set()
+    for page in PAGES:
+        if not any("samples/" in block for block in blocks(page, "bash")):
+            continue
+        for line in command_lines(page):
+            words = shlex.split(re.sub(r"\$\(.*?\)|\$\{?\w+\}?", "X", line))
+            written.update(words[words.index(flag) + 1] for flag in ("--out", "-o") if flag in words)
+        written.update(re.findall(r">\s*(\S+)", "".join(blocks(page, "bash"))))
+    kept = [path for path in sorted(written)
+            if subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT).returncode != 0]
+    assert "posts.lm.gz" in written and kept == []
+
+
+def test_the_open_clip_tests_name_the_make_target_that_runs_them():
+    """Skipped, tests/test_open_clip.py told to run `make test`, which leaves it out."""
+    rules = re.findall(r"^([\w-]+):.*\n((?:\t.*\n)*)", (ROOT / "Makefile").read_text(encoding="utf-8"), re.M)
+    targets = [target for target, recipe in rules if "tests/test_open_clip.py" in recipe]
+    source = (ROOT / "tests" / "test_open_clip.py").read_text(encoding="utf-8")
+    assert targets and all(f"make {target} runs this file" in source for target in targets)
+    assert not re.search(r"make test(?![\w-])", source)
+
+
 def test_the_command_check_sees_a_misspelt_option():
     assert unknown_options("cloak perturb --in a.jsonl --oops x") == ["--oops"]
     assert unknown_options("attacks evalute --victim v") == ["attacks evalute"]
@@ -208,6 +248,22 @@ def test_a_results_file_without_a_command_is_refused(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ hygiene
+
+def test_the_built_site_reads_from_disk(tmp_path):
+    """site/index.html opened from disk linked pages as folders (guide/attacks/), which a browser shows as a
+    listing: the site is built to page.html files, and the README says how to open it."""
+    assert re.search(r"^use_directory_urls: false$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M)
+    assert "site/index.html" in (ROOT / "README.md").read_text(encoding="utf-8")
+    if shutil.which("mkdocs", path=os.path.dirname(sys.executable)) is None:
+        pytest.skip("mkdocs is not installed (pip install 'mmcloak[docs]')")
+    built = subprocess.run([os.path.join(os.path.dirname(sys.executable), "mkdocs"), "build", "--strict", "-q", "-d",
+                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert built.returncode == 0, built.stderr
+    folders = {f"{page.relative_to(tmp_path)}: {link}" for page in tmp_path.rglob("*.html")
+               for link in re.findall(r'href="([^"#:?]*/|\.\.?)"', page.read_text(encoding="utf-8"))}
+    assert (tmp_path / "guide" / "attacks.html").is_file() and folders == set()
+
 
 def test_the_readme_is_a_front_door():
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250

@@ -474,6 +474,38 @@ def test_an_interrupted_run_resumes_to_the_same_model(run, data, stages, tmp_pat
     assert logs[0] == logs[1] and len(logs[0]) == 3  # losses, dev figures, learning rates
 
 
+@pytest.mark.slow
+def test_an_interrupted_stage_says_what_it_kept_and_where(run, data, tmp_path, monkeypatch):
+    """Ctrl-C in `mmbert train` said "the last checkpoint is kept in OUT/checkpoint": a placeholder, and before the
+    first checkpoint a folder that did not exist."""
+    from click.testing import CliRunner
+
+    from mmbert.checkpoint import Checkpointer
+    from mmbert.cli import main
+
+    config = tmp_path / "run.yaml"  # JSON is YAML
+    config.write_text(json.dumps({**run, "train": {**run["train"], "checkpoint_minutes": 0}}), encoding="utf-8")
+    out = tmp_path / "s1"
+    args = ["train", "--stage", "1", "--config", str(config), "--train", str(data / "train.jsonl"), "--dev",
+            str(data / "dev.jsonl"), "--out", str(out), "-q"]
+    real = Checkpointer.save
+
+    def stop(self, state, save=False):
+        if save:
+            real(self, state)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Checkpointer, "save", stop)  # Ctrl-C before the first checkpoint is written
+    result = CliRunner().invoke(main, args)
+    assert (result.exit_code, result.stderr) == (130, f"mmbert: interrupted; no checkpoint was kept in {out}, nothing "
+                                                      "to resume from: rerun the same command to start over\n")
+    monkeypatch.setattr(Checkpointer, "save", lambda self, state: stop(self, state, save=True))  # right after it
+    result = CliRunner().invoke(main, args)
+    assert (result.exit_code, result.stderr) == (130, "mmbert: interrupted; the last checkpoint (epoch 1, after batch "
+                                                      f"1) is kept in {out / 'checkpoint'}: rerun with --resume to "
+                                                      "continue\n")
+
+
 @pytest.mark.parametrize("left", ["beside the new one", "alone"])
 def test_a_kill_inside_the_checkpoint_swap_loses_nothing_and_blocks_no_later_save(tmp_path, left):
     _, checkpointer = start_run(str(tmp_path), seed=0, resume=False)

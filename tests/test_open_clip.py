@@ -2,7 +2,7 @@
 
 A tiny ViT (one layer, 32 px images) is registered here with random weights saved to a file, or laid
 out as an open_clip ``local-dir:`` folder with its own preprocessing: no download, as on a machine
-without a model hub. ``make test`` runs this file in ``.venv-open-clip``, the venv that has open_clip.
+without a model hub. ``make test-all`` runs this file in ``.venv-open-clip``, the venv that has open_clip.
 """
 import importlib.util
 import json
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 if importlib.util.find_spec("open_clip") is None:
-    pytest.skip("open_clip_torch is not installed (pip install 'mmcloak[open-clip]'; make test runs this file "
+    pytest.skip("open_clip_torch is not installed (pip install 'mmcloak[open-clip]'; make test-all runs this file "
                 "in .venv-open-clip)", allow_module_level=True)
 
 import open_clip  # noqa: E402

@@ -234,10 +234,17 @@ def test_fit_lm_then_unveil_with_it(tmp_path, sample_path):
     (["--targets", "all"], "'targets' must be lexicon[:FILE], mined or lexicon+mined"),
     (["--balance"], "targets lexicon mine none (give targets mined or lexicon+mined)"),
     (["--settings", "unveil:threshold"], "parameter 'threshold' needs a value"),
-    (["--settings", "defence:x=1"], "unknown defence 'defence'"),
+    # the spec's errors say where it was given, not a detector's defence
+    (["--settings", "defence:x=1"], "unknown --settings 'defence'; known: unveil"),
+    (["--settings", "unveil:thresh=3"], "--settings unveil: unknown parameter 'thresh'; did you mean 'threshold'?"),
+    # records to mine that the targets would never read
+    (["--mine-from", "SAMPLE"], "mine_from SAMPLE: only targets mined or lexicon+mined mine labelled records, and "
+                                "targets lexicon mines none (add targets lexicon+mined, or leave mine_from out)"),
+    (["--settings", "unveil:mine_from=SAMPLE"], "mine_from SAMPLE: only targets mined or lexicon+mined"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, sample_path, args, message):
     out = tmp_path / "out.jsonl"
+    args, message = [a.replace("SAMPLE", str(sample_path)) for a in args], message.replace("SAMPLE", str(sample_path))
     result = CliRunner().invoke(main, ["unveil", "--in", str(sample_path), "--out", str(out), *args])
     assert result.exit_code != 0 and message in result.output + result.stderr
     assert not out.exists() and not (tmp_path / "out.jsonl.partial").exists()

@@ -88,8 +88,8 @@ class Unveiler:
         metavar="lexicon[:FILE]|mined|lexicon+mined")
     lexicon: str | None = param(None, "The lexicon instead of the default one (what `cloak mine-terms` writes).",
                                 metavar="FILE", file=True)
-    mine_from: str | None = param(None, "--targets mined / lexicon+mined: the labelled records to mine.",
-                                  metavar="FILE", file=True)
+    mine_from: str | None = param(None, "--targets mined / lexicon+mined: the labelled records to mine (refused "
+                                        "with other targets).", metavar="FILE", file=True)
     balance: bool = param(False, (
         "With mined targets, also read back the words that mark the non-offensive posts (mined the same way), "
         "so that a post whose own words are cloaked too is not read back to its offensive terms alone. It "
@@ -120,11 +120,12 @@ class Unveiler:
         for family in self.families.split("+"):
             if family not in FAMILIES:
                 raise unknown_key(family, list(FAMILIES), "unveil", kind="family")
-        from ..mining import mines
+        from ..mining import mines, refuse_unused_mine_from
 
         if self.balance and not mines(self.targets):
             raise ValueError(f"unveil: balance reads back the words mined from labelled posts beside the terms; "
                              f"targets {self.targets} mine none (give targets mined or lexicon+mined)")
+        refuse_unused_mine_from(self.targets, self.mine_from, ("targets", "mine_from"), prefix="unveil: ")
         self.readers = frozenset(r for f in self.families.split("+") for r in FAMILIES[f])
         self._scorer: Scorer = make_scorer(self.scorer, self.model or "")
         self._joint: bool | None = None  # whether the scorer is a JointScorer, known on first use
@@ -132,9 +133,10 @@ class Unveiler:
         self._memo: dict[str, Unveiled] = {}
 
     @classmethod
-    def from_spec(cls, spec: str) -> Unveiler:
-        """An unveiler from its spec, ``unveil[:key=value...]`` (what ``spec()`` gives)."""
-        return parse_spec(spec, {cls.name: cls}, "defence")
+    def from_spec(cls, spec: str, kind: str = "defence") -> Unveiler:
+        """An unveiler from its spec, ``unveil[:key=value...]`` (what ``spec()`` gives); ``kind`` names where
+        the spec was given in its errors (``--settings`` of ``cloak unveil``, else a detector's defence)."""
+        return parse_spec(spec, {cls.name: cls}, kind)
 
     def spec(self) -> str:
         """Its settings as one string, e.g. ``unveil:families=sound+shape:threshold=1.5``; ``from_spec`` reads
