@@ -29,6 +29,16 @@ HEADER = "# mmcloak character n-gram model"
 SEEN = 2_000_000  # n-gram look-ups remembered, at most
 
 
+def model_bytes(path: str | os.PathLike | None = None) -> bytes:
+    """The bytes of a model file (None: the one mmcloak ships), as ``CharNgramLM.load`` reads them."""
+    if path is None:
+        return resources.files("cloak").joinpath(SHIPPED).read_bytes()
+    if not os.path.isfile(path):
+        raise ValueError(f"language model not found: {path} (fit one with `cloak fit-lm`)")
+    with open(path, "rb") as f:
+        return f.read()
+
+
 class CharNgramLM:
     """log P of characters in context. ``logprob``: {n-gram: log P(last | the rest)}; ``backoff``:
     {context: log of its backoff weight}; ``unknown``: log P of a character never seen."""
@@ -149,13 +159,7 @@ class CharNgramLM:
     @classmethod
     def load(cls, path: str | os.PathLike | None = None) -> CharNgramLM:
         """A model file written by ``save`` (None: the one mmcloak ships)."""
-        if path is None:
-            with resources.files("cloak").joinpath(SHIPPED).open("rb") as f:
-                return cls._read(f, SHIPPED)
-        if not os.path.isfile(path):
-            raise ValueError(f"language model not found: {path} (fit one with `cloak fit-lm`)")
-        with open(path, "rb") as f:
-            return cls._read(f, os.fspath(path))
+        return cls._read(io.BytesIO(model_bytes(path)), SHIPPED if path is None else os.fspath(path))
 
     @classmethod
     def _read(cls, raw, name: str) -> CharNgramLM:
