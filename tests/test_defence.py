@@ -226,3 +226,13 @@ def test_evaluate_refuses_a_bad_spec_before_it_writes_anything(mined, tmp_path, 
                                        *options])
     assert result.exit_code != 0 and error in result.output and len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "ev").exists()
+
+
+def test_train_refuses_a_defence_it_cannot_build_before_it_touches_the_victim_it_would_replace(mined, tmp_path):
+    shutil.copytree(mined / "V" / "detector", tmp_path / "V")
+    kept = (tmp_path / "V" / "victim.json").read_bytes()
+    result = CliRunner().invoke(main, ["train", "--model", "tfidf-lr", "--train", str(mined / "train.jsonl"), "--out",
+                                       str(tmp_path / "V"), "--overwrite", "-q",
+                                       "--defence", f"unveil:targets=mined:mine_from={tmp_path / 'nope.jsonl'}"])
+    assert result.exit_code != 0 and "input file not found" in result.output
+    assert (tmp_path / "V" / "victim.json").read_bytes() == kept

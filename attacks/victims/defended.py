@@ -53,7 +53,7 @@ class DefendedVictim(Victim):
         saved folder; made from the spec when not given."""
         super().__init__(config, training)
         self.detector = detector
-        self.unveiler = unveiler or Unveiler.from_spec(self.config.defence)
+        self.unveiler = unveiler if unveiler is not None else Unveiler.from_spec(self.config.defence)
 
     @classmethod
     def names(cls) -> list[str]:
@@ -140,10 +140,10 @@ def in_front(defence: str) -> str:
     return f"{defence} in front"
 
 
-def defended_fingerprint(detector: str, defence: str) -> str:
+def defended_fingerprint(detector: str, unveiler: str) -> str:
     """What the outcomes of a detector behind a defence are kept by: the detector's fingerprint and the
     unveiler's digest (``Unveiler.digest``) together (either changed, another victim)."""
-    return sha256(f"{detector} {defence}".encode()).hexdigest()
+    return sha256(f"{detector} {unveiler}".encode()).hexdigest()
 
 
 @dataclasses.dataclass(frozen=True)
