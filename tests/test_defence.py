@@ -236,3 +236,18 @@ def test_train_refuses_a_defence_it_cannot_build_before_it_touches_the_victim_it
                                        "--defence", f"unveil:targets=mined:mine_from={tmp_path / 'nope.jsonl'}"])
     assert result.exit_code != 0 and "input file not found" in result.output
     assert (tmp_path / "V" / "victim.json").read_bytes() == kept
+
+
+def test_a_defended_victim_saved_without_its_defence_is_refused_before_evaluate_writes(mined, tmp_path):
+    """As an older mmcloak saved one: the terms were mined again, wherever it was loaded, from the spec's file."""
+    shutil.copytree(mined / "V", tmp_path / "old")
+    meta = json.loads((tmp_path / "old" / "victim.json").read_text(encoding="utf-8"))
+    meta["files"] = {name: digest for name, digest in meta["files"].items() if not name.startswith("defence/")}
+    (tmp_path / "old" / "victim.json").write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(VictimError, match="saved by an older mmcloak, whose defended victims kept no defence/"):
+        load_victim(str(tmp_path / "old"))
+    result = CliRunner().invoke(main, ["evaluate", "--victim", str(tmp_path / "old"), "--data",
+                                       str(mined / "cloaked.jsonl"), "--limit", "4", "--ops", "homophone",
+                                       "--out", str(tmp_path / "ev"), "-q"])
+    assert result.exit_code != 0 and "train it again with attacks train --defence" in result.output
+    assert not (tmp_path / "ev").exists()

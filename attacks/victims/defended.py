@@ -61,6 +61,7 @@ class DefendedVictim(Victim):
 
     @classmethod
     def folder_facts(cls, directory: str, meta: dict) -> dict:
+        _check_saved_defence(directory, meta)  # checked with the folder, before an evaluation writes anything
         detector = inspect_victim(os.path.join(directory, DETECTOR))
         return {"settings": in_front(meta["config"]["defence"]), "defence": meta["config"]["defence"],
                 "detector": detector.facts}
@@ -109,16 +110,21 @@ class DefendedVictim(Victim):
 
     @classmethod
     def load(cls, directory: str, meta: dict) -> DefendedVictim:
-        if not any(name.startswith(f"{DEFENCE}/") for name in meta.get("files", {})):
-            raise VictimError(f"{directory}: saved by an older mmcloak, whose defended victims kept no {DEFENCE}/ "
-                              "(the terms and model the unveiler reads with): train it again with attacks train "
-                              "--defence")
+        _check_saved_defence(directory, meta)
         victim = cls(meta.get("config"), meta.get("training"), load_victim(os.path.join(directory, DETECTOR)),
                      Unveiler.load(os.path.join(directory, DEFENCE)))
         victim.num_labels_ = int(meta["num_labels"])
         victim.trained_on = meta.get("trained_on")
         victim.fingerprint = meta["fingerprint"]
         return victim
+
+
+def _check_saved_defence(directory: str, meta: dict) -> None:
+    """Refuse a defended victim saved without its unveiler's files (by an older mmcloak, which mined its terms
+    again from the file named in its spec, wherever it was loaded)."""
+    if not any(name.startswith(f"{DEFENCE}/") for name in meta.get("files", {})):
+        raise VictimError(f"{directory}: saved by an older mmcloak, whose defended victims kept no {DEFENCE}/ (the "
+                          "terms and model the unveiler reads with): train it again with attacks train --defence")
 
 
 def defend(victim: Victim, defence: str | Unveiler = "unveil") -> DefendedVictim:
