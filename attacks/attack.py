@@ -5,7 +5,9 @@ An attack (after TextAttack's split into what it changes and how it searches) is
 - ``kind``: ``cloak``, ``search``, ``fgm``, ``pgd``, ... — what the summary and the report sort it by;
 - ``name``: what its outcomes are kept and reported under (``cloak:homophone``, ``search``, ``fgm@0.5``);
 - ``settings()``: ``{"kind": ..., every parameter}``, which a resumed evaluation is checked against;
-- ``skip_reason(facts)``: why it cannot run on a victim (``Victim.facts``: kind, name, ...), or None;
+- ``skip_reason(facts)``: why it cannot run on a victim (``Victim.facts``: kind, name, ...), or None; a
+  ValueError where its settings cannot hold for the victim (a goal naming a label it does not know): the
+  evaluation is refused, before it writes anything;
 - ``attack(victim, records, positions, clean)``: one :class:`Outcome` per record (``positions``: the
   records' places in the data, which seed what is random; ``clean``: the victim's clean probabilities);
 - ``reported_as``: a :class:`ReportedAs`, how the report shows it (an attack that declares none is a

@@ -33,6 +33,16 @@ ORDER, MIN_COUNT, DICTIONARY = 4, 2, 100
 SEEN = 2_000_000  # n-gram look-ups remembered, at most
 
 
+def model_bytes(path: str | os.PathLike | None = None) -> bytes:
+    """The bytes of a model file (None: the one mmcloak ships), as ``CharNgramLM.load`` reads them."""
+    if path is None:
+        return resources.files("cloak").joinpath(SHIPPED).read_bytes()
+    if not os.path.isfile(path):
+        raise ValueError(f"language model not found: {path} (fit one with `cloak fit-lm`)")
+    with open(path, "rb") as f:
+        return f.read()
+
+
 class CharNgramLM:
     """log P of characters in context. ``logprob``: {n-gram: log P(last | the rest)}; ``backoff``:
     {context: log of its backoff weight}; ``unknown``: log P of a character never seen."""
@@ -157,13 +167,7 @@ class CharNgramLM:
     @classmethod
     def load(cls, path: str | os.PathLike | None = None) -> CharNgramLM:
         """A model file written by ``save`` (None: the one mmcloak ships)."""
-        if path is None:
-            with resources.files("cloak").joinpath(SHIPPED).open("rb") as f:
-                return cls._read(f, SHIPPED)
-        if not os.path.isfile(path):
-            raise ValueError(f"language model not found: {path} (fit one with `cloak fit-lm`)")
-        with open(path, "rb") as f:
-            return cls._read(f, os.fspath(path))
+        return cls._read(io.BytesIO(model_bytes(path)), SHIPPED if path is None else os.fspath(path))
 
     @classmethod
     def from_bytes(cls, data: bytes, name: str = "language model") -> CharNgramLM:
