@@ -28,6 +28,7 @@ from bench.c2tu_data import cold_parts, read_set
 from bench.common import (BIN, RESULTS, WORK, folder, machine_info, parser, print_summary, read_json, relative, run,
                           write_result)
 from cloak.common.io import write_records
+from cloak.unveil import Unveiler
 from cloak.unveil.correction import Correction, outcome
 
 SETS = {"toxicloakcn": "ToxiCloakCN", "cold": "COLD (dev + test)"}
@@ -108,7 +109,6 @@ def choose(cloaked: list[str], gold: list[str], lexicon: Path) -> dict:
     unchanged at ``CLEAN`` or more (of equals, the higher threshold: fewer posts changed); and the default
     confusion penalty, the best F1 at the default threshold whose clean posts, read with the default
     lexicon, stay unchanged at ``CLEAN`` or more."""
-    from cloak.unveil import Unveiler
     from cloak.unveil.unveiler import THRESHOLD
 
     tried = []
@@ -132,6 +132,28 @@ def choose(cloaked: list[str], gold: list[str], lexicon: Path) -> dict:
                             "the higher penalty", "grid": CHOICE, "dev_posts": len(cloaked),
             "single": f"not chosen: the COLD set's lexicon has {len(single_terms)} one-character terms",
             "chosen": chosen, "default_fuzzy": default, "tried": tried}
+
+
+def misses(unveiler, cloaked: list[str], gold: list[str]) -> dict[str, int]:
+    """Why the cloaked posts of the same length as their gold text are not read back whole, post by post (as
+    ``bench.unveil_scorers`` counts them): ``no candidate`` where a changed character lies in no candidate
+    of the gold reading (the matching stage never listed it), ``wrong reading`` where an edit reads a span
+    otherwise than the gold text, ``turned down`` where the scorer left a listed gold reading unread."""
+    causes = dict.fromkeys(("read back", "no candidate", "wrong reading", "turned down"), 0)
+    for source, truth in zip(cloaked, gold):
+        if source == truth or len(source) != len(truth):
+            continue
+        read = unveiler(source)
+        if read.text == truth:
+            causes["read back"] += 1
+        elif any(truth[e.start:e.end] != e.dst for e in read.edits):
+            causes["wrong reading"] += 1
+        else:
+            _, _, found = unveiler.candidates(source)
+            listed = {k for c in found if truth[c.start:c.end] == c.dst for k in range(c.start, c.end)}
+            changed = [k for k in range(len(source)) if source[k] != truth[k]]
+            causes["turned down" if all(k in listed for k in changed) else "no candidate"] += 1
+    return causes
 
 
 def main() -> None:
@@ -159,6 +181,11 @@ def main() -> None:
     if args.choose_only:
         return
     chosen = read_json(args.choice)["chosen"]
+    dev = parts["dev"]
+    dev_cloaked, dev_gold = ([data["cold"][kind][i] for i in dev] for kind in ("cloaked", "gold"))
+    causes = {setting: misses(Unveiler(lexicon=str(lexicons["cold"]), **options), dev_cloaked, dev_gold)
+              for setting, options in {"defaults": {}, "chosen": {"threshold": chosen["threshold"],
+                                                                   "fuzzy": chosen["fuzzy"]}}.items()}
     settings = ["--threshold", chosen["threshold"], "--fuzzy", chosen["fuzzy"]]
     for name, title in SETS.items():
         cloaked, gold = data[name]["cloaked"], data[name]["gold"]
@@ -185,7 +212,9 @@ def main() -> None:
                   + (f"  test posts {r['test']['f1']:.3f}" if "test" in r else "")) for m, r in methods.items()]
     write_result(args.out, {"benchmark": "bench/c2tu_sets.py", "machine": machine_info(), "steps": steps,
                             "metric": "sentence-level correction (Ma et al. 2025), cloak.unveil.correction",
-                            "choice": {"file": args.choice.name, "chosen": chosen}, "sets": sets})
+                            "choice": {"file": args.choice.name, "chosen": chosen},
+                            "dev_misses": {"posts": "the COLD set's COLD dev posts cloaked, read with its lexicon",
+                                           **causes}, "sets": sets})
     print_summary(rows, args.out, time.perf_counter() - started)
 
 
