@@ -5,6 +5,9 @@ pickle loads in 50 ms. The cache key holds the versions of the packages the tabl
 upgrade rebuilds them, and a hash of this package's source and data files, so a change to the code or
 to a table it reads (``data/emoji_meanings.tsv``) does too. Set ``MMCLOAK_CACHE`` to move the cache
 (default ``~/.cache/mmcloak``).
+
+What is derived from a file the user names (a language model of ``cloak fit-lm``) is kept under a hash
+of the file's bytes instead (``content_cached``), so an edited or replaced file is read again.
 """
 from __future__ import annotations
 
@@ -51,12 +54,22 @@ def _code_key() -> str:
     return digest.hexdigest()[:12]
 
 
+def _file_part(args: tuple) -> list[str]:
+    """The args as parts of a file name: as they are where short and plain, else a hash of them all (a
+    tuple of terms)."""
+    parts = list(map(str, args))
+    if all(len(p) <= 40 and "/" not in p and os.sep not in p for p in parts):
+        return parts
+    return [hashlib.sha1(repr(args).encode("utf-8")).hexdigest()[:16]]
+
+
 def disk_cached(func: Callable[..., T]) -> Callable[..., T]:
-    """Cache ``func(*args)`` (args: short strings or numbers) in memory and in the cache directory."""
+    """Cache ``func(*args)`` in memory and in the cache directory (args: strings, numbers or tuples of them,
+    whose ``repr`` is the same in every process; a long one, such as a tuple of terms, is keyed by a hash)."""
 
     @functools.cache
     def wrapper(*args):
-        name = "-".join([func.__module__.rsplit(".", 1)[-1], func.__name__, *map(str, args)])
+        name = "-".join([func.__module__.rsplit(".", 1)[-1], func.__name__, *_file_part(args)])
         key = f"{_code_key()}-{_sources_key()}"
         path = cache_dir() / f"{name}-{key}.pkl"
         try:
@@ -73,3 +86,32 @@ def disk_cached(func: Callable[..., T]) -> Callable[..., T]:
 
     functools.update_wrapper(wrapper, func)
     return wrapper
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Builds plain values only (dict, list, tuple, set, str, bytes, numbers, None): no class, no function,
+    so a pickle written by something else builds nothing that runs."""
+
+    def find_class(self, module: str, name: str):
+        raise pickle.UnpicklingError(f"{module}.{name}: a cached value holds plain values only")
+
+
+def content_cached(name: str, content: bytes, build: Callable[[], T], valid: Callable[[T], bool]) -> T:
+    """``build()``, a value derived from ``content`` (a file's bytes) and made of plain values only, kept in
+    the cache directory under ``name``, a hash of ``content`` and a hash of this package's code: a changed
+    file or changed code is read again, never a stale value. A cached value is read back with no class
+    allowed and used only where ``valid`` accepts it; anything else is rebuilt and written again."""
+    path = cache_dir() / f"{name}-{hashlib.sha256(content).hexdigest()[:32]}-{_code_key()}.pkl"
+    try:
+        with open(path, "rb") as f:
+            value = _PlainUnpickler(f).load()
+        if valid(value):
+            return value
+    except Exception:  # a missing, truncated or foreign file (whatever unpickling it raised) is rebuilt
+        pass
+    value = build()
+    try:  # a read-only or full disk only costs the rebuild next time
+        write_atomic(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    except OSError:
+        pass
+    return value
