@@ -125,6 +125,13 @@ def test_tables_of_a_tuple_of_terms_are_kept_by_its_hash(cache):
     assert calls == [many, many[:-1]]
 
 
+def test_a_table_of_more_than_plain_values_is_refused_when_written(cache):
+    from collections import Counter
+
+    with pytest.raises(TypeError, match="plain values only, not Counter"):
+        disk_cached(Counter)(("a", "b"))
+
+
 def test_a_second_start_needs_no_dictionary_parsing():
     """Once the cache holds its tables, an unveiler starts without importing pypinyin (whose dictionaries
     take a second to load) nor parsing the model, in a new interpreter as the command runs."""
