@@ -10,8 +10,7 @@ import sys
 import pytest
 
 from cloak.common.cache import disk_cached
-from cloak.unveil import CharNgramLM
-from cloak.unveil import ngram
+from cloak.unveil import CharNgramLM, ngram
 
 from .conftest import ROOT
 
@@ -30,13 +29,13 @@ def cache(tmp_path, monkeypatch):
 def _parses(monkeypatch) -> list[str]:
     """The model files parsed from here on (not read from the cache), by name."""
     parsed: list[str] = []
-    real = ngram._parse
+    real = CharNgramLM._read.__func__
 
-    def counting(raw, name):
+    def counting(cls, raw, name):
         parsed.append(name)
-        return real(raw, name)
+        return real(cls, raw, name)
 
-    monkeypatch.setattr(ngram, "_parse", counting)
+    monkeypatch.setattr(CharNgramLM, "_read", classmethod(counting))
     return parsed
 
 
@@ -64,12 +63,13 @@ def test_a_changed_model_file_is_parsed_again(cache, tmp_path, monkeypatch):
     path = tmp_path / "m.lm.gz"
     CharNgramLM.fit(TEXTS, order=3, min_count=1).save(path)
     before = CharNgramLM.load(path)
-    CharNgramLM.fit(OTHER, order=3, min_count=1).save(path)  # same name, same size class, other n-grams
+    CharNgramLM.fit(OTHER, order=3, min_count=1).save(path)  # the same file name, other n-grams
     parsed = _parses(monkeypatch)
     after = CharNgramLM.load(path)
     assert parsed == [str(path)]
     assert after.logprob("今天天气很好") != before.logprob("今天天气很好")
-    assert after.logprob_ == ngram._parse(path.read_bytes(), "m")[1]
+    with open(path, "rb") as f:
+        assert after.logprob_ == CharNgramLM._read(f, "m").logprob_
 
 
 class _Runs:
@@ -96,7 +96,7 @@ def test_a_foreign_or_broken_cache_file_is_never_run_and_is_rebuilt(cache, tmp_p
     assert parsed == [str(path)]  # written again, and read back the next time
 
 
-def test_a_bad_line_of_a_model_file_is_named(cache, tmp_path):
+def test_a_bad_line_of_a_model_file_is_named_and_nothing_is_cached(cache, tmp_path):
     path = tmp_path / "m.lm.gz"
     CharNgramLM.fit(TEXTS, order=3, min_count=1).save(path)
     lines = gzip.decompress(path.read_bytes()).decode().split("\n")
@@ -104,6 +104,7 @@ def test_a_bad_line_of_a_model_file_is_named(cache, tmp_path):
     path.write_bytes(gzip.compress("\n".join(lines).encode()))
     with pytest.raises(ValueError, match=r"m\.lm\.gz, line 4: expected an n-gram"):
         CharNgramLM.load(path)
+    assert not list(cache.glob("ngram-*"))
 
 
 calls: list[tuple] = []
@@ -135,9 +136,9 @@ def test_a_table_of_more_than_plain_values_is_refused_when_written(cache):
 def test_a_second_start_needs_no_dictionary_parsing():
     """Once the cache holds its tables, an unveiler starts without importing pypinyin (whose dictionaries
     take a second to load) nor parsing the model, in a new interpreter as the command runs."""
-    code = ("import sys; from cloak.unveil import Unveiler; from cloak.unveil import ngram; "
-            "ngram._parse = None; Unveiler().prepare(); print('pypinyin' in sys.modules)")
-    subprocess.run([sys.executable, "-c", code.replace("ngram._parse = None; ", "")], check=True, cwd=ROOT,
+    code = ("import sys; from cloak.unveil import CharNgramLM, Unveiler; "
+            "CharNgramLM._read = None; Unveiler().prepare(); print('pypinyin' in sys.modules)")
+    subprocess.run([sys.executable, "-c", code.replace("CharNgramLM._read = None; ", "")], check=True, cwd=ROOT,
                    capture_output=True, timeout=300)  # fills the cache where another test has not
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr

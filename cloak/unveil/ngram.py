@@ -17,7 +17,6 @@ import gzip
 import io
 import math
 import os
-import re
 from collections import Counter
 from collections.abc import Iterable
 from importlib import resources
@@ -30,7 +29,6 @@ _ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _UNESCAPE = {v: k for k, v in _ESCAPES.items()}
 HEADER = "# mmcloak character n-gram model"
 SEEN = 2_000_000  # n-gram look-ups remembered, at most
-_LINES = re.compile(r"(?:[^\t\n]*\t[^\t\n]*\t[^\t\n]*\n)*[^\t\n]*\t[^\t\n]*\t[^\t\n]*")  # three fields a line
 
 
 class CharNgramLM:
@@ -153,8 +151,8 @@ class CharNgramLM:
     @classmethod
     def load(cls, path: str | os.PathLike | None = None) -> CharNgramLM:
         """A model file written by ``save`` (None: the one mmcloak ships). What a file holds is parsed once and
-        kept in the cache directory under a hash of its bytes (a pickle loads a large model several times
-        faster than its text is parsed); a file that changes is parsed again."""
+        kept in the cache directory under a hash of its bytes (its tables load several times faster than its
+        text is parsed); a file that changes is parsed again."""
         if path is None:
             raw, name = resources.files("cloak").joinpath(SHIPPED).read_bytes(), SHIPPED
         elif not os.path.isfile(path):
@@ -162,53 +160,39 @@ class CharNgramLM:
         else:
             with open(path, "rb") as f:
                 raw, name = f.read(), os.fspath(path)
-        return cls(*content_cached("ngram", raw, lambda: _parse(raw, name), _is_state))
 
+        def parsed() -> tuple:
+            model = cls._read(io.BytesIO(raw), name)
+            return model.order, model.logprob_, model.backoff_, model.unknown, model.info
 
-_State = tuple[int, dict[str, float], dict[str, float], float, dict[str, str]]  # CharNgramLM's arguments
+        return cls(*content_cached("ngram", raw, parsed, _is_model))
 
-
-def _parse(raw: bytes, name: str) -> _State:
-    """A model file's bytes as ``CharNgramLM``'s arguments."""
-    try:
-        text = gzip.decompress(raw).decode("utf-8")
-    except (OSError, UnicodeDecodeError, EOFError) as e:
-        raise ValueError(f"{name}: not a language model written by `cloak fit-lm` ({e})") from None
-    header, _, body = text.rstrip("\n").partition("\n")
-    if not header.startswith(HEADER):
-        raise ValueError(f"{name}: not a language model written by `cloak fit-lm`")
-    fields = dict(item.split("=", 1) for item in header.split("\t")[1:])
-    # Every line three fields: the text split at both separators at once, then read column by column
-    cells = body.replace("\n", "\t").split("\t")
-    grams, lps, bows = cells[0::3], cells[1::3], cells[2::3]
-    if "\\" in body:
-        grams = [_unescape(gram) for gram in grams]
-    try:
-        if not _LINES.fullmatch(body):
-            raise ValueError
-        logprob = dict(zip(grams, map(float, lps)))
-        backoff = {gram: float(bow) for gram, bow in zip(grams, bows) if bow}
-    except ValueError:
-        raise ValueError(f"{name}, line {_first_bad_line(body)}: expected an n-gram, its log probability and its "
-                         "backoff weight") from None
-    order, unknown = int(fields.pop("order")), float(fields.pop("unknown"))
-    return order, logprob, backoff, unknown, fields
-
-
-def _first_bad_line(body: str) -> int:
-    """The number of the file's first line (the header is line 1) that is not an n-gram, a log probability
-    and an optional backoff weight."""
-    for number, line in enumerate(body.split("\n"), 2):
+    @classmethod
+    def _read(cls, raw, name: str) -> CharNgramLM:
         try:
-            _, lp, bow = line.split("\t")
-            for number_written in (lp, bow) if bow else (lp,):
-                float(number_written)
-        except ValueError:
-            return number
-    return 1
+            text = gzip.GzipFile(fileobj=raw).read().decode("utf-8")
+        except (OSError, UnicodeDecodeError, EOFError) as e:
+            raise ValueError(f"{name}: not a language model written by `cloak fit-lm` ({e})") from None
+        header, *lines = text.rstrip("\n").split("\n")
+        if not header.startswith(HEADER):
+            raise ValueError(f"{name}: not a language model written by `cloak fit-lm`")
+        fields = dict(item.split("=", 1) for item in header.split("\t")[1:])
+        logprob, backoff = {}, {}
+        for number, line in enumerate(lines, 2):
+            try:
+                gram, lp, bow = line.split("\t")
+                gram = _unescape(gram)
+                logprob[gram] = float(lp)
+                if bow:
+                    backoff[gram] = float(bow)
+            except ValueError:
+                raise ValueError(f"{name}, line {number}: expected an n-gram, its log probability and its "
+                                 "backoff weight") from None
+        order, unknown = int(fields.pop("order")), float(fields.pop("unknown"))
+        return cls(order, logprob, backoff, unknown, fields)
 
 
-def _is_state(value: object) -> bool:
+def _is_model(value: object) -> bool:
     """Whether a cached value has the shape of ``CharNgramLM``'s arguments."""
     return (isinstance(value, tuple) and len(value) == 5 and isinstance(value[0], int)
             and isinstance(value[1], dict) and isinstance(value[2], dict) and isinstance(value[3], float)
