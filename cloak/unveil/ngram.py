@@ -151,8 +151,8 @@ class CharNgramLM:
     @classmethod
     def load(cls, path: str | os.PathLike | None = None) -> CharNgramLM:
         """A model file written by ``save`` (None: the one mmcloak ships). What a file holds is parsed once and
-        kept in the cache directory under a hash of its bytes (its tables load several times faster than its
-        text is parsed); a file that changes is parsed again."""
+        kept in the cache directory under a hash of its bytes (its tables load in half the time its text takes
+        to parse, a third of a second for 500k n-grams); a file that changes is parsed again."""
         if path is None:
             raw, name = resources.files("cloak").joinpath(SHIPPED).read_bytes(), SHIPPED
         elif not os.path.isfile(path):
