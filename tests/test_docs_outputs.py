@@ -308,3 +308,42 @@ def test_the_demo_output_is_what_make_demo_prints(tmp_path):
     for page, shown in demo_blocks().items():
         problems = missing_lines(shown, printed, tmp_path)
         assert not problems, f"{page}:\n" + "\n".join(problems)
+
+
+# ------------------------------------------------------------------------------------------ the unveil guide's table
+
+UNVEIL_GUIDE = "docs/guide/unveil.md"
+EXAMPLE = re.compile(r"((?:`[^`]+`(?: \([^)]*\))?, )*`[^`]+`(?: \([^)]*\))?) -> `([^`]+)`")
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def read_back_claims() -> list[tuple[str, str]]:
+    """(cloaked, read back) for each example of the guide's table of readers (`a`, `b` -> `c`: both read c)."""
+    text = page_text(UNVEIL_GUIDE)
+    table = text[text.index("## What is read back, and how"):text.index("## The context scorer")]
+    rows = [line.split("|")[3] for line in table.splitlines() if line.startswith("| `") or line.startswith("| |")]
+    return [(source.encode("ascii", "backslashreplace").decode("unicode_escape") if "\\u" in source else source,
+             target)
+            for row in rows for m in EXAMPLE.finditer(row)
+            for source in re.findall(r"`([^`]+)`", m.group(1)) for target in [m.group(2)]]
+
+
+def left_as_written() -> list[str]:
+    """The sentences the paragraph under the table says are not read back."""
+    text = page_text(UNVEIL_GUIDE)
+    paragraph = text[text.index("Each example is read back"):text.index("What is not read back")]
+    return [span for span in re.findall(r"`([^`]+)`", paragraph) if HAN.search(span)]
+
+
+def test_every_read_back_the_unveil_guide_claims_is_made_by_the_defaults():
+    """Each example of the readers' table, a sentence as the page shows it, is read back by ``Unveiler()`` with
+    its defaults into the sentence shown; the ones the page says stay as written stay so."""
+    from cloak.unveil import Unveiler
+
+    claims, kept = read_back_claims(), left_as_written()
+    assert len(claims) >= 25 and any("🐒" in c for c, _ in claims) and "你们这帮🐒" in kept
+    unveiler = Unveiler()
+    read = [u.text for u in unveiler.unveil_batch([c for c, _ in claims] + kept)]
+    wrong = [f"{c!r} read back as {r!r}, the page says {t!r}" for (c, t), r in zip(claims, read) if r != t]
+    wrong += [f"{k!r} read back as {r!r}, the page says it stays" for k, r in zip(kept, read[len(claims):]) if r != k]
+    assert not wrong, "\n".join(wrong)
