@@ -4,7 +4,7 @@ A page shows what its commands print as a ```bash block followed by a plain ``` 
 them allowed). Every such pair on the README and the site is listed in ``HOW``, in the page's order, with
 how it is checked, so that a page cannot gain an output nothing checks:
 
-- ``Run``: the test runs the bash block (or the lines of it named) as written, in a folder holding the
+- ``Run``: the test runs the bash block (or the commands of it named) as written, in a folder holding the
   bundled samples, after the page's earlier ``Run`` blocks in the same folder, as a reader follows the page,
   and compares what the commands print (standard output and error together, as a terminal shows them)
   with the block. Where the page's text says an output was made on the bundled samples under other names
@@ -45,7 +45,7 @@ SAMPLES = {"cold_test.jsonl": "samples/cold/cold_test_300.jsonl",
 
 @dataclass(frozen=True)
 class Run:
-    only: tuple[str, ...] = ()            # the lines of the block to run (each starts so); all of them if empty
+    lines: tuple[int, ...] = ()           # the block's commands to run, from 1 (continuations joined); all if empty
     before: tuple[str, ...] = ()          # commands run first, unseen (what the page says the output came from)
     names: dict[str, str] = field(default_factory=dict)   # a file name the page uses -> the file it stands for
     record: str | None = None             # the file whose first record the json block after the output shows
@@ -62,17 +62,17 @@ TINY_BERT = "tiny bert"  # a `before` step: victims/bert, a tiny BERT as `attack
 
 HOW: dict[str, list] = {
     "docs/guide/attacks.md": [
-        Run(only=("attacks train --model tfidf-lr", "attacks predict"), cold=True,
+        Run(lines=(2, 11), cold=True,  # attacks train --model tfidf-lr, attacks predict
             names={"cold_train.jsonl": "train", "cold_dev.jsonl": "dev", "posts.jsonl": "test"}),
         # the page: "tfidf-lr trained on samples/cold/cold_train_2000.jsonl, attacked on samples/...300"
         Run(before=("attacks train --model tfidf-lr --train samples/cold/cold_train_2000.jsonl --out victims/tfidf-lr "
                     "-q", TINY_BERT), names={"cold_test.jsonl": SAMPLES["cold_test.jsonl"]}, slow=True),
     ],
     "docs/guide/cloak.md": [
-        Run(only=("cloak convert --from cold",), cold=True, names={"COLD": ""}, record="cold_test.jsonl"),
+        Run(lines=(1,), cold=True, names={"COLD": ""}, record="cold_test.jsonl"),
         # the page's cold_test.jsonl of 300 records is the bundled sample
         Run(names={"cold_test.jsonl": SAMPLES["cold_test.jsonl"]}),
-        Run(only=("cloak mine-terms",), cold=True, names={"cold_train.jsonl": "train"}),
+        Run(lines=(1,), cold=True, names={"cold_train.jsonl": "train"}),
         Run(),
     ],
     "docs/guide/mmbert.md": [
@@ -80,9 +80,10 @@ HOW: dict[str, list] = {
                   "runs the stages on a few posts"),
         Unchecked("real weights (backbone/, Whisper, Kokoro) and a cloaked test file of one's own"),
     ],
+    # the tone TTS on the cloak guide's cloaked.jsonl (the bundled 300 posts cloaked twice)
     "docs/guide/render-speech.md": [
-        Unchecked("the speech of 600 cloaked posts: minutes of synthesis; tests/test_speech.py checks the "
-                  "command's summary on a few"),
+        Run(lines=(1,), before=("cloak perturb --in samples/cold/cold_test_300.jsonl --out cloaked.jsonl --ops "
+                                "homophone,emoji,split,abbrev,pinyin,english --variants 2 --seed 0 -q",), slow=True),
     ],
     "docs/guide/unveil.md": [Run(record="unveiled.jsonl"), Run()],
 }
@@ -212,9 +213,9 @@ def run_lines(lines: str, folder: Path) -> str:
     return ran.stdout
 
 
-def selected(commands: str, only: tuple[str, ...]) -> str:
+def selected(commands: str, numbers: tuple[int, ...]) -> str:
     lines = commands.replace("\\\n", " ").splitlines()
-    return "\n".join(line for line in lines if not only or line.strip().startswith(only))
+    return "\n".join(line for i, line in enumerate(lines, 1) if not numbers or i in numbers)
 
 
 def cold_folder() -> Path | None:
@@ -255,7 +256,7 @@ def test_a_page_shows_what_its_commands_print(page, index, tmp_path, request):
     for earlier, (commands, _, _) in zip(HOW[page][:index], outputs):
         if isinstance(earlier, Run) and not earlier.cold:
             link_names(earlier, folder)
-            run_lines(selected(commands, earlier.only), folder)
+            run_lines(selected(commands, earlier.lines), folder)
     commands, shown, record = outputs[index]
     link_names(run, folder)
     for step in run.before:
@@ -265,7 +266,7 @@ def test_a_page_shows_what_its_commands_print(page, index, tmp_path, request):
             save_tiny_bert(folder / "victims" / "bert", request.getfixturevalue("backbone"))
         else:
             run_lines(step, folder)
-    printed = run_lines(selected(commands, run.only), folder)
+    printed = run_lines(selected(commands, run.lines), folder)
     problems = missing_lines(shown, printed, folder)
     assert not problems, f"{page}, output {index + 1}:\n" + "\n".join(problems) + "\nprinted:\n" + printed
     if run.record:
@@ -281,18 +282,36 @@ DEMO_PAGES = {"README.md": "Macro-F1, clean and its change under each attack:",
               "docs/getting-started.md": "cloak perturb: read 2000 records"}
 
 
+def plain_blocks(page: str) -> list[str]:
+    """The blocks of a page with no language (what a command prints)."""
+    blocks, current = [], None
+    for line in page_text(page).splitlines():
+        if current is None and line.startswith("```"):
+            current = [] if line == "```" else False  # False: a block of some language, skipped
+        elif current is not None and line.startswith("```"):
+            blocks += ["\n".join(current) + "\n"] if current is not False else []
+            current = None
+        elif current:
+            current.append(line)
+        elif current == []:
+            current = [line]
+    return blocks
+
+
 def demo_blocks() -> dict[str, str]:
     """The plain block of each page that shows what `make demo` prints."""
-    found = {}
-    for page, start in DEMO_PAGES.items():
-        found[page] = next(b for b in re.findall(r"```\n(.*?)```", page_text(page), re.S) if b.startswith(start))
-    return found
+    return {page: next(b for b in plain_blocks(page) if b.startswith(start)) for page, start in DEMO_PAGES.items()}
+
+
+def test_the_pages_show_the_demo_output():
+    assert all(block.rstrip().endswith("report: demo_out/report.html (and report.md, report.json)")
+               for block in demo_blocks().values())
 
 
 @pytest.mark.slow
 def test_the_demo_output_is_what_make_demo_prints(tmp_path):
     """`make demo`'s own recipe, its commands this checkout's (a venv of wrappers, marked installed)."""
-    make = shutil.which("make")
+    make, shown = shutil.which("make"), demo_blocks()
     if make is None:
         pytest.skip("no make")
     venv = tmp_path / "venv"
@@ -305,9 +324,9 @@ def test_the_demo_output_is_what_make_demo_prints(tmp_path):
                          stderr=subprocess.STDOUT, text=True, timeout=3600)
     assert ran.returncode == 0, ran.stdout[-4000:]
     printed = ran.stdout.replace(str(tmp_path / "demo_out"), "demo_out")
-    for page, shown in demo_blocks().items():
+    for page, block in shown.items():
         # the README shows the demo's last lines, from the report's table on
-        problems = missing_lines(shown, printed[printed.index(shown.splitlines()[0]):], tmp_path)
+        problems = missing_lines(block, printed[printed.index(block.splitlines()[0]):], tmp_path)
         assert not problems, f"{page}:\n" + "\n".join(problems)
 
 
