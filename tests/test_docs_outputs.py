@@ -11,7 +11,8 @@ how it is checked, so that a page cannot gain an output nothing checks:
   (``cold_test.jsonl``), those names are links to the samples. The page's first ``json`` block after the output
   (before its next commands) is the first record of the file named, compared field by field.
 - ``Run`` with ``cold=True``: the same on COLD's own files (``MMCLOAK_COLD=DIR``, COLD's folder, as the
-  benchmarks take it; see docs/guide/data.md); skipped without them, since COLD is not in the repository.
+  benchmarks take it; see docs/guide/data.md); skipped without them, since COLD is not in the repository
+  (CI has none: like the tests that need ``MMCLOAK_WEIGHTS``, they run where a developer has the data).
 - The README's and getting-started's ``make demo`` output, which is no ``bash`` pair (too slow for
   ``make test``: a minute and more of training and attacks): ``test_the_demo_output_is_what_make_demo_prints``
   runs ``make demo``'s own recipe and compares (``slow``: ``make test-all`` and CI).
