@@ -50,7 +50,9 @@ SAMPLES = {"cold_test.jsonl": "samples/cold/cold_test_300.jsonl",
 class Run:
     lines: tuple[int, ...] = ()           # the block's commands to run, from 1 (continuations joined); all if empty
     before: tuple[str, ...] = ()          # commands run first, unseen (what the page says the output came from)
-    names: dict[str, str] = field(default_factory=dict)   # a file name the page uses -> the file it stands for
+    # a file name the page uses -> the file it stands for: a path in the repository; with ``cold``, a split of
+    # COLD's ("train", "dev", "test", converted as `cloak convert` does) or "." (COLD's folder)
+    names: dict[str, str] = field(default_factory=dict)
     record: str | None = None             # the file whose first record the json block after the output shows
     prints: int | None = None             # how many of the block's lines these commands print (the rest: not run)
     cold: bool = False                    # runs on COLD's own files (MMCLOAK_COLD)
@@ -73,7 +75,7 @@ HOW: dict[str, list] = {
                     "-q", TINY_BERT), names={"cold_test.jsonl": SAMPLES["cold_test.jsonl"]}, slow=True),
     ],
     "docs/guide/cloak.md": [
-        Run(lines=(1,), cold=True, names={"COLD": ""}, record="cold_test.jsonl"),
+        Run(lines=(1,), cold=True, names={"COLD": "."}, record="cold_test.jsonl"),
         # the page's cold_test.jsonl of 300 records is the bundled sample
         Run(names={"cold_test.jsonl": SAMPLES["cold_test.jsonl"]}),
         Run(lines=(1,), cold=True, names={"cold_train.jsonl": "train"}),
@@ -232,7 +234,7 @@ def link_names(run: Run, folder: Path) -> None:
     for name, target in run.names.items():
         if (folder / name).exists():
             continue
-        if run.cold and target in ("train", "dev", "test"):
+        if run.cold and target != ".":
             subprocess.run([sys.executable, "-m", "cloak.cli", "convert", "--from", "cold", "--in",
                             str(cold_folder() / f"{target}.csv"), "--out", str(folder / name)], check=True,
                            env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True)
