@@ -187,7 +187,7 @@ def shown_record(block: str):
 
 def test_the_comparison_sees_a_moved_figure_and_only_that(tmp_path):
     shown = "cloak unveil: wrote 300, 237 changed; 0.5 s, 658 records/s\n...\nlast\n"
-    assert missing_lines(shown, f"cloak unveil: wrote 300, 237 changed; 2.1 s, 99 records/s\na\nb\nlast\n",
+    assert missing_lines(shown, "cloak unveil: wrote 300, 237 changed; 2.1 s, 99 records/s\na\nb\nlast\n",
                          tmp_path) == []
     assert missing_lines(shown, "cloak unveil: wrote 300, 235 changed; 0.5 s, 658 records/s\nlast\n", tmp_path)
     assert missing_lines("a\n", "a\nb\n", tmp_path)  # a line printed and not shown, with no `...` for it
