@@ -384,7 +384,7 @@ def test_unveil_tuning_judges_a_setting_by_the_unveilers_own_reading():
         view, _, found = unveiler.candidates(text)
         posts.append((name, right, len(right), list(zip(found, unveiler.gains(view, found))), text, view))
     setting = {"fuzzy": FUZZY, "single": SINGLE, "priors": dict(PRIORS)}
-    for threshold, split in ((2.0, 1.0), (8.0, 0.0)):  # as the unveiler reads them at each threshold
+    for threshold, split in ((2.0, 1.0), (10.0, 0.0)):  # as the unveiler reads them at each threshold
         reads = {t: Unveiler(threshold=threshold)(t).text for t in truth}
         assert (reads["我是女表子你呢"] == "我是婊子你呢") == bool(split) and reads["拜仁都是垃圾"] == "白人都是垃圾"
         clean, shares = judge(posts, dict(setting, threshold=threshold), lm)
