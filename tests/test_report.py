@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
@@ -405,13 +406,12 @@ def test_labels_are_named_never_bare(filters, tmp_path):
     assert "p(hateful)" in html(renamed) or not any(renamed["examples"].values())
 
 
-def test_attacks_seen_in_training_are_marked_and_left_out_of_the_ranking(sample_path, tmp_path):
-    """A detector trained on homophone cloaks and attacked by homophones is tested in distribution: the
-    report marks that attack seen, and judges the detector by the attacks it did not see."""
+def _trained_on_homophones(sample_path, tmp_path) -> tuple[list[dict], list[dict], Path, Path]:
+    """tfidf-lr trained on 200 posts and their homophone cloaks, saved in ``tmp_path/augmented``: the posts,
+    their cloaks, the training file and the test file (the other 100 posts)."""
     from click.testing import CliRunner
 
     from attacks.cli import main
-    from attacks.report import build_report, html, load_results, markdown
     from cloak import Perturber
     from cloak.run import cloak_record
 
@@ -421,9 +421,45 @@ def test_attacks_seen_in_training_are_marked_and_left_out_of_the_ranking(sample_
     train, test = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
     train.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in posts[:200] + cloaked), encoding="utf-8")
     test.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in posts[200:]), encoding="utf-8")
+    assert CliRunner().invoke(main, ["train", "--model", "tfidf-lr", "--train", str(train), "--out",
+                                     str(tmp_path / "augmented")]).exit_code == 0
+    return posts, cloaked, train, test
+
+
+def test_the_defences_view_leaves_out_the_attacks_seen_in_training_as_the_ranking_does(sample_path, tmp_path):
+    """The defences view's mean drop is over the attacks the ranking judges by: a detector trained on homophone
+    cloaks is not averaged over the homophone attack, with or without unveil in front, and the page says so."""
+    from click.testing import CliRunner
+
+    from attacks.cli import main
+    from attacks.report import build_report, html, load_results, markdown
+
+    _, _, _, test = _trained_on_homophones(sample_path, tmp_path)
+    result = CliRunner().invoke(main, ["evaluate", "--victim", str(tmp_path / "augmented"), "--data", str(test),
+                                       "--ops", "homophone,pinyin", "--defence", "unveil", "--out",
+                                       str(tmp_path / "eval"), "-q"])
+    assert result.exit_code == 0, result.output
+    report = build_report([load_results(str(tmp_path / "eval"))])
+    assert [row["cells"]["cloak:homophone"]["seen"] for row in report["matrix"]] == [True, True]
+    view = report["defences"]
+    assert view["attacks"] == ["cloak:pinyin"] == report["ranking"][0]["attacks"]
+    pinyin = [row["cells"]["cloak:pinyin"]["drop"] for row in report["matrix"]]
+    assert [e["mean_drop"] for e in view["rows"]] == pytest.approx(pinyin)
+    for page in (markdown(report), " ".join(html(report).split())):
+        assert "the 1 cloak attack every row here is judged by: pinyin" in page
+        assert "an attack whose op a row saw in training, or that changed under 5% of the posts, is left out" in page
+
+
+def test_attacks_seen_in_training_are_marked_and_left_out_of_the_ranking(sample_path, tmp_path):
+    """A detector trained on homophone cloaks and attacked by homophones is tested in distribution: the
+    report marks that attack seen, and judges the detector by the attacks it did not see."""
+    from click.testing import CliRunner
+
+    from attacks.cli import main
+    from attacks.report import build_report, html, load_results, markdown
+
+    posts, cloaked, train, test = _trained_on_homophones(sample_path, tmp_path)
     runner = CliRunner()
-    assert runner.invoke(main, ["train", "--model", "tfidf-lr", "--train", str(train), "--out",
-                                str(tmp_path / "augmented")]).exit_code == 0
     saved = json.loads((tmp_path / "augmented" / "victim.json").read_text())
     assert set(saved["trained_on"]["train"]["cloaked"]["ops"]) == {"homophone"}
     assert saved["trained_on"]["train"]["cloaked"]["records"] == sum(bool(r["cloak"]["edits"]) for r in cloaked)

@@ -3,9 +3,10 @@ and trained on cloaked posts or not, on the same attacks, so that a person sees 
 it costs on clean posts.
 
 A row is a (folder, victim) of the matrix; its defence is what its facts say: ``unveil`` (a defended victim),
-``augmentation`` (trained on cloaked posts), both, or none. Every row is judged on the same cloak attacks
-(those every row ran and that changed at least 5% of the posts), by the mean macro-F1 drop over them with its
-paired bootstrap 95% interval. A defended row beside its detector (the same folder, the detector's
+``augmentation`` (trained on cloaked posts), both, or none. Every row is judged on the same cloak attacks, by
+the ranking's rule (``figures.counted``): those every row ran, that changed at least 5% of the posts and whose op
+no row saw in training (an augmented detector attacked by its own ops is tested in distribution, which flatters
+it), by the mean macro-F1 drop over them with its paired bootstrap 95% interval. A defended row beside its detector (the same folder, the detector's
 fingerprint) also gets what the defence changed: clean macro-F1 (the defence's cost on clean posts) and the
 mean drop, each with its interval; and the search, which queries the whole pipeline, is the adaptive attack on
 the defence, given as its own column."""
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..bootstrap import excludes_zero, interval, macro_f1, resamples
+from .figures import counted
 from .results import Results
 
 Predictions = tuple[np.ndarray, np.ndarray, list]  # gold labels, clean predictions, each attack's predictions
@@ -33,7 +35,7 @@ def defence_rows(results: Sequence[Results], rows: Sequence[dict], attacks: Sequ
     if not any(row["facts"].get("defence") for row in rows):
         return None
     by_label = {r.label: r for r in results}
-    judged = [a for a in attacks if all(_judged(row["cells"].get(a)) for row in rows)]
+    judged = [a for a in attacks if all(a in counted(row, attacks) for row in rows)]
     searches = [a for a in attacks if any((row["cells"].get(a) or {}).get("figure") == "counts" for row in rows)]
     read: dict[tuple[str, str], Predictions] = {}  # outcome files read once, for a row and the row defended
 
@@ -55,10 +57,6 @@ def defence_rows(results: Sequence[Results], rows: Sequence[dict], attacks: Sequ
             entry["against"] = {"row": base["row"], **_change(result, predictions(base), predictions(row), judged)}
         out.append(entry)
     return {"attacks": judged, "searches": searches, "rows": out}
-
-
-def _judged(cell: dict | None) -> bool:
-    return bool(cell) and cell.get("figure") == "ranked" and "skipped" not in cell and not cell["barely"]
 
 
 def _search_cell(cell: dict | None) -> dict | None:

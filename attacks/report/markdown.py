@@ -192,7 +192,8 @@ def _defences(report: dict) -> list[str]:
     out = ["", "## Defences", "",
            f"Each detector as it is, with `cloak unveil` in front, trained on cloaked posts or not. Mean drop: the "
            f"mean macro-F1 drop over {attacks_text({'attacks': view['attacks']}, lambda a: _heading(report, a))}, "
-           "with its paired bootstrap 95% interval. Against: what unveil in front changed, clean macro-F1 (its cost "
+           "with its paired bootstrap 95% interval; as in the ranking, an attack whose op a row saw in training, or "
+           "that changed under 5% of the posts, is left out. Against: what unveil in front changed, clean macro-F1 (its cost "
            "on clean posts) and the mean drop, defended minus not, each with its interval (`~` within the noise). "
            "The search queries the whole pipeline: against a defended detector it is an adaptive attack on unveil.",
            ""]
