@@ -89,6 +89,20 @@ class CloakAttack:
         return outcomes
 
 
+def attack_ops(settings: dict) -> set[str]:
+    """The op names an attack cloaks with (``homophone:share=1,emoji`` -> {homophone, emoji})."""
+    return {spec.split(":")[0] for spec in str(settings.get("ops", "")).split(",") if spec}
+
+
+def foreign_attack(settings: dict) -> bool:
+    """Whether an attack cloaks with foreign ops alone (``Op.foreign``: made by none of the tables ``cloak unveil``
+    reads with), from its settings; an op this installation does not know counts as the project's."""
+    from cloak.ops import available_ops
+
+    known, ops = available_ops(), attack_ops(settings)
+    return bool(ops) and all(getattr(known.get(op), "foreign", False) for op in ops)
+
+
 @dataclasses.dataclass
 class CloakOptions:
     """``attacks evaluate``'s options of the cloak attacks."""
@@ -119,11 +133,11 @@ class CloakOptions:
 def make_cloaks(options: CloakOptions, records: Sequence[dict]) -> list[CloakAttack]:
     """One attack per op or mix of ``ops`` (``a+b`` is one mix; default: every op), per mode; keyword mode's
     targets the lexicon's terms and those mined from ``mine_from`` (default: the records under attack)."""
-    from cloak import available_ops
+    from cloak.ops import default_ops
     from cloak.common.io import read_records
     from cloak.mining import build_targets
 
-    mixes = [m.strip().replace("+", ",") for m in (options.ops or ",".join(available_ops())).split(",") if m.strip()]
+    mixes = [m.strip().replace("+", ",") for m in (options.ops or ",".join(default_ops())).split(",") if m.strip()]
     modes = ["keyword", "full"] if options.mode == "both" else [options.mode]
     labelled = [r for _, r in read_records(options.mine_from, labels=True)] if options.mine_from else records
     terms = build_targets(options.targets, lexicon=options.lexicon, labelled=labelled) if "keyword" in modes else None

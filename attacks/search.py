@@ -32,7 +32,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from cloak import Perturber, available_ops, parse_ops
+from cloak import Perturber, parse_ops
+from cloak.ops import default_ops
 from cloak.edits import Edit
 from cloak.common.params import InstanceOf, Interval, Options, Satisfies, param, validate_fields
 
@@ -59,7 +60,7 @@ class OpCandidates:
 
     def __post_init__(self) -> None:
         validate_fields(self, "search transformation")
-        self.op_list = parse_ops(self.ops or ",".join(available_ops()))
+        self.op_list = parse_ops(self.ops or ",".join(default_ops()))
         # the words: jieba's, protected spans dropped; prepare() loads the ops' tables and the word matcher
         # (1 s) now rather than inside the first attack
         self.segmenter = Perturber(ops=self.op_list, targets="all", rate=1.0).prepare()
