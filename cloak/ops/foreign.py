@@ -312,8 +312,10 @@ class Zhuyin(ForeignOp):
     def find(self, word: str) -> tuple[Candidates | None, list[tuple[int, Candidates]]]:
         if all(map(is_han, word)) and (symbols := zhuyin(word, self.tones)):
             styles = {"full": "".join(symbols), "initials": "".join(s[0] for s in symbols)}
-            weights = ZHUYIN_MIX if self.style == "mix" else {self.style: 1.0}
-            ranked = sorted(weights, key=lambda s: -weights[s])
-            return (tuple(styles[s] for s in ranked), tuple(accumulate(weights[s] for s in ranked))), []
+            spellings: dict[str, float] = {}  # a syllable with no initial (一 -> ㄧ) is spelt alike in both
+            for style, weight in (ZHUYIN_MIX if self.style == "mix" else {self.style: 1.0}).items():
+                spellings[styles[style]] = spellings.get(styles[style], 0.0) + weight
+            ranked = sorted(spellings, key=lambda s: -spellings[s])
+            return (tuple(ranked), tuple(accumulate(spellings[s] for s in ranked))), []
         return None, [(k, ((s[0],), None)) for k, ch in enumerate(word)
                       if is_han(ch) and (s := zhuyin(ch, self.tones))]
