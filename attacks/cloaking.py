@@ -107,7 +107,8 @@ def foreign_attack(settings: dict) -> bool:
 class CloakOptions:
     """``attacks evaluate``'s options of the cloak attacks."""
 
-    ops: str | None = param(None, "Cloak attacks, one per op; join ops with + for a mix (homophone+emoji).",
+    ops: str | None = param(None, "Cloak attacks, one per op; join ops with + for a mix (homophone+emoji) "
+                                  "[default: every op but those from other sources, asked for by name].",
                             metavar="OPS")
     mode: str = param("keyword", "Cloak the target terms (keyword), any word at --rate (full), or both.")
     targets: str = param("lexicon+mined", "Keyword mode: the lexicon's terms, the terms most associated with the "
@@ -131,8 +132,9 @@ class CloakOptions:
 
 
 def make_cloaks(options: CloakOptions, records: Sequence[dict]) -> list[CloakAttack]:
-    """One attack per op or mix of ``ops`` (``a+b`` is one mix; default: every op), per mode; keyword mode's
-    targets the lexicon's terms and those mined from ``mine_from`` (default: the records under attack)."""
+    """One attack per op or mix of ``ops`` (``a+b`` is one mix; default: the project's own ops, ``default_ops``),
+    per mode; keyword mode's targets the lexicon's terms and those mined from ``mine_from`` (default: the records
+    under attack)."""
     from cloak.ops import default_ops
     from cloak.common.io import read_records
     from cloak.mining import build_targets
