@@ -5,7 +5,9 @@ An attack (after TextAttack's split into what it changes and how it searches) is
 - ``kind``: ``cloak``, ``search``, ``fgm``, ``pgd``, ... — what the summary and the report sort it by;
 - ``name``: what its outcomes are kept and reported under (``cloak:homophone``, ``search``, ``fgm@0.5``);
 - ``settings()``: ``{"kind": ..., every parameter}``, which a resumed evaluation is checked against;
-- ``skip_reason(facts)``: why it cannot run on a victim (``Victim.facts``: kind, name, ...), or None;
+- ``skip_reason(facts)``: why it cannot run on a victim (``Victim.facts``: kind, name, ...), or None; a
+  ValueError where its settings cannot hold for the victim (a goal naming a label it does not know): the
+  evaluation is refused, before it writes anything;
 - ``attack(victim, records, positions, clean)``: one :class:`Outcome` per record (``positions``: the
   records' places in the data, which seed what is random; ``clean``: the victim's clean probabilities);
 - ``reported_as``: a :class:`ReportedAs`, how the report shows it (an attack that declares none is a
@@ -108,18 +110,35 @@ class ReportedAs:
 
 
 class Attack(Protocol):
+    """What ``attacks evaluate`` runs: the protocol an attack of one's own implements (after TextAttack's attack:
+    a goal, constraints, a transformation and a search, behind one method). The kind's factory, given to
+    ``register_attack``, makes the attacks to run; ``evaluate`` asks each to skip a victim it cannot attack, then
+    to attack the posts at ``positions``, and writes each post's ``Outcome``. See the architecture page's
+    "An attack"."""
+
     kind: ClassVar[str]
+    """The kind it is registered under (``--attacks KIND``)."""
     reported_as: ClassVar[ReportedAs]
+    """How the report shows it (a ``ReportedAs``), written into its entry of ``summary.json``."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """Its name in outcome files and tables, unique in a run (``cloak:homophone``, ``fgm@0.5``)."""
+        ...
 
-    def settings(self) -> dict: ...
+    def settings(self) -> dict:
+        """``{"kind": ..., every parameter}``, as JSON: recorded in ``summary.json``, checked when a run resumes."""
+        ...
 
-    def skip_reason(self, facts: Mapping[str, Any]) -> str | None: ...
+    def skip_reason(self, facts: Mapping[str, Any]) -> str | None:
+        """Why it cannot attack a victim with these facts (``Victim.facts``: kind, name, ...), or None."""
+        ...
 
     def attack(self, victim, records: Sequence[dict], positions: Sequence[int],
-               clean: np.ndarray) -> list[Outcome]: ...
+               clean: np.ndarray) -> list[Outcome]:
+        """Attack ``records`` (their positions in the data: ``positions``, which seed per-post randomness) given
+        the victim's ``clean`` probabilities of them (one row a record); one ``Outcome`` a record, in order."""
+        ...
 
 
 AttackFactory = Callable[[Any, Sequence[dict]], list[Attack]]

@@ -191,9 +191,6 @@ def _settings_options(func):
 def train(name, train_path, dev_path, out_dir, config_path, defence, resume, overwrite, quiet, **flags) -> None:
     """Train a detector and save it as a victim."""
     check_files([path for path in (train_path, dev_path, config_path, flags["relevant"]) if path])
-    check_victim_out(out_dir, overwrite, resume)
-    train_records = _labelled(train_path)
-    dev_records = _labelled(dev_path) if dev_path else None
     config, training = _settings(config_path, name, **flags)
     from . import make_victim
     from .victims.base import training_data
@@ -203,6 +200,10 @@ def train(name, train_path, dev_path, out_dir, config_path, defence, resume, ove
         from .victims.defended import defend
 
         victim = defend(victim, defence)
+        victim.unveiler.prepare()  # its terms mined now: a defence that cannot be built is refused before --out
+    check_victim_out(out_dir, overwrite, resume)
+    train_records = _labelled(train_path)
+    dev_records = _labelled(dev_path) if dev_path else None
     if victim.differentiable:
         _quiet_libraries()
     started = time.perf_counter()
@@ -472,8 +473,11 @@ def evaluate(victim_dirs, data_path, out_dir, attack_names, limit, shard, engine
     victims, records = _checked_victims(victim_dirs, data_path, limit)
     saved = dict(zip(victims, victim_dirs))  # for Ray's actors, which load the victims (and defend them) again
     if defence:
+        from cloak.unveil import Unveiler
+
         from .victims.defended import defended_folders
 
+        defence = Unveiler.from_spec(defence)  # its terms mined once, now: Ray's actors read with it too
         victims.update(defended_folders(victims, defence))
     attacks = [attack for kind, cls in kinds.items() for attack in make_attacks(kind, cls and cls(**{
         f.name: attack_options[f.name] for f in dataclasses.fields(cls) if f.name in attack_options}), records)]

@@ -80,9 +80,8 @@ def evaluate(victims: dict[str, Victim | VictimFolder | str], records: Sequence[
             "attacks": {a.name: a.settings() for a in attacks},
             "reported_as": {a.name: dataclasses.asdict(reported_as(a)) for a in attacks},
             "versions": versions("torch", "scikit-learn"),
-            "victims": {name: {"facts": victim.facts, "skipped": {a: reason for a, reason in (
-                (attack.name, attack.skip_reason(victim.facts)) for attack in attacks) if reason}}
-                for name, victim in inspected.items()}}
+            "victims": {name: {"facts": victim.facts, "skipped": skip_reasons(name, victim.facts, attacks)}
+                        for name, victim in inspected.items()}}
     _check_same_run(out_dir, meta)
     os.makedirs(out_dir, exist_ok=True)
     write_atomic(os.path.join(out_dir, META), _dumps(meta))  # from the start: a resumed run is checked too
@@ -110,6 +109,20 @@ def evaluate(victims: dict[str, Victim | VictimFolder | str], records: Sequence[
             _fill(os.path.join(folder, outcome_file(aname)), block_records, batch_size, outcomes, f"{name}: {aname}",
                   progress)
     return summarize(out_dir)
+
+
+def skip_reasons(name: str, facts: dict, attacks: Sequence[Attack]) -> dict[str, str]:
+    """The attacks that cannot run on victim ``name`` (of ``facts``), and why; an attack whose settings cannot
+    hold for it refuses the run here, before anything is written."""
+    reasons = {}
+    for attack in attacks:
+        try:
+            reason = attack.skip_reason(facts)
+        except ValueError as e:
+            raise ValueError(f"{attack.name} cannot attack victim {name}: {e}") from None
+        if reason:
+            reasons[attack.name] = reason
+    return reasons
 
 
 def reported_as(attack: Attack) -> ReportedAs:

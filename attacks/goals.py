@@ -9,7 +9,9 @@ A goal says of a post and the victim's probabilities:
 - ``score(probs, labels)``: how close each text is to the goal, higher closer (an unanswered row, NaN, is
   as far as it gets); the search keeps the edits that raise it;
 - ``reached(probs, labels)``: whether each text meets the goal (a success);
-- ``saliency_label(label)``: the label whose loss the gradient ranking follows.
+- ``saliency_label(label)``: the label whose loss the gradient ranking follows;
+- ``check(facts)``: a ValueError where the goal cannot hold for a victim (``Victim.facts``: a label it does
+  not know), raised before an evaluation writes anything.
 
 ``untargeted`` (the default) wants the gold label gone: a post the victim already gets wrong is skipped.
 ``targeted:label=K`` wants label K predicted: a post whose gold label is K, or that the victim already
@@ -43,7 +45,7 @@ class Goal(Protocol):
 
     def saliency_label(self, label: int) -> int: ...
 
-    def skip_reason(self, facts: Mapping[str, Any]) -> str | None: ...
+    def check(self, facts: Mapping[str, Any]) -> None: ...
 
 
 @GOALS.register
@@ -65,7 +67,7 @@ class Untargeted(Named):
     def saliency_label(self, label: int) -> int:
         return label
 
-    def skip_reason(self, facts: Mapping[str, Any]) -> str | None:
+    def check(self, facts: Mapping[str, Any]) -> None:
         return None
 
 
@@ -93,11 +95,10 @@ class Targeted(Named):
     def saliency_label(self, label: int) -> int:
         return self.label
 
-    def skip_reason(self, facts: Mapping[str, Any]) -> str | None:
+    def check(self, facts: Mapping[str, Any]) -> None:
         known = facts.get("num_labels")
         if known is not None and self.label >= known:
-            return f"{facts['name']} knows labels 0 to {known - 1}, not the goal's label {self.label}"
-        return None
+            raise ValueError(f"goal {self.spec()}: {facts['name']} knows labels 0 to {known - 1}, not {self.label}")
 
 
 def make_goal(spec: str | Goal) -> Goal:

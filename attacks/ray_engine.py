@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from cloak.common.progress import progress_bar
 from cloak.ray import cluster_cpus, connect, ray  # cloak.ray says how to install Ray where it is missing
+from cloak.unveil import Unveiler
 
 from .evaluate import Attack, evaluate, merge
 from .victims.base import Victim, VictimFolder, inspect_victim, read_meta, victim_kind
@@ -32,7 +33,8 @@ class ShardEvaluator:
     """A Ray actor's work: the victims, each loaded once (when a shard first needs it), and the shards
     given to it."""
 
-    def __init__(self, victim_dirs: dict[str, str], device: str | None = None, defence: str | None = None) -> None:
+    def __init__(self, victim_dirs: dict[str, str], device: str | None = None,
+                 defence: Unveiler | str | None = None) -> None:
         folders = {name: inspect_victim(d) for name, d in victim_dirs.items()}
         folders.update(defended_folders(folders, defence) if defence else {})
         self.folders = {name: LoadedOnce(folder, device) for name, folder in folders.items()}
@@ -80,11 +82,12 @@ def shard_count(out_dir: str, records: int, workers: int) -> int:
 def evaluate_on_ray(victim_dirs: dict[str, str], records: Sequence[dict], attacks: Sequence[Attack], out_dir: str,
                     *, data: dict | None = None, batch_size: int = 64, label_names: dict[int, str] | None = None,
                     workers: int | None = None, address: str | None = None, progress: bool | None = None,
-                    defence: str | None = None) -> dict:
+                    defence: Unveiler | str | None = None) -> dict:
     """``attacks.evaluate.evaluate`` of the victims saved in ``victim_dirs`` (``{name: folder}``) on a Ray
     cluster (``address``; see ``cloak.ray.connect``), by ``workers`` actors (default: one per CPU, or one
-    per GPU when a victim is a torch model and the cluster has GPUs); with ``defence`` (an ``Unveiler``
-    spec), each victim also as NAME+unveil, as ``attacks evaluate --defence`` runs it. Returns the summary,
+    per GPU when a victim is a torch model and the cluster has GPUs); with ``defence`` (an ``Unveiler``, its
+    terms mined already, or its spec), each victim also as NAME+unveil, as ``attacks evaluate --defence``
+    runs it. Returns the summary,
     also in ``OUT/summary.json``, the same a local run writes."""
     connect(address)
     victim_dirs = {name: os.path.abspath(d) for name, d in victim_dirs.items()}

@@ -130,7 +130,8 @@ class SearchAttack:
                 "constraints": [c.spec() for c in self.constraints_]}
 
     def skip_reason(self, facts: dict) -> str | None:
-        return self.goal_.skip_reason(facts)  # every victim answers queries; a goal may name a label it lacks
+        self.goal_.check(facts)  # a goal naming a label the victim lacks is a mistake to refuse, not to skip
+        return None  # every victim answers queries
 
     def importance_for(self, victim: Victim) -> str:
         """``deletion``, ``gradient`` or ``none``: what ``importance`` means for this victim."""

@@ -12,9 +12,9 @@ The choice (``CHOICE``, made once into ``bench/results/c2tu_sets_choice.json``; 
 on the COLD set's posts that are COLD dev posts alone, never its COLD test posts nor ToxiCloakCN: the
 threshold and the confusion penalty over a grid, with the set's lexicon, the best F1 whose clean COLD dev
 posts stay unchanged at ``CLEAN`` or more (what to pass with a lexicon like C²TU's); and the default
-confusion penalty, at the default threshold, the best F1 whose clean COLD dev posts read with the default
-lexicon stay unchanged at ``CLEAN`` or more. The COLD set's figures are given on its test posts too, which
-the choice never saw.
+confusion penalty at the default threshold, the best F1 whose clean COLD dev posts stay so with the default
+lexicon and lose at most ``CLEAN_LOSS`` against the former penalty with mined terms too. The COLD set's
+figures are given on its test posts too, which the choice never saw.
 """
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from bench.c2tu_data import cold_parts, read_set
-from bench.common import (BIN, RESULTS, WORK, folder, machine_info, parser, print_summary, read_json, relative, run,
-                          write_result)
+from bench.common import (BIN, RESULTS, WORK, cold_jsonl, folder, machine_info, parser, print_summary, read_json,
+                          relative, run, write_result)
 from cloak.common.io import write_records
+from cloak.unveil import Unveiler
 from cloak.unveil.correction import Correction, outcome
 
 SETS = {"toxicloakcn": "ToxiCloakCN", "cold": "COLD (dev + test)"}
@@ -57,6 +58,9 @@ OURS = {"cloak unveil (as it ships)": [], "cloak unveil --lexicon (the set's)": 
 # The choice's grid and rule (committed before the test posts were read with it)
 CHOICE = {"threshold": (0.0, 1.0, 2.0, 3.0, 4.0, 5.5), "fuzzy": (0.0, 1.0, 2.0, 4.0, 8.0, 12.0)}
 CLEAN = 0.97
+# The default penalty keeps the project's own benchmark's clean posts (lexicon + mined terms, bench.unveil)
+# within about its interval of what the penalty shipped before kept
+FORMER_FUZZY, CLEAN_LOSS = 12.0, 0.005
 
 
 def figures(outcomes: list[tuple[str, bool]]) -> dict:
@@ -102,13 +106,13 @@ def unchanged(unveiler, texts: list[str]) -> float:
     return sum(u.text == t for u, t in zip(unveiler.unveil_batch(texts), texts)) / len(texts)
 
 
-def choose(cloaked: list[str], gold: list[str], lexicon: Path) -> dict:
+def choose(cloaked: list[str], gold: list[str], lexicon: Path, train: Path) -> dict:
     """On the dev posts given (``cloaked``, ``gold``; their clean posts ``gold`` as written): the threshold and
     confusion penalty of ``CHOICE``'s grid with the best F1 with the set's lexicon whose clean posts stay
     unchanged at ``CLEAN`` or more (of equals, the higher threshold: fewer posts changed); and the default
-    confusion penalty, the best F1 at the default threshold whose clean posts, read with the default
-    lexicon, stay unchanged at ``CLEAN`` or more."""
-    from cloak.unveil import Unveiler
+    confusion penalty, the best F1 at the default threshold whose clean posts stay unchanged at ``CLEAN`` or
+    more read with the default lexicon, and lose at most ``CLEAN_LOSS`` against ``FORMER_FUZZY`` read with
+    the lexicon's and the terms mined from COLD train (``train``), as the project's own benchmark reads."""
     from cloak.unveil.unveiler import THRESHOLD
 
     tried = []
@@ -120,18 +124,46 @@ def choose(cloaked: list[str], gold: list[str], lexicon: Path) -> dict:
                           "clean_unchanged": round(unchanged(unveiler, gold), 4)})
             if threshold == THRESHOLD:
                 tried[-1]["clean_unchanged_default_lexicon"] = round(unchanged(Unveiler(fuzzy=fuzzy), gold), 4)
+                tried[-1]["clean_unchanged_mined"] = round(unchanged(Unveiler(
+                    fuzzy=fuzzy, targets="lexicon+mined", mine_from=str(train)), gold), 4)
             print(f"choice: {tried[-1]}", flush=True)
     chosen = max((t for t in tried if t["clean_unchanged"] >= CLEAN), key=lambda t: (t["f1"], t["threshold"]))
-    default = max((t for t in tried if t.get("clean_unchanged_default_lexicon", 0) >= CLEAN),
+    former = next(t for t in tried if t["threshold"] == THRESHOLD and t["fuzzy"] == FORMER_FUZZY)
+    default = max((t for t in tried if t.get("clean_unchanged_default_lexicon", 0) >= CLEAN
+                   and t["clean_unchanged_mined"] >= former["clean_unchanged_mined"] - CLEAN_LOSS),
                   key=lambda t: (t["f1"], t["fuzzy"]))
     single_terms = [t for t in lexicon.read_text(encoding="utf-8").split() if len(t) == 1]
     return {"rule": f"the best F1 on the dev posts whose clean COLD dev posts stay unchanged at {CLEAN} or more; "
                     "of equals the higher threshold",
             "default_rule": f"at the default threshold ({THRESHOLD:g}), the best F1 on the dev posts whose clean COLD "
-                            f"dev posts read with the default lexicon stay unchanged at {CLEAN} or more; of equals "
-                            "the higher penalty", "grid": CHOICE, "dev_posts": len(cloaked),
+                            f"dev posts read with the default lexicon stay unchanged at {CLEAN} or more, and read with "
+                            f"the lexicon's and the terms mined from COLD train lose at most {CLEAN_LOSS} against the "
+                            f"penalty shipped before ({FORMER_FUZZY:g}); of equals the higher penalty",
+            "grid": CHOICE, "dev_posts": len(cloaked),
             "single": f"not chosen: the COLD set's lexicon has {len(single_terms)} one-character terms",
             "chosen": chosen, "default_fuzzy": default, "tried": tried}
+
+
+def misses(unveiler, cloaked: list[str], gold: list[str]) -> dict[str, int]:
+    """Why the cloaked posts of the same length as their gold text are not read back whole, post by post (as
+    ``bench.unveil_scorers`` counts them): ``no candidate`` where a changed character lies in no candidate
+    of the gold reading (the matching stage never listed it), ``wrong reading`` where an edit reads a span
+    otherwise than the gold text, ``turned down`` where the scorer left a listed gold reading unread."""
+    causes = dict.fromkeys(("read back", "no candidate", "wrong reading", "turned down"), 0)
+    for source, truth in zip(cloaked, gold):
+        if source == truth or len(source) != len(truth):
+            continue
+        read = unveiler(source)
+        if read.text == truth:
+            causes["read back"] += 1
+        elif any(truth[e.start:e.end] != e.dst for e in read.edits):
+            causes["wrong reading"] += 1
+        else:
+            _, _, found = unveiler.candidates(source)
+            listed = {k for c in found if truth[c.start:c.end] == c.dst for k in range(c.start, c.end)}
+            changed = [k for k in range(len(source)) if source[k] != truth[k]]
+            causes["turned down" if all(k in listed for k in changed) else "no candidate"] += 1
+    return causes
 
 
 def main() -> None:
@@ -153,12 +185,18 @@ def main() -> None:
         raise SystemExit(f"{relative(args.choice)} is there: the choice is made once (delete it to choose again)")
     if not args.choice.exists():
         dev = parts["dev"]
+        train = cold_jsonl(args.cold, "train", work / "train.jsonl", steps)
         choice = choose([data["cold"]["cloaked"][i] for i in dev], [data["cold"]["gold"][i] for i in dev],
-                        lexicons["cold"])
+                        lexicons["cold"], train)
         write_result(args.choice, {"benchmark": "bench/c2tu_sets.py", "machine": machine_info(), **choice})
     if args.choose_only:
         return
     chosen = read_json(args.choice)["chosen"]
+    dev = parts["dev"]
+    dev_cloaked, dev_gold = ([data["cold"][kind][i] for i in dev] for kind in ("cloaked", "gold"))
+    causes = {setting: misses(Unveiler(lexicon=str(lexicons["cold"]), **options), dev_cloaked, dev_gold)
+              for setting, options in {"defaults": {}, "chosen": {"threshold": chosen["threshold"],
+                                                                   "fuzzy": chosen["fuzzy"]}}.items()}
     settings = ["--threshold", chosen["threshold"], "--fuzzy", chosen["fuzzy"]]
     for name, title in SETS.items():
         cloaked, gold = data[name]["cloaked"], data[name]["gold"]
@@ -185,7 +223,9 @@ def main() -> None:
                   + (f"  test posts {r['test']['f1']:.3f}" if "test" in r else "")) for m, r in methods.items()]
     write_result(args.out, {"benchmark": "bench/c2tu_sets.py", "machine": machine_info(), "steps": steps,
                             "metric": "sentence-level correction (Ma et al. 2025), cloak.unveil.correction",
-                            "choice": {"file": args.choice.name, "chosen": chosen}, "sets": sets})
+                            "choice": {"file": args.choice.name, "chosen": chosen},
+                            "dev_misses": {"posts": "the COLD set's COLD dev posts cloaked, read with its lexicon",
+                                           **causes}, "sets": sets})
     print_summary(rows, args.out, time.perf_counter() - started)
 
 

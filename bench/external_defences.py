@@ -9,13 +9,15 @@ lexicon+mined --mine-from`` COLD train at its defaults, in front at prediction (
 detector trained with copies). Sets: C²TU's COLD set's COLD dev posts (``dev``: the recipe is chosen here),
 then ToxiCloakCN and the COLD set's COLD test posts, read once. Figures per detector, each with a paired
 95% bootstrap interval over posts: recall of toxic posts on the gold text and on the cloaked text (what the
-cloaks take), false positives on non-toxic posts (gold and cloaked), and each against ``none``.
+cloaks take), false positives on non-toxic posts (gold and cloaked), each against ``none``, and macro-F1.
 """
 from __future__ import annotations
 
 import json
 import time
 from pathlib import Path
+
+import numpy as np
 
 from bench.augmented_detectors import cloaked, detector
 from bench.c2tu_data import cold_parts, read_set
@@ -57,6 +59,7 @@ def judged(victims: dict, sets: dict[str, dict]) -> dict:
             model = load_victim(str(victim))
             said[name] = {kind: [int(p) for p in model.predict(data[view][kind])] for kind in ("gold", "cloaked")}
         figures = {}
+        y = np.asarray(labels)
         for name, p in said.items():
             none = said["none"]
             hit = {kind: [p[kind][i] for i in toxic] for kind in p}
@@ -68,9 +71,19 @@ def judged(victims: dict, sets: dict[str, dict]) -> dict:
                 "fp_gold": share_interval(fp["gold"], [1] * len(clean)),
                 "fp_cloaked": share_interval(fp["cloaked"], [1] * len(clean)),
                 "fp_gold_over_none": share_difference(fp["gold"], [none["gold"][i] for i in clean]),
-                "recall_cloaked_over_none": share_difference(hit["cloaked"], [none["cloaked"][i] for i in toxic])}
+                "recall_cloaked_over_none": share_difference(hit["cloaked"], [none["cloaked"][i] for i in toxic]),
+                "macro_f1": {kind: macro_f1_interval(y, np.asarray(p[kind])) for kind in p}}
         out[set_name] = {"posts": len(labels), "toxic": len(toxic), "detectors": figures}
     return out
+
+
+def macro_f1_interval(labels: np.ndarray, predictions: np.ndarray) -> dict:
+    """Macro-F1 of two-label predictions, with its 95% bootstrap interval over posts."""
+    from attacks.bootstrap import interval, macro_f1, resamples
+
+    whole = macro_f1(labels, predictions, 2, np.arange(len(labels))[None, :])[0]
+    draws = np.concatenate([macro_f1(labels, predictions, 2, rows) for rows in resamples(len(labels))])
+    return {"value": round(float(whole), 4), "interval": [round(x, 4) for x in interval(draws)]}
 
 
 def recommended(dev: dict) -> dict:

@@ -11,19 +11,30 @@ from typing import NamedTuple
 
 
 class Edit(NamedTuple):
+    """One replacement in a text: ``src`` at ``[start, end)`` of the source became ``dst``, by ``op``. A record's
+    edits replay its cloak (``apply_edits``) and undo it (``invert_edits``); in a record they are the dicts of
+    ``to_dict``."""
+
     # A named tuple, not a frozen dataclass: ops create millions of these and a frozen dataclass's
     # __init__ costs several times more.
     op: str
+    """The op (or reader, ``unveil:homophone``) that made it."""
     start: int
+    """Where ``src`` starts in the source text, in code points."""
     end: int
+    """Where ``src`` ends (exclusive)."""
     src: str
+    """What the source text held there."""
     dst: str
+    """What it was replaced by."""
 
     def to_dict(self) -> dict:
+        """As a record holds it: ``{"op", "start", "end", "src", "dst"}``."""
         return self._asdict()
 
     @classmethod
     def from_dict(cls, d: Mapping) -> Edit:
+        """From a record's dict (``to_dict``'s)."""
         return cls(op=d["op"], start=int(d["start"]), end=int(d["end"]), src=d["src"], dst=d["dst"])
 
 

@@ -5,12 +5,15 @@ character's frequency is the sum of the frequencies of the words that contain it
 mixes in traditional forms and rare characters, so the ranking keeps only characters of GB2312 (the 6,763
 simplified characters of the mainland standard); the 3,500 most frequent of them are "common" — the same
 size as the first level of the 通用规范汉字表, which a poster can type from any IME's first page.
+The tables are kept in the cache directory (``cloak.common.cache``): parsing the dictionary takes a second.
 """
 from __future__ import annotations
 
 import functools
 import os
 from collections import Counter
+
+from .common.cache import disk_cached
 
 COMMON_SIZE = 3500
 
@@ -38,7 +41,7 @@ def cjk_chars() -> list[str]:
     return [chr(c) for c in range(0x3400, 0xA000) if is_han(chr(c))]
 
 
-@functools.cache
+@disk_cached
 def word_frequencies() -> dict[str, int]:
     """jieba's dictionary as {word: frequency}."""
     import jieba
@@ -52,7 +55,7 @@ def word_frequencies() -> dict[str, int]:
     return freqs
 
 
-@functools.cache
+@disk_cached
 def char_frequencies() -> dict[str, int]:
     """{character: frequency} over the GB2312 characters, from word frequencies."""
     counts: Counter[str] = Counter()
@@ -62,7 +65,7 @@ def char_frequencies() -> dict[str, int]:
     return {ch: n for ch, n in counts.most_common() if _in_gb2312(ch)}
 
 
-@functools.cache
+@disk_cached
 def common_chars(size: int = COMMON_SIZE) -> frozenset[str]:
     """The ``size`` most frequent GB2312 characters."""
     return frozenset(list(char_frequencies())[:size])

@@ -95,6 +95,19 @@ class Lexicon:
                 return cls(categories, categories, name=path)
             return cls((line.split("\t")[0] for line in f), name=path)
 
+    def save(self, path: str | os.PathLike) -> None:
+        """Write it as a lexicon file, a TSV of ``term`` and ``category`` that ``from_file`` reads back (the
+        same terms, the same categories)."""
+        import io
+
+        from .common.io import write_atomic
+
+        buffer = io.StringIO()
+        rows = csv.writer(buffer, delimiter="\t", lineterminator="\n")  # quotes a term that holds a quote or tab
+        rows.writerow(["term", "category"])
+        rows.writerows([t, self.categories.get(t, "")] for t in self.terms)
+        write_atomic(path, buffer.getvalue().encode("utf-8"))
+
 
 @functools.cache
 def default_lexicon() -> Lexicon:

@@ -140,6 +140,8 @@ PRESETS: dict[str, dict] = {
                   "stage3": {**STAGES["stage3"], "epochs": 2}},
     },
 }
+"""The run configs by name (``mmbert train --config NAME``): ``paper`` (Xue et al. 2025's settings), ``small``
+(a model a CPU can train) and ``tiny`` (a first run), each a full config as ``load_run_config`` gives it."""
 for _preset in PRESETS.values():
     _preset["train"] = merge(TRAIN_DEFAULTS, _preset["train"])
 

@@ -12,6 +12,7 @@ context, one forward pass each, all of a batch's at once). The context is the te
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import torch
@@ -20,6 +21,7 @@ from cloak.common.models import loading_model
 
 CONTEXT = 48  # tokens of context kept either side of a span
 BATCH = 64  # masked inputs a forward pass
+MODEL_FOLDER = "mlm"  # the model, as a saved unveiler keeps it
 
 
 class MaskedLMScorer:
@@ -49,6 +51,14 @@ class MaskedLMScorer:
         with loading_model("masked language model", self.model, "pass a local folder: --model DIR"):
             self.tokenizer = AutoTokenizer.from_pretrained(self.model)
             self.network = AutoModelForMaskedLM.from_pretrained(self.model).eval()
+
+    def save(self, directory: str) -> str:
+        """The model and its tokenizer, as transformers saves them (a folder this scorer reads back)."""
+        self.prepare()
+        folder = os.path.join(directory, MODEL_FOLDER)
+        self.network.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+        return MODEL_FOLDER
 
     def gains_batch(self, items: Sequence[tuple[str, Sequence]]) -> list[list[float]]:
         self.prepare()

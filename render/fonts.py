@@ -58,8 +58,13 @@ class FontNotFoundError(RuntimeError):
 
 @dataclass(frozen=True)
 class FontFile:
+    """A font face to draw with: a font file and, in a collection, which face (``find_cjk_font`` and
+    ``find_emoji_font`` find one through fontconfig; ``font_file`` names one)."""
+
     path: str
-    index: int = 0  # face inside a .ttc collection
+    """The font file (.ttf, .otf, .ttc)."""
+    index: int = 0
+    """The face inside a .ttc collection (0 for a single-face file)."""
 
     @property
     def key(self) -> str:

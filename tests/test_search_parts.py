@@ -102,9 +102,11 @@ def test_a_targeted_attack_is_counted_by_its_goal():
     assert (untargeted["successes"], untargeted["failures"], untargeted["skipped"]) == (1, 3, 2)
 
 
-def test_a_goal_on_a_label_the_victim_lacks_is_skipped_and_bad_goals_are_refused(tfidf):
+def test_a_goal_on_a_label_the_victim_lacks_and_bad_goals_are_refused(tfidf):
     attack = SearchAttack(goal="targeted:label=2")
-    assert "knows labels 0 to 1, not the goal's label 2" in attack.skip_reason({**tfidf.facts, "name": "tfidf"})
+    with pytest.raises(ValueError, match="goal targeted:label=2: tfidf knows labels 0 to 1, not 2"):
+        attack.skip_reason({**tfidf.facts, "name": "tfidf"})
+    assert SearchAttack(goal="targeted:label=1").skip_reason(tfidf.facts) is None
     with pytest.raises(ParameterError, match="unknown goal 'targetted'; did you mean 'targeted'"):
         SearchAttack(goal="targetted")
     with pytest.raises(ParameterError, match="goal targeted: 'label' must be an integer, got 'x'"):

@@ -290,6 +290,12 @@ def test_a_masked_language_model_scores_through_the_entry_point_group(tmp_path, 
     gains = unveiler._scorer.gains_batch([(view, found)])[0]
     assert len(gains) == len(found) and all(math.isfinite(g) for g in gains)
     assert unveiler._scorer.gains_batch([(view, found)])[0] == gains  # the same inputs, the same scores
+    saved = tmp_path / "saved"  # as a defended victim keeps it: the model in its folder, read from there
+    files = unveiler.save(str(saved))
+    assert "mlm/config.json" in files and json.loads((saved / "unveiler.json").read_text())["spec"] == \
+        "unveil:lexicon=terms.tsv:scorer=mlm:model=mlm:threshold=-1000000000.0"
+    again = Unveiler.load(str(saved))
+    assert again._scorer.gains_batch([(view, found)])[0] == pytest.approx(gains)
     with pytest.raises(ValueError, match="needs a masked language model"):
         Unveiler(scorer="mlm")
 

@@ -106,8 +106,9 @@ def _ranking(report: dict) -> list[str]:
     heading = functools.partial(_heading, report)
     out = ["", "## Under cloaking", "", "Macro-F1 under cloaking, the best first, every row on the same cloak "
            "attacks: those every row of the table is judged by (unseen in its training, applied to at least 5% of "
-           "the posts, and behind `cloak unveil` from other sources than its tables); the worst case among them; the lead of the best row over each other row, with its paired "
-           "bootstrap 95% interval, and the attacks outside those under which the best row does worse."]
+           "the posts, and behind `cloak unveil` from other sources than its tables); the worst case among them; "
+           "the lead of the best row over each other row, with its paired bootstrap 95% interval, and the attacks "
+           "outside those under which the best row does worse."]
     for group in report["ranking"]:
         scope = f" (the rows of `{md(group['scope'])}`)" if group["scope"] else ""
         out += ["", f"Averaged over {attacks_text(group, heading)}{scope}.", "",
@@ -200,9 +201,10 @@ def _defences(report: dict) -> list[str]:
            f"mean macro-F1 drop over {attacks_text({'attacks': view['attacks']}, lambda a: _heading(report, a))}, "
            "with its paired bootstrap 95% interval; as in the ranking, an attack whose op a row saw in training, that "
            "a row's defence reads back with the tables that made it (only attacks by foreign ops, from other sources, "
-           "judge a detector behind unveil), or that changed under 5% of the posts, is left out. Against: what unveil in front changed, clean macro-F1 (its cost "
-           "on clean posts) and the mean drop, defended minus not, each with its interval (`~` within the noise). "
-           "The search queries the whole pipeline: against a defended detector it is an adaptive attack on unveil.",
+           "judge a detector behind unveil), or that changed under 5% of the posts, is left out. Against: what unveil "
+           "in front changed, clean macro-F1 (its cost on clean posts) and the mean drop, defended minus not, each "
+           "with its interval (`~` within the noise). The search queries the whole pipeline: against a defended "
+           "detector it is an adaptive attack on unveil.",
            ""]
     out.append("| victim | defence | clean | mean drop | clean change | drop change | "
                + " | ".join(_heading(report, a) for a in searches) + (" |" if searches else "|"))

@@ -63,6 +63,8 @@ def _predicted(outcomes: list[dict]) -> np.ndarray:
 
 
 def load_results(path: str, label: str | None = None) -> Results:
+    """The folder ``attacks evaluate --out`` wrote, read for the report (its ``summary.json`` and run record);
+    ``label`` names it in the report (the folder's name by default). An unfinished folder is refused."""
     summary_path, run_path = os.path.join(path, SUMMARY), os.path.join(path, META)
     if not os.path.isdir(path):
         raise FileNotFoundError(f"{path}: no such folder (give the --out folder of `attacks evaluate`)")

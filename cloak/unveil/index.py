@@ -77,6 +77,14 @@ def common_by_sound(size: int) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in found.items()}
 
 
+@disk_cached
+def common_readings(size: int) -> dict[str, frozenset[str]]:
+    """Character -> its readings in use, for the characters of ``common_by_sound(size)``'s words (kept, so
+    that reading pinyin as a common word needs no pypinyin in a worker)."""
+    chars = sorted({ch for words in common_by_sound(size).values() for word in words for ch in word})
+    return {ch: frozenset(sound.readings(ch)) for ch in chars}
+
+
 class TermIndex:
     """The terms (``Lexicon.terms``) and the automata that find where each may be cloaked, for ``readers``."""
 
@@ -94,18 +102,17 @@ class TermIndex:
         self._sound_terms: dict[str, tuple[str, ...]] = {}
         self._initials: dict[str, tuple[str, ...]] = {}
         if self.readers & set(SOUND_READERS):
-            self._sound_terms = _sound_keys(han)
-            self._readings = {t: [frozenset(sound.readings(ch)) for ch in t] for t in han}
+            self._sound_terms = _sound_keys(tuple(han))
+            self._readings = _term_readings(tuple(han))
             self._heard_memo: dict[tuple[int, str], tuple[tuple[str, int], ...]] = {}
             sound.key_table()
         if "abbrev" in self.readers:
-            self._initials = _initials(han)
+            self._initials = _initials(tuple(han))
         self._sound = _automaton(list(self._sound_terms)) if self._sound_terms else None
         self._common = common_by_sound(self.common) if self.common and "pinyin" in self.readers else {}
-        characters = self.readers & frozenset(CHARACTER_READERS)
-        forms = literal_forms(self.terms, sorted(self.readers & set(LITERAL_OPS)),
-                              lambda form: normalise(form, characters)[0])
-        self._forms = {form: tuple(terms.items()) for form, terms in forms.items()}
+        self._common_readings = common_readings(self.common) if self._common else {}
+        self._forms = _literal_forms(tuple(self.terms), tuple(sorted(self.readers & set(LITERAL_OPS))),
+                                     tuple(sorted(self.readers & frozenset(CHARACTER_READERS))))
         self._form_list = list(self._forms)
         self._form_automaton = _automaton(self._form_list) if self._forms else None
         self._exact = _automaton(self.terms) if "noise" in self.readers else None
@@ -206,7 +213,7 @@ class TermIndex:
                 said = [syllable for syllable, _, _ in syllables]
                 start, end = s + syllables[0][1], s + syllables[-1][2]
                 found += [Candidate(start, end, word, "pinyin") for word in self._common.get(sound.key(said), ())
-                          if all(x in sound.readings(ch) for x, ch in zip(said, word))]
+                          if all(x in self._common_readings[ch] for x, ch in zip(said, word))]
         return found
 
     def _other_reading(self, text: str, at: int, syllables: tuple[tuple[str, int, int], ...]) -> list[Candidate]:
@@ -246,7 +253,8 @@ def changed_span(written: str, dst: str) -> tuple[int, int]:
     return head, len(written) - tail
 
 
-def _sound_keys(terms: list[str]) -> dict[str, tuple[str, ...]]:
+@disk_cached
+def _sound_keys(terms: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     """Class key -> the terms heard so: each term on every reading, and on the main readings of the words
     the homophone op writes for it."""
     keys: dict[str, dict[str, None]] = {}
@@ -264,7 +272,24 @@ def _sound_keys(terms: list[str]) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in keys.items() if sound.NO_SOUND not in k}
 
 
-def _initials(terms: list[str]) -> dict[str, tuple[str, ...]]:
+@disk_cached
+def _term_readings(terms: tuple[str, ...]) -> dict[str, list[frozenset[str]]]:
+    """Term -> the readings in use of each of its characters."""
+    return {t: [frozenset(sound.readings(ch)) for ch in t] for t in terms}
+
+
+@disk_cached
+def _literal_forms(terms: tuple[str, ...], readers: tuple[str, ...],
+                   characters: tuple[str, ...]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Form -> its (term, reader) pairs: ``literal_forms`` of the terms for ``readers``, each form as it reads
+    once the ``characters`` readers have read its characters back."""
+    read = frozenset(characters)
+    forms = literal_forms(list(terms), list(readers), lambda form: normalise(form, read)[0])
+    return {form: tuple(found.items()) for form, found in forms.items()}
+
+
+@disk_cached
+def _initials(terms: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     """Initials -> the terms of two characters or more they abbreviate, on every reading."""
     found: dict[str, dict[str, None]] = {}
     for term in terms:

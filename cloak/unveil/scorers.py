@@ -6,22 +6,26 @@ default) is a character n-gram model (``cloak.unveil.ngram``) and needs no weigh
 under the entry-point group ``mmcloak.unveil_scorers`` (mmbert's ``mlm``: any BERT-style masked language
 model), which cloak never imports itself and loads only when one is asked for, as ``cloak`` finds the
 ``render`` and ``speech`` commands. A scorer of your own is a class with a ``name``, made from one string
-(``model``: a file, folder or hub name; "" for its default), with ``prepare()`` and ``gains_batch``; one
+(``model``: a file, folder or hub name; "" for its default), with ``prepare()``, ``gains_batch`` and ``save``
+(its model written into a folder, so that a saved defended detector predicts without the original); one
 that can also weigh neighbouring candidates together (``JointScorer``: the n-gram scorer) chooses which of
 a text's candidates to read back itself, by the likeliest reading (``cloak.unveil.lattice``).
 """
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Sequence
 from typing import ClassVar, Protocol, runtime_checkable
 
+from ..common.io import write_atomic
 from ..common.params import unknown_key
 from .index import Candidate
 from .lattice import best_reading
-from .ngram import BOS, EOS, CharNgramLM
+from .ngram import BOS, EOS, CharNgramLM, model_bytes
 
 ENTRY_POINTS = "mmcloak.unveil_scorers"
+MODEL_FILE = "ngram.lm.gz"  # the n-gram scorer's model, as a saved unveiler keeps it
 
 
 @runtime_checkable
@@ -40,6 +44,10 @@ class Scorer(Protocol):
 
     def gains_batch(self, items: Sequence[tuple[str, Sequence[Candidate]]]) -> list[list[float]]:
         """For each (text, its candidates): each candidate's gain in log probability."""
+
+    def save(self, directory: str) -> str:
+        """Write the model it reads into ``directory`` (a defended detector's folder keeps it); returns its name
+        there, a file or a folder, from which the scorer of this name reads the same model back."""
 
 
 @runtime_checkable
@@ -73,6 +81,11 @@ class NgramScorer:
     def reach(self) -> int:
         self.prepare()
         return self.lm.order - 1
+
+    def save(self, directory: str) -> str:
+        """A copy of its model file, byte for byte (of the one shipped, for the default)."""
+        write_atomic(os.path.join(directory, MODEL_FILE), model_bytes(self.model or None))
+        return MODEL_FILE
 
     def gains(self, text: str, candidates: Sequence[Candidate]) -> list[float]:
         self.prepare()

@@ -14,10 +14,15 @@ is wherever no reading clears the bar.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import os
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..common.io import file_sha256, write_atomic
 from ..edits import Edit, compose_edits, splice
 from ..common.params import Interval, Satisfies, param, parse_spec, spec_of, unknown_key, validate_fields
 from ..perturber import Cloaked
@@ -38,10 +43,10 @@ DEFAULT_FAMILIES = "sound+shape+emoji+script+typography+english+order"
 # (骂, 事), whose homophones are everywhere, and a prior for each reader (what clean text rarely holds,
 # such as split characters or emoji standing for a term, needs less). The confusion penalty was chosen on
 # cloaks the project did not make, the posts of C²TU's COLD set that are COLD dev posts (python -m
-# bench.c2tu_sets): 12, chosen on the project's own cloaks, which hear few syllables through a confusion,
-# turned down most of theirs.
+# bench.c2tu_sets), keeping clean COLD dev posts read with mined terms within 0.005 of what 12 kept: 12,
+# chosen on the project's own cloaks, which hear few syllables through a confusion, turned down most of theirs.
 THRESHOLD = 5.5
-FUZZY = 0.0
+FUZZY = 2.0
 SINGLE = 2.0
 PRIORS: dict[str, float] = {"pinyin": 5.0}
 # With balance (the words of every label read back), the threshold chosen the same way on COLD dev cloaked
@@ -49,6 +54,9 @@ PRIORS: dict[str, float] = {"pinyin": 5.0}
 # bench.balanced_augmentation): at 5.5 it changed 4% of clean dev posts, at 7.0 2.5%.
 BALANCE_THRESHOLD = 7.0
 MEMO = 100_000  # texts whose reading is remembered (a defended detector is asked the same texts often)
+# What a saved unveiler's folder holds (Unveiler.save), beside its scorer's model
+SETTINGS_FILE = "unveiler.json"
+TERMS_FILE = "terms.tsv"
 
 
 class Unveiled(Cloaked):
@@ -106,7 +114,7 @@ class Unveiler:
         "chosen on COLD dev cloaks for the default scorer; choose your own for another]."), metavar="NATS")
     fuzzy: float = param(FUZZY, (
         "What a cloak must gain beyond the threshold for each syllable heard only through a confusion (n/l, "
-        "h/f, zh/z, -ng/-n, ei/ai) [default: 0, chosen on cloaks of C²TU's COLD dev posts, which lean on them]."),
+        "h/f, zh/z, -ng/-n, ei/ai) [default: 2, chosen on cloaks of C²TU's COLD dev posts, which lean on them]."),
         metavar="NATS")
     single: float = param(SINGLE, "What a cloak of a one-character term (骂, 事) must gain beyond the threshold.",
                           metavar="NATS")
@@ -129,8 +137,10 @@ class Unveiler:
         self.readers = frozenset(r for f in self.families.split("+") for r in FAMILIES[f])
         self._scorer: Scorer = make_scorer(self.scorer, self.model or "")
         self._joint: bool | None = None  # whether the scorer is a JointScorer, known on first use
+        self._targets: Lexicon | None = None  # the terms, with where each came from (mined, the lexicon's category)
         self._index: TermIndex | None = None
         self._memo: dict[str, Unveiled] = {}
+        self._digest: str | None = None
 
     @classmethod
     def from_spec(cls, spec: str, kind: str = "defence") -> Unveiler:
@@ -142,6 +152,46 @@ class Unveiler:
         """Its settings as one string, e.g. ``unveil:families=sound+shape:threshold=1.5``; ``from_spec`` reads
         it back (the settings a defended detector records)."""
         return spec_of(self)
+
+    def save(self, directory: str) -> list[str]:
+        """Write what it reads back with into ``directory``, so that ``Unveiler.load(directory)`` reads every text
+        as this one does wherever the folder is moved, and whatever becomes of the files it was made from: its
+        terms as a lexicon file (``terms.tsv``; mined ones are mined now), its scorer's model, and
+        ``unveiler.json``, the spec that reads them (relative to the folder: ``unveil:lexicon=terms.tsv:
+        model=ngram.lm.gz:threshold=5.5``) and the spec it was made from. Returns the files written, relative
+        to ``directory`` (``/``-separated), for a saved victim to hash."""
+        os.makedirs(directory, exist_ok=True)
+        self._term_index()
+        self._targets.save(os.path.join(directory, TERMS_FILE))
+        model = self._scorer.save(directory)
+        # the terms are those read back whatever targets, balance and mine_from chose; balance's threshold kept
+        saved = dataclasses.replace(self, targets="lexicon", lexicon=TERMS_FILE, mine_from=None, balance=False,
+                                    threshold=self.bar, model=model)
+        settings = {"spec": saved.spec(), "made_from": self.spec()}
+        write_atomic(os.path.join(directory, SETTINGS_FILE),
+                     (json.dumps(settings, indent=1, ensure_ascii=False) + "\n").encode())
+        return [SETTINGS_FILE, TERMS_FILE, *_files_of(directory, model)]
+
+    @classmethod
+    def load(cls, directory: str) -> Unveiler:
+        """The unveiler ``save`` wrote into ``directory``, reading its terms and model there."""
+        path = os.path.join(directory, SETTINGS_FILE)
+        if not os.path.isfile(path):
+            raise ValueError(f"{directory}: no {SETTINGS_FILE}, so not a saved unveiler (Unveiler.save writes one)")
+        with open(path, encoding="utf-8") as f:
+            saved = cls.from_spec(json.load(f)["spec"])
+        return dataclasses.replace(saved, lexicon=os.path.join(directory, saved.lexicon),
+                                   model=os.path.join(directory, saved.model))
+
+    def digest(self) -> str:
+        """SHA-256 of what it reads back with, as ``save`` writes it (settings, terms and model): two unveilers of
+        one digest read every text alike. Mines its terms (once)."""
+        if self._digest is None:
+            with tempfile.TemporaryDirectory() as folder:
+                files = self.save(folder)
+                listed = "".join(f"{name} {file_sha256(os.path.join(folder, name))}\n" for name in sorted(files))
+            self._digest = hashlib.sha256(listed.encode()).hexdigest()
+        return self._digest
 
     @property
     def bar(self) -> float:
@@ -180,7 +230,8 @@ class Unveiler:
     def use(self, terms: Sequence[str], scorer: Scorer | None = None) -> Unveiler:
         """Read back ``terms`` instead of choosing them, and weigh them with ``scorer`` where given instead of
         the one ``scorer`` and ``model`` name: what a fitted ``UnveilTransformer`` learned. Returns itself."""
-        self._index = TermIndex(terms, self.readers, self.common)
+        self._targets = Lexicon(terms, name="terms")
+        self._index = TermIndex(self._targets.terms, self.readers, self.common)
         if scorer is not None:
             self._scorer, self._joint = scorer, None
         self._memo.clear()
@@ -189,7 +240,8 @@ class Unveiler:
     def _term_index(self) -> TermIndex:
         """The index of the terms, mined or read on first use (its automata are built by ``prepare``)."""
         if self._index is None:
-            self._index = TermIndex(self.choose_terms().terms, self.readers, self.common)
+            self._targets = self.choose_terms()
+            self._index = TermIndex(self._targets.terms, self.readers, self.common)
         return self._index
 
     def candidates(self, text: str) -> tuple[str, list[Edit], list[Candidate]]:
@@ -270,6 +322,15 @@ class Unveiler:
                 if deferred:
                     pending[k] = (now, _moved(deferred, edits))
         return done
+
+
+def _files_of(directory: str, name: str) -> list[str]:
+    """The files of ``name`` in ``directory`` (itself, or every file under it for a folder), ``/``-separated."""
+    path = os.path.join(directory, name)
+    if not os.path.isdir(path):
+        return [name]
+    return sorted(os.path.relpath(os.path.join(root, file), directory).replace(os.sep, "/")
+                  for root, _, files in os.walk(path) for file in files)
 
 
 def cost(candidate: Candidate, threshold: float, *, fuzzy: float = FUZZY, single: float = SINGLE,

@@ -281,7 +281,10 @@ def c2tu_sets(r) -> list[Table]:
         return f"{f3(row[part]['f1'])} {interval(row[part]['f1_interval'])}" if row and part in row else ""
 
     def speed(row: dict) -> str:
-        return f"{num(round(row['posts_per_second']))}" if "posts_per_second" in row else ""
+        if "posts_per_second" not in row:
+            return ""
+        per_cpu_second = sets["toxicloakcn"]["posts"]["all"] / row["cpu_s"]
+        return f"{num(round(row['posts_per_second']))} ({num(round(per_cpu_second))} a CPU-second)"
 
     rows = [[f"**{m}**" if sets["toxicloakcn"]["methods"].get(m, {}).get("ours") else m,
              f1(sets["toxicloakcn"]["methods"].get(m)), *[f1(sets["cold"]["methods"].get(m), p) for p in cold_parts],
@@ -296,12 +299,22 @@ def c2tu_sets(r) -> list[Table]:
                   "Sentence-level correction F1 (Ma et al. 2025, \"Breaking the Cloak! Unveiling Chinese Cloaked "
                   "Toxicity with Homophone Graph and Toxic Lexicon\"), each with its 95% bootstrap interval over "
                   "posts: a post counts as read back only if the output is its gold text exactly. Our rows in bold: "
-                  "`cloak unveil` as a user runs it on the set's posts (a whole command, its speed measured with "
-                  "process start and model loading, on a machine shared with other work); the others are the "
+                  "`cloak unveil` as a user runs it on the set's posts (a whole command with its two workers, its "
+                  "speed measured with process start and model loading, its caches made by a first run, on a "
+                  "machine shared with other work); the others are the "
                   "outputs C²TU publishes, scored here by the same code. `chosen on COLD dev` is `--threshold "
                   f"{chosen['threshold']:g} --fuzzy {chosen['fuzzy']:g}`, chosen on the COLD set's COLD dev posts alone "
                   "(next table); its COLD test posts and ToxiCloakCN were read once with it. Goals (issue 72): "
                   "ToxiCloakCN 0.70, the COLD set 0.88, with no weights."),
+            Table("Why C²TU's COLD dev cloaks are not read back", ["c2tu_sets.json"],
+                  ["settings", *[k for k in d["dev_misses"] if k != "posts"]],
+                  [[name, *[num(v) for v in row.values()]] for name, row in d["dev_misses"].items() if name != "posts"],
+                  "The cloaked posts of C²TU's COLD set that are COLD dev posts, of the same length as their gold "
+                  "text, read with the set's lexicon at the defaults and at the settings chosen there: `no "
+                  "candidate`, a changed character in no candidate of the gold reading (the matching stage never "
+                  "listed it: a term the lexicon lacks, a confusion no class merges); `wrong reading`, an edit that "
+                  "reads a span otherwise than the gold text; `turned down`, the scorer left a listed gold reading "
+                  "unread."),
             Table("cloak unveil's settings chosen on C²TU's COLD dev posts", ["c2tu_sets_choice.json"],
                   ["threshold", "confusion penalty (`--fuzzy`)", "dev F1", "clean COLD dev posts unchanged"],
                   [[f"{t['threshold']:g}", f"{t['fuzzy']:g}", f3(t["f1"]), f3(t["clean_unchanged"])] for t in tried[:8]],
@@ -316,6 +329,31 @@ def c2tu_sets(r) -> list[Table]:
                   f"one-character penalty is {choice['single']}. A first read of the test posts, before the h/f "
                   "confusion and the n-gram model fitted on COLD train and SWSR (commit b604527), chose threshold 4 "
                   "and penalty 0 and scored ToxiCloakCN 0.372 and the COLD test posts 0.855.")]
+
+
+def external_defences(r) -> list[Table]:
+    d = r("external_defences.json")
+    sets = {"toxicloakcn": "ToxiCloakCN", "cold test": "C²TU's COLD test posts", "dev": "its COLD dev posts (the choice)"}
+    tables = []
+    for key, title in sets.items():
+        v = d["sets"][key]
+        rows = [[f"**{name}**" if name == d["choice"]["detector"] else name,
+                 f"{f3(x['recall_gold']['share'])}", f"{f3(x['recall_cloaked']['share'])}",
+                 f"{x['recall_lost']['difference']:+.3f} {interval(x['recall_lost']['interval'])}",
+                 f"{f3(x['fp_gold']['share'])}",
+                 f"{x['fp_gold_over_none']['difference']:+.3f} {interval(x['fp_gold_over_none']['interval'])}"]
+                for name, x in v["detectors"].items()]
+        tables.append(Table(f"Every defence on cloaks others made: {title}", ["external_defences.json"],
+                            ["tfidf-lr trained on COLD train", "toxic recall, gold text", "cloaked", "recall lost to the cloaks",
+                             "false positives, gold non-toxic", "against none"], rows,
+                            f"{v['posts']:,} posts ({v['toxic']:,} toxic), homophone cloaks C²TU (Ma et al. 2025) made of "
+                            "real posts, each with its gold text. `copies`: COLD train and one cloaked copy of each post "
+                            "(the README's recipe, `--balance`; `no balance`: `--no-balance`); `unveil`: `cloak unveil "
+                            "--targets lexicon+mined --mine-from` COLD train in front, at its defaults, for the gold posts "
+                            "too. Intervals: paired bootstrap 95% over posts. In bold the detector the dev posts choose "
+                            f"({d['choice']['rule']}); the bars of issue 73: at most {d['bars']['recall_lost']} of recall "
+                            f"lost, at most {d['bars']['fp_raise']} more false positives than none."))
+    return tables
 
 
 def long_posts(r) -> list[Table]:
@@ -454,5 +492,6 @@ def unveil_lm(r) -> list[Table]:
                   "is imported (what each worker process of `cloak unveil --workers` holds).")]
 
 
-TABLES = [demo, coverage, perturb_command, speed, realism, scale, augmentation, balanced, unveil, c2tu_sets, c2tu, unveil_scorers,
+TABLES = [demo, coverage, perturb_command, speed, realism, scale, augmentation, external_defences, balanced, unveil,
+          c2tu_sets, c2tu, unveil_scorers,
           unveil_judge, unveil_lm, long_posts, ray]
