@@ -239,7 +239,8 @@ class NlpcdaHomophone(ForeignOp):
 @dataclass
 class Dialect(ForeignOp):
     """The whole term as a dialect speaker types it: every syllable with a confusion (h/f, n/l, zh/z, -ng/-n,
-    ei/ai) said through it, written with JioNLP's most frequent character of that sound (湖南 -> 福兰).
+    ei/ai) said through it, written with JioNLP's characters of that sound, the frequent ones most often
+    (湖南 -> 福兰).
 
     share: the share of the term's confusable characters swapped (at least one).
     """
@@ -250,7 +251,6 @@ class Dialect(ForeignOp):
     share: float = 1.0
     _parameter_constraints = {"share": SHARE}
     examples = (("", "湖南人"), ("", "黑鬼"))
-    whole_term = {"share": 1.0}
 
     def prepare(self) -> None:
         _jionlp_pinyin()
