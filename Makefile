@@ -144,8 +144,9 @@ bench: need-cold $(BENCH_INSTALLED)
 	@if [ -n "$(SWSR)" ]; then $(PY) bench.unveil_lm --cold $(COLD) --swsr $(SWSR); else \
 	  echo "make: bench.unveil_lm skipped: set MMCLOAK_SWSR (or SWSR=DIR) to SWSR's folder"; fi   # ~15 min: which n-gram model
 	@if [ -n "$(MMCLOAK_C2TU)" ]; then $(PY) bench.c2tu_sets --cold $(COLD) && \
-	  $(PY) bench.external_defences --cold $(COLD); else \
-	  echo "make: bench.c2tu_sets and bench.external_defences skipped: set MMCLOAK_C2TU to C2TU's test sets (docs/guide/data.md)"; fi   # ~5 + 15 min
+	  $(PY) bench.external_defences --cold $(COLD) && \
+	  $(PY) bench.foreign_cloaks --cold $(COLD); else \
+	  echo "make: bench.c2tu_sets, bench.external_defences and bench.foreign_cloaks skipped: set MMCLOAK_C2TU to C2TU's test sets (docs/guide/data.md)"; fi   # ~5 + 15 + 10 min
 	@if [ -n "$(C2TU)" ]; then $(PY) bench.unveil_c2tu --cold $(COLD) --c2tu $(C2TU); else \
 	  echo "make: bench.unveil_c2tu skipped: set C2TU to a clone of github.com/XDxc-cuber/C2TU-Chinese-cloaked-toxicity-unveiling"; fi   # ~15 min
 	@if [ -e $(QWEN) ]; then $(PY) bench.unveil_scorers --gguf $(QWEN); else \

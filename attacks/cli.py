@@ -578,7 +578,10 @@ def _print_summary(summary: dict, out_dir: str) -> None:
     click.echo(f"{'victim':<{wide}} {'attack':<{attack_wide}} {'macro-F1 clean -> attacked':>27} "
                f"{'drop, 95% interval':>24} {'success':>8}  {'posts changed, of offensive':<27}", err=True)
     for name, entry in summary["victims"].items():
-        for attack, figures in entry["attacks"].items():
+        for attack, figures in _grouped(summary, entry):
+            if isinstance(figures, str):
+                click.echo(figures, err=True)
+                continue
             if "skipped" in figures:
                 click.echo(f"{name:<{wide}} {attack:<{attack_wide}} skipped: {figures['skipped']}", err=True)
                 continue
@@ -590,6 +593,23 @@ def _print_summary(summary: dict, out_dir: str) -> None:
                        f"{interval:>24} {'' if rate is None else f'{rate:.1%}':>8}  {_coverage_text(figures)}",
                        err=True)
     click.echo(f"evaluate: {os.path.join(os.path.normpath(out_dir), 'summary.json')}", err=True)
+
+
+def _grouped(summary: dict, entry: dict) -> list[tuple[str, dict | str]]:
+    """A victim's (attack, figures), for a victim behind ``cloak unveil`` the cloak attacks by foreign ops apart
+    after a line saying so (str figures): the project's own cloaks are read back by the tables that made them,
+    which flatters the defence, and the report leaves them out of its averages for that victim."""
+    from .cloaking import foreign_attack
+
+    attacks = list(entry["attacks"].items())
+    if not (entry.get("facts") or {}).get("defence"):
+        return attacks
+    foreign = [(a, f) for a, f in attacks if foreign_attack(summary["attacks"][a])]
+    if not foreign:
+        return attacks
+    return ([x for x in attacks if x not in foreign]
+            + [("", "  from other sources (foreign ops, made by none of the tables cloak unveil reads with; the "
+                    "report judges this defended victim by these):")] + foreign)
 
 
 def _coverage_text(figures: dict) -> str:

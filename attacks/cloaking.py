@@ -89,11 +89,26 @@ class CloakAttack:
         return outcomes
 
 
+def attack_ops(settings: dict) -> set[str]:
+    """The op names an attack cloaks with (``homophone:share=1,emoji`` -> {homophone, emoji})."""
+    return {spec.split(":")[0] for spec in str(settings.get("ops", "")).split(",") if spec}
+
+
+def foreign_attack(settings: dict) -> bool:
+    """Whether an attack cloaks with foreign ops alone (``Op.foreign``: made by none of the tables ``cloak unveil``
+    reads with), from its settings; an op this installation does not know counts as the project's."""
+    from cloak.ops import available_ops
+
+    known, ops = available_ops(), attack_ops(settings)
+    return bool(ops) and all(getattr(known.get(op), "foreign", False) for op in ops)
+
+
 @dataclasses.dataclass
 class CloakOptions:
     """``attacks evaluate``'s options of the cloak attacks."""
 
-    ops: str | None = param(None, "Cloak attacks, one per op; join ops with + for a mix (homophone+emoji).",
+    ops: str | None = param(None, "Cloak attacks, one per op; join ops with + for a mix (homophone+emoji) "
+                                  "[default: every op but those from other sources, asked for by name].",
                             metavar="OPS")
     mode: str = param("keyword", "Cloak the target terms (keyword), any word at --rate (full), or both.")
     targets: str = param("lexicon+mined", "Keyword mode: the lexicon's terms, the terms most associated with the "
@@ -117,13 +132,14 @@ class CloakOptions:
 
 
 def make_cloaks(options: CloakOptions, records: Sequence[dict]) -> list[CloakAttack]:
-    """One attack per op or mix of ``ops`` (``a+b`` is one mix; default: every op), per mode; keyword mode's
-    targets the lexicon's terms and those mined from ``mine_from`` (default: the records under attack)."""
-    from cloak import available_ops
+    """One attack per op or mix of ``ops`` (``a+b`` is one mix; default: the project's own ops, ``default_ops``),
+    per mode; keyword mode's targets the lexicon's terms and those mined from ``mine_from`` (default: the records
+    under attack)."""
+    from cloak.ops import default_ops
     from cloak.common.io import read_records
     from cloak.mining import build_targets
 
-    mixes = [m.strip().replace("+", ",") for m in (options.ops or ",".join(available_ops())).split(",") if m.strip()]
+    mixes = [m.strip().replace("+", ",") for m in (options.ops or ",".join(default_ops())).split(",") if m.strip()]
     modes = ["keyword", "full"] if options.mode == "both" else [options.mode]
     labelled = [r for _, r in read_records(options.mine_from, labels=True)] if options.mine_from else records
     terms = build_targets(options.targets, lexicon=options.lexicon, labelled=labelled) if "keyword" in modes else None

@@ -32,7 +32,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from cloak import Perturber, available_ops, parse_ops
+from cloak import Perturber, parse_ops
+from cloak.ops import default_ops
 from cloak.edits import Edit
 from cloak.common.params import InstanceOf, Interval, Options, Satisfies, param, validate_fields
 
@@ -59,7 +60,7 @@ class OpCandidates:
 
     def __post_init__(self) -> None:
         validate_fields(self, "search transformation")
-        self.op_list = parse_ops(self.ops or ",".join(available_ops()))
+        self.op_list = parse_ops(self.ops or ",".join(default_ops()))
         # the words: jieba's, protected spans dropped; prepare() loads the ops' tables and the word matcher
         # (1 s) now rather than inside the first attack
         self.segmenter = Perturber(ops=self.op_list, targets="all", rate=1.0).prepare()
@@ -79,9 +80,10 @@ class OpCandidates:
 
 @dataclasses.dataclass
 class SearchAttack:
-    """A search over the candidates of ``ops`` (default: every op) toward ``goal``, within ``constraints``,
-    by ``method`` (each a part or its command-line form: ``"targeted:label=1"``, ``"beam:width=4"``,
-    ``("max-edits:k=2",)``); ``stopwords`` is the ``stopwords`` constraint, kept as its own parameter."""
+    """A search over the candidates of ``ops`` (default: the project's own ops, ``default_ops``) toward ``goal``,
+    within ``constraints``, by ``method`` (each a part or its command-line form: ``"targeted:label=1"``,
+    ``"beam:width=4"``, ``("max-edits:k=2",)``); ``stopwords`` is the ``stopwords`` constraint, kept as its own
+    parameter."""
 
     kind: ClassVar[str] = "search"
     # its flipped posts before the cloaks': one search, which a dozen cloak attacks would crowd out
@@ -222,7 +224,8 @@ def run_in_lockstep(victim: Victim, searches: list[Walk]) -> list[Outcome]:
 class SearchOptions:
     """``attacks evaluate``'s options of the search (``--recipe`` fills those left at their defaults)."""
 
-    ops: str | None = param(None, "The search uses them all at once [default: every op].", metavar="OPS")
+    ops: str | None = param(None, "The search uses them all at once [default: every op but those from other "
+                                  "sources, which are asked for by name: `cloak ops` marks them].", metavar="OPS")
     query_budget: int = param(200, "The search: victim queries per post at most.")
     max_candidates: int = param(10, "The search: candidate substitutions scored at each word at most (the ops "
                                     "taking turns).")

@@ -405,6 +405,8 @@ def list_ops(coverage: bool, targets: str, lexicon: str | None, mine_from: str |
         summary = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ")
         click.echo(f"{name:12} {summary}")
         click.echo(f"{'':12} parameters: {params}")
+        if cls.foreign:  # cloak unveil's tables make none of its cloaks: what judges a defended detector
+            click.echo(f"{'':12} from other sources: {cls.source}")
         if chosen:
             found = len(cloakable(make_op(name), chosen.terms))
             click.echo(f"{'':12} {chosen.name}: cloaks {found} of {len(chosen.terms)} terms")

@@ -93,8 +93,8 @@ def test_train_and_evaluate_with_the_defence_and_the_report_compares_them(tmp_pa
     invoke("train", "--model", "tfidf-lr", "--train", train, "--out", tmp_path / "trained", "--defence", "unveil", "-q")
     assert json.loads((tmp_path / "trained" / "victim.json").read_text())["kind"] == "defended"
     invoke("evaluate", "--victim", tmp_path / "plain", "--victim", tmp_path / "trained", "--data", test,
-           "--attacks", "cloak,fgm", "--ops", "homophone,emoji,split", "--defence", "unveil", "--out", tmp_path / "ev",
-           "-q")
+           "--attacks", "cloak,fgm", "--ops", "homophone,emoji,split,zhuyin", "--defence", "unveil", "--out",
+           tmp_path / "ev", "-q")
     summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
     assert list(summary["victims"]) == ["plain", "trained", "plain+unveil"]  # one defended already: not twice
     assert "not differentiable" in summary["victims"]["plain+unveil"]["attacks"]["fgm@0.5"]["skipped"]
@@ -105,6 +105,8 @@ def test_train_and_evaluate_with_the_defence_and_the_report_compares_them(tmp_pa
     against = rows["plain+unveil"]["against"]
     assert against["row"] == "plain" and "against" not in rows["plain"]
     assert against["clean_interval"][0] <= against["clean_change"] <= against["clean_interval"][1]
+    # every row judged by the one attack from other sources than the defence's tables
+    assert view["attacks"] == ["cloak:zhuyin"]
     assert against["drop_change"] == pytest.approx(rows["plain+unveil"]["mean_drop"] - rows["plain"]["mean_drop"])
     assert "## Defences" in (tmp_path / "rep" / "report.md").read_text()
     assert 'id="defences"' in (tmp_path / "rep" / "report.html").read_text()

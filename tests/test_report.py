@@ -428,7 +428,8 @@ def _trained_on_homophones(sample_path, tmp_path) -> tuple[list[dict], list[dict
 
 def test_the_defences_view_leaves_out_the_attacks_seen_in_training_as_the_ranking_does(sample_path, tmp_path):
     """The defences view's mean drop is over the attacks the ranking judges by: a detector trained on homophone
-    cloaks is not averaged over the homophone attack, with or without unveil in front, and the page says so."""
+    cloaks is not averaged over the homophone attack, with or without unveil in front, nor behind unveil over
+    the pinyin attack its tables read back; and the page says so."""
     from click.testing import CliRunner
 
     from attacks.cli import main
@@ -436,18 +437,50 @@ def test_the_defences_view_leaves_out_the_attacks_seen_in_training_as_the_rankin
 
     _, _, _, test = _trained_on_homophones(sample_path, tmp_path)
     result = CliRunner().invoke(main, ["evaluate", "--victim", str(tmp_path / "augmented"), "--data", str(test),
-                                       "--ops", "homophone,pinyin", "--defence", "unveil", "--out",
+                                       "--ops", "homophone,pinyin,zhuyin", "--defence", "unveil", "--out",
                                        str(tmp_path / "eval"), "-q"])
     assert result.exit_code == 0, result.output
     report = build_report([load_results(str(tmp_path / "eval"))])
     assert [row["cells"]["cloak:homophone"]["seen"] for row in report["matrix"]] == [True, True]
     view = report["defences"]
-    assert view["attacks"] == ["cloak:pinyin"] == report["ranking"][0]["attacks"]
-    pinyin = [row["cells"]["cloak:pinyin"]["drop"] for row in report["matrix"]]
-    assert [e["mean_drop"] for e in view["rows"]] == pytest.approx(pinyin)
+    assert view["attacks"] == ["cloak:zhuyin"] == report["ranking"][0]["attacks"]
+    zhuyin = [row["cells"]["cloak:zhuyin"]["drop"] for row in report["matrix"]]
+    assert [e["mean_drop"] for e in view["rows"]] == pytest.approx(zhuyin)
     for page in (markdown(report), " ".join(html(report).split())):
-        assert "the 1 cloak attack every row here is judged by: pinyin" in page
-        assert "an attack whose op a row saw in training, or that changed under 5% of the posts, is left out" in page
+        assert "the 1 cloak attack every row here is judged by: zhuyin" in page
+        assert ("an attack whose op a row saw in training, that a row's defence reads back with the tables that made "
+                "it (only attacks by foreign ops, from other sources, judge a detector behind unveil), or that changed "
+                "under 5% of the posts, is left out") in page
+
+
+def test_a_defended_detector_is_judged_by_cloaks_from_other_sources_than_its_tables(sample_path, tmp_path):
+    """Behind cloak unveil, a cloak attack by the project's own ops is read back by the tables that made it: the
+    summary prints the attacks by foreign ops apart, and the report marks the others as its defence's tables'
+    (for the defended row only), leaves them out of its averages and ranks the defences by the foreign ones."""
+    from click.testing import CliRunner
+
+    from attacks.cli import main
+    from attacks.report import build_report, html, load_results, markdown
+
+    _, _, _, test = _trained_on_homophones(sample_path, tmp_path)
+    result = CliRunner().invoke(main, ["evaluate", "--victim", str(tmp_path / "augmented"), "--data", str(test),
+                                       "--ops", "pinyin,zhuyin", "--defence", "unveil", "--out",
+                                       str(tmp_path / "eval"), "-q"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    apart = [i for i, line in enumerate(lines) if line.strip().startswith("from other sources")]
+    assert len(apart) == 1  # for the defended victim alone
+    assert "+unveil" in lines[apart[0] - 1] and "cloak:pinyin" in lines[apart[0] - 1]
+    assert "+unveil" in lines[apart[0] + 1] and "cloak:zhuyin" in lines[apart[0] + 1]
+
+    report = build_report([load_results(str(tmp_path / "eval"))])
+    own = {bool(row["facts"].get("defence")): (row["cells"]["cloak:pinyin"]["own_tables"],
+                                               row["cells"]["cloak:zhuyin"]["own_tables"]) for row in report["matrix"]}
+    assert own == {False: (False, False), True: (True, False)}
+    assert report["defences"]["attacks"] == ["cloak:zhuyin"] == report["ranking"][0]["attacks"]
+    assert sum("1 attack made by its defence's own tables left out" in line for line in report["headlines"]) == 1
+    assert markdown(report).count("(its defence's tables)") == 2  # the matrix's cell and the coverage table's
+    assert len(re.findall(r'<td class="[^"]*\bown\b', html(report))) == 1
 
 
 def test_attacks_seen_in_training_are_marked_and_left_out_of_the_ranking(sample_path, tmp_path):

@@ -4,12 +4,14 @@ it costs on clean posts.
 
 A row is a (folder, victim) of the matrix; its defence is what its facts say: ``unveil`` (a defended victim),
 ``augmentation`` (trained on cloaked posts), both, or none. Every row is judged on the same cloak attacks, by
-the ranking's rule (``figures.counted``): those every row ran, that changed at least 5% of the posts and whose
-op no row saw in training (an augmented detector attacked by its own ops is tested in distribution, which
-flatters it), by the mean macro-F1 drop over them with its paired bootstrap 95% interval. A defended row beside
-its detector (the same folder, the detector's fingerprint) also gets what the defence changed: clean macro-F1
-(the defence's cost on clean posts) and the mean drop, each with its interval; and the search, which queries the
-whole pipeline, is the adaptive attack on the defence, given as its own column."""
+the ranking's rule (``figures.counted``): those every row ran, that changed at least 5% of the posts, whose op
+no row saw in training (an augmented detector attacked by its own ops is tested in distribution, which flatters
+it) and, where a row has unveil in front, made by foreign ops (unveil reads the project's own cloaks back with
+the tables that made them: DESIGN §9c(3)), so defences are compared on cloaks from other sources; by the mean
+macro-F1 drop over them with its paired bootstrap 95% interval. A defended row beside its detector (the same
+folder, the detector's fingerprint) also gets what the defence changed: clean macro-F1 (the defence's cost on
+clean posts) and the mean drop, each with its interval; and the search, which queries the whole pipeline, is the
+adaptive attack on the defence, given as its own column."""
 from __future__ import annotations
 
 from collections.abc import Sequence

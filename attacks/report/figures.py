@@ -9,6 +9,7 @@ import numpy as np
 from mmbert.metrics import useless_reason
 
 from ..attack import FIGURES
+from ..cloaking import attack_ops, foreign_attack
 from ..bootstrap import excludes_zero
 from .results import AttackInfo, Results, attack_infos, trained_ops, victim_facts
 
@@ -39,15 +40,12 @@ def attack_order(results: Sequence[Results]) -> list[str]:
     return sorted(drops, key=key)
 
 
-def attack_ops(settings: dict) -> set[str]:
-    """The op names an attack cloaks with (``homophone:share=1,emoji`` -> {homophone, emoji})."""
-    return {spec.split(":")[0] for spec in str(settings.get("ops", "")).split(",") if spec}
-
-
-def matrix_cell(info: AttackInfo, settings: dict, figures: dict, seen_ops: set[str]) -> dict:
+def matrix_cell(info: AttackInfo, settings: dict, figures: dict, seen_ops: set[str], defended: bool = False) -> dict:
     """One (row, attack): the attacked macro-F1, the drop and its interval, the posts it reached, whether it
-    was barely applied (under 5% of the posts) or seen in training (its op cloaked the victim's training
-    data), and the success rate (or why it was skipped)."""
+    was barely applied (under 5% of the posts), seen in training (its op cloaked the victim's training data)
+    or made by its defence's tables (``own_tables``: a victim behind ``cloak unveil`` cloaked by ops that are not
+    foreign, which unveil reads back with the tables that made them), and the success rate (or why it was
+    skipped)."""
     if "skipped" in figures:
         return {"skipped": figures["skipped"]}
     interval = (figures.get("drop_interval") or {}).get("f1")
@@ -58,7 +56,10 @@ def matrix_cell(info: AttackInfo, settings: dict, figures: dict, seen_ops: set[s
             "changed": figures["changed"], "coverage": figures.get("coverage"),
             "barely": bool(figures.get("barely_applied")), "on_changed": on_changed.get("drop", {}).get("f1"),
             "on_changed_interval": (on_changed.get("drop_interval") or {}).get("f1"),
-            "seen": info.shown.trained_ops and bool(attack_ops(settings) & seen_ops)}
+            "seen": info.shown.trained_ops and bool(attack_ops(settings) & seen_ops),
+            # the attacks declaring their ops' cloaks in distribution for what was trained on them (the cloaks)
+            "foreign": info.shown.trained_ops and foreign_attack(settings),
+            "own_tables": defended and info.shown.trained_ops and not foreign_attack(settings)}
 
 
 def matrix_rows(results: Sequence[Results], attacks: Sequence[str], names: dict[str, str]) -> list[dict]:
@@ -68,8 +69,8 @@ def matrix_rows(results: Sequence[Results], attacks: Sequence[str], names: dict[
     for r in results:
         for victim, entry in r.summary["victims"].items():
             facts = victim_facts(r, victim)
-            cells = {a: matrix_cell(infos[a], r.summary["attacks"][a], entry["attacks"][a], trained_ops(facts))
-                     for a in attacks if a in entry["attacks"]}
+            cells = {a: matrix_cell(infos[a], r.summary["attacks"][a], entry["attacks"][a], trained_ops(facts),
+                                    bool(facts.get("defence"))) for a in attacks if a in entry["attacks"]}
             predicted = entry.get("clean_predictions")  # summaries before it have none: macro-F1 alone then
             warning = useless_reason(entry["clean"]["f1"], entry["clean"]["n"], predicted, "clean posts", names)
             rows.append({"row": row_name(results, r, victim), "results": r.label, "victim": victim, "facts": facts,
@@ -80,15 +81,18 @@ def matrix_rows(results: Sequence[Results], attacks: Sequence[str], names: dict[
 
 
 def ranked_cells(row: dict, attacks: Sequence[str]) -> list[str]:
-    """The attacks of a row whose figure is the ranked one (the cloaks), seen or barely applied or not."""
+    """The attacks of a row whose figure is the ranked one (the cloaks), seen, made by its defence's tables or
+    barely applied or not."""
     return [a for a in attacks if (row["cells"].get(a) or {}).get("figure") == "ranked"]
 
 
 def counted(row: dict, attacks: Sequence[str]) -> dict[str, dict]:
     """The cloak attacks a row's robustness is judged by: those applied to at least 5% of the posts whose
     op the victim did not see in training (an augmented detector attacked by its own generator is tested
-    in distribution, which flatters it)."""
-    return {a: c for a in ranked_cells(row, attacks) if not (c := row["cells"][a])["barely"] and not c["seen"]}
+    in distribution, which flatters it) and, behind ``cloak unveil``, made by foreign ops (unveil reads the
+    project's own cloaks back with the tables that made them, which flatters it just as much)."""
+    return {a: c for a in ranked_cells(row, attacks)
+            if not (c := row["cells"][a])["barely"] and not c["seen"] and not c.get("own_tables")}
 
 
 def missing_attacks(results: Sequence[Results], attacks: Sequence[str]) -> dict[str, list[str]]:
@@ -109,7 +113,8 @@ def coverage_rows(rows: Sequence[dict], attacks: Sequence[str]) -> list[dict]:
         if found:
             out.append({"attack": attack, "coverage": found[0]["coverage"], "barely": found[0]["barely"],
                         "rows": [{"row": name, "drop": c.get("drop"), "interval": c.get("interval"),
-                                  "seen": c.get("seen", False), "on_changed": c.get("on_changed"),
+                                  "seen": c.get("seen", False), "own_tables": c.get("own_tables", False),
+                                  "on_changed": c.get("on_changed"),
                                   "on_changed_interval": c.get("on_changed_interval")} for name, c in cells]})
     return out
 

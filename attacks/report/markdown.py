@@ -66,10 +66,16 @@ def _cell(cell: dict | None) -> str:
         return ""
     if "skipped" in cell:
         return "-"
-    marks = " (seen)" if cell.get("seen") else ""
+    marks = _in_distribution(cell)
     if cell.get("barely"):
         marks += f" (barely applied: {cell['coverage']['changed']}/{cell['coverage']['posts']})"
     return f"{'~' if cell['noise'] else ''}{change(cell['drop'])} {bounds(cell['interval'])}{marks}".strip()
+
+
+def _in_distribution(cell: dict) -> str:
+    """`` (seen)``: its op cloaked the row's training data; `` (its defence's tables)``: made by the tables the
+    row's ``cloak unveil`` reads with; both left out of the row's averages."""
+    return " (seen)" if cell.get("seen") else " (its defence's tables)" if cell.get("own_tables") else ""
 
 
 def _coverage(report: dict) -> list[str]:
@@ -87,7 +93,7 @@ def _coverage(report: dict) -> list[str]:
     for c in report["coverage"]:
         cells = ["" if x["drop"] is None else
                  f"{change(x['drop'])} / {'' if x['on_changed'] is None else change(x['on_changed'])}"
-                 f"{' (seen)' if x['seen'] else ''}" for x in c["rows"]]
+                 f"{_in_distribution(x)}" for x in c["rows"]]
         out.append(f"| {_heading(report, c['attack'])}{' (barely applied)' if c['barely'] else ''} | "
                    f"{coverage_text(c['coverage'])} | " + " | ".join(cells) + " |")
     return out
@@ -100,8 +106,9 @@ def _ranking(report: dict) -> list[str]:
     heading = functools.partial(_heading, report)
     out = ["", "## Under cloaking", "", "Macro-F1 under cloaking, the best first, every row on the same cloak "
            "attacks: those every row of the table is judged by (unseen in its training, applied to at least 5% of "
-           "the posts); the worst case among them; the lead of the best row over each other row, with its paired "
-           "bootstrap 95% interval, and the attacks outside those under which the best row does worse."]
+           "the posts, and behind `cloak unveil` from other sources than its tables); the worst case among them; "
+           "the lead of the best row over each other row, with its paired bootstrap 95% interval, and the attacks "
+           "outside those under which the best row does worse."]
     for group in report["ranking"]:
         scope = f" (the rows of `{md(group['scope'])}`)" if group["scope"] else ""
         out += ["", f"Averaged over {attacks_text(group, heading)}{scope}.", "",
@@ -192,10 +199,12 @@ def _defences(report: dict) -> list[str]:
     out = ["", "## Defences", "",
            f"Each detector as it is, with `cloak unveil` in front, trained on cloaked posts or not. Mean drop: the "
            f"mean macro-F1 drop over {attacks_text({'attacks': view['attacks']}, lambda a: _heading(report, a))}, "
-           "with its paired bootstrap 95% interval; as in the ranking, an attack whose op a row saw in training, or "
-           "that changed under 5% of the posts, is left out. Against: what unveil in front changed, clean macro-F1 "
-           "(its cost on clean posts) and the mean drop, defended minus not, each with its interval (`~` within the "
-           "noise). The search queries the whole pipeline: against a defended detector it is an adaptive attack on unveil.",
+           "with its paired bootstrap 95% interval; as in the ranking, an attack whose op a row saw in training, that "
+           "a row's defence reads back with the tables that made it (only attacks by foreign ops, from other sources, "
+           "judge a detector behind unveil), or that changed under 5% of the posts, is left out. Against: what unveil "
+           "in front changed, clean macro-F1 (its cost on clean posts) and the mean drop, defended minus not, each "
+           "with its interval (`~` within the noise). The search queries the whole pipeline: against a defended "
+           "detector it is an adaptive attack on unveil.",
            ""]
     out.append("| victim | defence | clean | mean drop | clean change | drop change | "
                + " | ".join(_heading(report, a) for a in searches) + (" |" if searches else "|"))

@@ -2,7 +2,8 @@
 
 Detectors are ranked by macro-F1 *under* the cloak attacks (DESIGN §9a(5)), never by the drop alone, and
 every detector ranked together is judged on the same attacks: those every one of them is judged by (unseen
-in its training, applied to at least 5% of the posts). A mean over seven attacks beside a mean over
+in its training, applied to at least 5% of the posts, and behind ``cloak unveil`` made by foreign ops, not by the
+tables unveil reads with: DESIGN §9c(3)). A mean over seven attacks beside a mean over
 thirteen compares the attacks as much as the detectors. Where the folders compared share no such attack,
 each folder's rows are ranked apart. The best row's lead over each other carries its paired bootstrap
 interval, and the attacks outside the ranking's under which the best row does worse are said beside it.
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from cloak.common.commands import plural
+from cloak.ops import foreign_ops
 
 from ..bootstrap import excludes_zero, mean_difference_interval
 from .figures import counted, ranked_cells
@@ -120,12 +122,14 @@ def row_parts(row: dict, search: Sequence[dict], names: dict[str, str], attacks:
     cloaks = counted(row, attacks)
     every = ranked_cells(row, attacks)
     seen = [a for a in every if row["cells"][a]["seen"]]
+    own = [a for a in every if row["cells"][a].get("own_tables") and not row["cells"][a]["seen"]]
     barely = [a for a in every if row["cells"][a]["barely"]]
     parts = []
     if cloaks:
         worst = max(cloaks, key=lambda a: cloaks[a]["drop"])
         mean = change(float(np.mean([c["drop"] for c in cloaks.values()])))
-        judged = plural(len(cloaks), "cloak attack") + (" it did not see in training" if seen else "")
+        judged = plural(len(cloaks), "cloak attack") + (" it did not see in training" if seen else "") + \
+            (" from other sources than its defence's tables" if own else "")
         if change(cloaks[worst]["drop"]).startswith("-"):
             parts.append(f"loses most to {headings[worst]} ({change(cloaks[worst]['drop'])} macro-F1"
                          f"{interval_text(cloaks[worst]['interval'])}), {mean} on average over {judged}")
@@ -135,10 +139,18 @@ def row_parts(row: dict, search: Sequence[dict], names: dict[str, str], attacks:
         parts.append(f"every cloak attack applied here cloaks with an op it was trained on ({len(seen)} of them): "
                      "its figures under them are in-distribution and flatter it, so they are no robustness "
                      "estimate; attack it with ops it did not see")
+    elif own:
+        parts.append(f"every cloak attack applied here is made by the tables its defence reads with ({len(own)} of "
+                     "them): cloak unveil reads them back whole, which flatters it, so they are no robustness "
+                     f"estimate; attack it with ops from other sources ({', '.join(foreign_ops())})")
     if seen and cloaks:
         seen_drop = float(np.mean([row["cells"][a]["drop"] for a in seen]))
         parts.append(f"{plural(len(seen), 'attack')} whose op it saw in training left out ({change(seen_drop)} "
                      "on average under them, in distribution)")
+    if own and cloaks:
+        own_drop = float(np.mean([row["cells"][a]["drop"] for a in own]))
+        parts.append(f"{plural(len(own), 'attack')} made by its defence's own tables left out ({change(own_drop)} "
+                     "on average under them, read back by the tables that made them)")
     if barely:
         parts.append(f"barely applied, left out: {', '.join(headings[a] for a in barely)}")
     for s in search:

@@ -41,6 +41,12 @@ class Op:
     # the parameters that cloak a whole term (strength "whole"), and what posters add (strength "poster")
     whole_term: ClassVar[dict[str, object]] = {}
     poster_style: ClassVar[dict[str, object]] = {}
+    # Where the op's table comes from, and whether it is foreign: made by none of the tables ``cloak unveil``
+    # reads back with (``cloak.ops.foreign``). A foreign op's attacks on a detector behind unveil are reported
+    # apart from those of the defence's own tables, which flatter it (DESIGN §9c(3)); a default op list
+    # (``default_ops``) leaves them out, they are asked for by name.
+    source: ClassVar[str] = "the project's tables (cloak.pinyin, cloak.hanzi, cloak's data), which cloak unveil reads with"
+    foreign: ClassVar[bool] = False
 
     # the parameters the op was made with (a spec's ``key=value``s, the constructor's arguments): a strength
     # changes only the others, so ``split:share=0.5`` keeps its share at strength whole though 0.5 is the default
@@ -187,6 +193,17 @@ def register_op(cls: type[Op]) -> type[Op]:
 def available_ops() -> dict[str, type[Op]]:
     """All registered ops by name."""
     return dict(_REGISTRY)
+
+
+def default_ops() -> list[str]:
+    """The ops a default op list takes (an attack, a search): every registered op but the foreign ones, whose
+    tables come from optional packages and which are asked for by name (``--attacks cloak --ops jionlp``)."""
+    return [name for name, cls in _REGISTRY.items() if not cls.foreign]
+
+
+def foreign_ops() -> list[str]:
+    """The registered ops made by none of the tables ``cloak unveil`` reads with."""
+    return [name for name, cls in _REGISTRY.items() if cls.foreign]
 
 
 def make_op(spec: str | Op) -> Op:
