@@ -130,3 +130,24 @@ def test_text_field_names_the_column(tmp_path):
           "content", "--ops", "homophone", "--rate", "1")
     (record,) = read_rows(tmp_path / "out.jsonl")
     assert record["source_text"] == "白人都是垃圾" and record["content"] != "白人都是垃圾"
+
+
+def test_an_interrupted_run_from_a_table_into_a_table_resumes(files, tmp_path, monkeypatch):
+    import cloak.run as run
+    from cloak import Perturber
+    from cloak.run import perturb_file
+
+    from .conftest import interrupted_after
+
+    out = tmp_path / "out.csv"
+    perturber = Perturber(ops=OPS, seed=SEED)
+    monkeypatch.setattr(run, "CHUNK", 8)
+    monkeypatch.setattr(run, "_cloak_chunk", interrupted_after(2, run._cloak_chunk))
+    with pytest.raises(KeyboardInterrupt):
+        perturb_file(str(files / "posts.csv"), str(out), perturber, variants=2, progress=False)
+    assert not out.exists() and (tmp_path / "out.csv.partial").exists()  # JSONL until complete
+    monkeypatch.undo()
+    stats = perturb_file(str(files / "posts.csv"), str(out), perturber, variants=2, resume=True, progress=False)
+    assert stats.resumed_from_line == 8 and stats.read == POSTS
+    assert read_back(out) == (files / "cloaked.jsonl").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
