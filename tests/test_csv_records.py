@@ -8,24 +8,16 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from cloak import Perturber
 from cloak.cli import main
 from cloak.common.formats import record_format
 from cloak.common.io import dump_record
 
-from .conftest import SAMPLE
+from .conftest import SAMPLE, cloak_quietly, perturb_interrupted_then_resumed, read_jsonl
 
 POSTS = 30
 OPS = "homophone,emoji,split"
 SEED = 3
-
-
-def cloak(*args: str) -> None:
-    result = CliRunner().invoke(main, [*args, "--workers", "1", "-q"])
-    assert result.exit_code == 0, result.output
-
-
-def read_rows(path) -> list[dict]:
-    return [json.loads(line) for line in open(path, encoding="utf-8")]
 
 
 def write_table(path, rows: list[dict], delimiter: str) -> None:
@@ -45,29 +37,29 @@ def files(tmp_path_factory):
     """The first 30 bundled COLD test posts (id, text, label) as JSONL, CSV and TSV, and the commands' JSONL
     outputs on the JSONL: cloaked (two variants each) and those cloaks unveiled."""
     folder = tmp_path_factory.mktemp("csv")
-    rows = [{"id": r["id"], "text": r["text"], "label": r["label"]} for r in read_rows(SAMPLE)[:POSTS]]
+    rows = [{"id": r["id"], "text": r["text"], "label": r["label"]} for r in read_jsonl(SAMPLE)[:POSTS]]
     rows[4]["text"] = "一行\n两行, \"引号\"\t制表"  # a cell csv must quote
     (folder / "posts.jsonl").write_bytes(b"".join(map(dump_record, rows)))
     write_table(folder / "posts.csv", rows, ",")
     write_table(folder / "posts.tsv", rows, "\t")
-    cloak("perturb", "--in", str(folder / "posts.jsonl"), "--out", str(folder / "cloaked.jsonl"), "--ops", OPS,
-          "--seed", str(SEED), "--variants", "2")
-    cloak("unveil", "--in", str(folder / "cloaked.jsonl"), "--out", str(folder / "unveiled.jsonl"))
+    cloak_quietly("perturb", "--in", str(folder / "posts.jsonl"), "--out", str(folder / "cloaked.jsonl"), "--ops", OPS,
+                  "--seed", str(SEED), "--variants", "2")
+    cloak_quietly("unveil", "--in", str(folder / "cloaked.jsonl"), "--out", str(folder / "unveiled.jsonl"))
     return folder
 
 
 @pytest.mark.parametrize("source", ["posts.csv", "posts.tsv"])
 def test_perturb_from_a_table_gives_the_jsonl_s_cloaks(files, tmp_path, source):
-    cloak("perturb", "--in", str(files / source), "--out", str(tmp_path / "cloaked.jsonl"), "--ops", OPS,
-          "--seed", str(SEED), "--variants", "2")
+    cloak_quietly("perturb", "--in", str(files / source), "--out", str(tmp_path / "cloaked.jsonl"), "--ops", OPS,
+                  "--seed", str(SEED), "--variants", "2")
     assert (tmp_path / "cloaked.jsonl").read_bytes() == (files / "cloaked.jsonl").read_bytes()
-    assert read_rows(tmp_path / "cloaked.jsonl")[0]["label"] == 1  # a number, as in the JSONL, not "1"
+    assert read_jsonl(tmp_path / "cloaked.jsonl")[0]["label"] == 1  # a number, as in the JSONL, not "1"
 
 
 def test_perturb_shards_a_table_as_jsonl(files, tmp_path):
     for i in range(3):
-        cloak("perturb", "--in", str(files / "posts.csv"), "--out", str(tmp_path / f"{i}.jsonl"), "--ops", OPS,
-              "--seed", str(SEED), "--variants", "2", "--shard", f"{i}/3")
+        cloak_quietly("perturb", "--in", str(files / "posts.csv"), "--out", str(tmp_path / f"{i}.jsonl"), "--ops", OPS,
+                      "--seed", str(SEED), "--variants", "2", "--shard", f"{i}/3")
     shards = b"".join((tmp_path / f"{i}.jsonl").read_bytes() for i in range(3))
     assert shards == (files / "cloaked.jsonl").read_bytes()
 
@@ -80,15 +72,15 @@ def read_back(path) -> bytes:
 @pytest.mark.parametrize("suffix", ["csv", "tsv"])
 def test_a_table_the_commands_write_reads_back_as_their_jsonl_and_unveil_reads_perturb_s(files, tmp_path, suffix):
     cloaked, unveiled = tmp_path / f"cloaked.{suffix}", tmp_path / f"unveiled.{suffix}"
-    cloak("perturb", "--in", str(files / "posts.jsonl"), "--out", str(cloaked), "--ops", OPS, "--seed", str(SEED),
-          "--variants", "2")
+    cloak_quietly("perturb", "--in", str(files / "posts.jsonl"), "--out", str(cloaked),
+                  "--ops", OPS, "--seed", str(SEED), "--variants", "2")
     table = read_table(cloaked, "\t" if suffix == "tsv" else ",")
     assert table[0] == ["id", "text", "label", "source_text", "cloak"]  # the input's columns, then perturb's
     assert table[1][2] == "1" and json.loads(table[1][4])["seed"] == SEED and ", " not in table[1][4]  # compact
     assert read_back(cloaked) == (files / "cloaked.jsonl").read_bytes()
-    cloak("unveil", "--in", str(cloaked), "--out", str(tmp_path / "unveiled.jsonl"))
+    cloak_quietly("unveil", "--in", str(cloaked), "--out", str(tmp_path / "unveiled.jsonl"))
     assert (tmp_path / "unveiled.jsonl").read_bytes() == (files / "unveiled.jsonl").read_bytes()
-    cloak("unveil", "--in", str(cloaked), "--out", str(unveiled))
+    cloak_quietly("unveil", "--in", str(cloaked), "--out", str(unveiled))
     assert read_table(unveiled, "\t" if suffix == "tsv" else ",")[0][-2:] == ["unveiled_from", "unveil"]
     assert read_back(unveiled) == (files / "unveiled.jsonl").read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([cloaked.name, unveiled.name, "unveiled.jsonl"])
@@ -98,7 +90,8 @@ def test_what_a_table_cannot_keep_comes_back_as_strings_and_empty_cells(tmp_path
     posts = tmp_path / "posts.jsonl"
     posts.write_bytes(b"".join(map(dump_record, [{"id": 7, "text": "白人都是垃圾", "label": 1, "score": 0.5},
                                                  {"id": "b", "text": "黑人都是垃圾", "note": None}])))
-    cloak("perturb", "--in", str(posts), "--out", str(tmp_path / "out.csv"), "--ops", "homophone", "--rate", "0")
+    cloak_quietly("perturb", "--in", str(posts), "--out", str(tmp_path / "out.csv"),
+                  "--ops", "homophone", "--rate", "0")
     assert read_table(tmp_path / "out.csv")[0] == ["id", "text", "label", "score", "source_text", "cloak", "note"]
     first, second = (json.loads(line) for line in read_back(tmp_path / "out.csv").splitlines())
     assert (first["id"], first["label"], first["score"], first["note"]) == ("7", 1, "0.5", "")
@@ -108,7 +101,7 @@ def test_what_a_table_cannot_keep_comes_back_as_strings_and_empty_cells(tmp_path
 @pytest.mark.parametrize("table, message", [
     ("id,content\n1,白人都是垃圾\n", "posts.csv: no column 'text' (--text-field) in the header: ['id', 'content']"),
     ("id,text\n1,白人都是垃圾\n\n2,黑人,都是垃圾\n", "posts.csv: row 2 (line 4): 3 cells, but the header has 2 columns"),
-    ("id,text\n1,白人都是垃圾\n2\n", "posts.csv: row 2 (line 3): 1 cells, but the header has 2 columns"),
+    ("id,text\n1,白人都是垃圾\n2\n", "posts.csv: row 2 (line 3): 1 cell, but the header has 2 columns"),
     ("id,text,label\n1,白人都是垃圾,yes\n", "posts.csv: row 1 (line 2): field 'label': must be a non-negative integer"),
     ("id,text,cloak\n1,白人都是垃圾,{ops\n", "posts.csv: row 1 (line 2): field 'cloak': Expecting property name"),
     ("id,text\n", "posts.csv: no records: the file is empty"),
@@ -126,28 +119,16 @@ def test_a_table_without_the_text_column_or_with_a_bad_row_is_refused_before_any
 
 def test_text_field_names_the_column(tmp_path):
     (tmp_path / "posts.tsv").write_text("id\tcontent\n1\t白人都是垃圾\n", encoding="utf-8")
-    cloak("perturb", "--in", str(tmp_path / "posts.tsv"), "--out", str(tmp_path / "out.jsonl"), "--text-field",
-          "content", "--ops", "homophone", "--rate", "1")
-    (record,) = read_rows(tmp_path / "out.jsonl")
+    cloak_quietly("perturb", "--in", str(tmp_path / "posts.tsv"), "--out", str(tmp_path / "out.jsonl"), "--text-field",
+                  "content", "--ops", "homophone", "--rate", "1")
+    (record,) = read_jsonl(tmp_path / "out.jsonl")
     assert record["source_text"] == "白人都是垃圾" and record["content"] != "白人都是垃圾"
 
 
 def test_an_interrupted_run_from_a_table_into_a_table_resumes(files, tmp_path, monkeypatch):
-    import cloak.run as run
-    from cloak import Perturber
-    from cloak.run import perturb_file
-
-    from .conftest import interrupted_after
-
     out = tmp_path / "out.csv"
-    perturber = Perturber(ops=OPS, seed=SEED)
-    monkeypatch.setattr(run, "CHUNK", 8)
-    monkeypatch.setattr(run, "_cloak_chunk", interrupted_after(2, run._cloak_chunk))
-    with pytest.raises(KeyboardInterrupt):
-        perturb_file(str(files / "posts.csv"), str(out), perturber, variants=2, progress=False)
-    assert not out.exists() and (tmp_path / "out.csv.partial").exists()  # JSONL until complete
-    monkeypatch.undo()
-    stats = perturb_file(str(files / "posts.csv"), str(out), perturber, variants=2, resume=True, progress=False)
+    stats = perturb_interrupted_then_resumed(files / "posts.csv", out, Perturber(ops=OPS, seed=SEED), monkeypatch,
+                                             variants=2, calls=2)
     assert stats.resumed_from_line == 8 and stats.read == POSTS
     assert read_back(out) == (files / "cloaked.jsonl").read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]

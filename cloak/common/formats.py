@@ -326,7 +326,8 @@ class Table:
                 continue
             number += 1
             if len(cells) != len(header):
-                raise RecordError(path, None, f"row {number} (line {lines.number}): {len(cells)} cells, but the "
+                cell_s = "cell" if len(cells) == 1 else "cells"
+                raise RecordError(path, None, f"row {number} (line {lines.number}): {len(cells)} {cell_s}, but the "
                                               f"header has {len(header)} columns")
             yield number, self._record(path, number, lines.number, dict(zip(header, cells)))
 
