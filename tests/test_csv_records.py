@@ -132,3 +132,14 @@ def test_an_interrupted_run_from_a_table_into_a_table_resumes(files, tmp_path, m
     assert stats.resumed_from_line == 8 and stats.read == POSTS
     assert read_back(out) == (files / "cloaked.jsonl").read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+
+
+def test_perturb_mines_its_targets_from_a_table_as_from_jsonl(tmp_path):
+    rows = [{"id": r["id"], "text": r["text"], "label": r["label"]} for r in read_jsonl(SAMPLE)]
+    (tmp_path / "posts.jsonl").write_bytes(b"".join(map(dump_record, rows)))
+    write_table(tmp_path / "posts.csv", rows, ",")
+    for source in ("posts.jsonl", "posts.csv"):
+        cloak_quietly("perturb", "--in", str(tmp_path / source), "--out", str(tmp_path / f"{source}.out.jsonl"),
+                      "--targets", "mined")
+    cloaked = (tmp_path / "posts.jsonl.out.jsonl").read_bytes()
+    assert (tmp_path / "posts.csv.out.jsonl").read_bytes() == cloaked and b'"edits": []' in cloaked

@@ -39,7 +39,7 @@ from types import ModuleType
 from typing import Protocol
 
 from .io import (RecordError, batched, check_files, check_output, count_lines, dump_record, empty_input, parse_label,
-                 read_lines)
+                 read_lines, read_records)
 
 ROWS = 4096  # rows read or written at a time
 # What a folder saved by Dataset.save_to_disk holds beside its data (one file of each kind)
@@ -479,6 +479,17 @@ def record_format(path: str) -> RecordFormat:
 def output_path(path: str) -> str:
     """The path an output is written at: a folder's without its trailing ``/``."""
     return path if path in ("-", "/") else path.rstrip("/" + os.sep)
+
+
+def read_any_records(path: str, **options) -> Iterator[tuple[int, dict]]:
+    """``cloak.common.io.read_records`` of a file in any format (``-``: standard input, JSONL): its rows read
+    and checked as JSONL lines are; ``options`` as for ``read_records``."""
+    if path == "-":
+        return read_records(path, **options)
+    fmt = record_format(path)
+    fmt.check_input(path, options.get("text_field", "text"))
+    return read_records(path, lines=fmt.read_lines(path, options.pop("start", 0), options.pop("stop", None)),
+                        **options)
 
 
 def check_record_files(in_path: str, out_path: str, text_field: str = "text") -> None:
