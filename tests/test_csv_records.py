@@ -105,6 +105,7 @@ def test_what_a_table_cannot_keep_comes_back_as_strings_and_empty_cells(tmp_path
     ("id,text,label\n1,白人都是垃圾,yes\n", "posts.csv: row 1 (line 2): field 'label': must be a non-negative integer"),
     ("id,text,cloak\n1,白人都是垃圾,{ops\n", "posts.csv: row 1 (line 2): field 'cloak': Expecting property name"),
     ("id,text\n", "posts.csv: no records: the file is empty"),
+    ("id,text,id\n1,白人都是垃圾,2\n", "posts.csv: column 'id' twice in the header: ['id', 'text', 'id']"),
 ])
 @pytest.mark.parametrize("command", ["perturb", "unveil"])
 def test_a_table_without_the_text_column_or_with_a_bad_row_is_refused_before_anything_is_written(

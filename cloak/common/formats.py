@@ -318,6 +318,9 @@ class Table:
         header = next(reader, None)
         if header is None:
             raise empty_input(path)
+        twice = next((name for i, name in enumerate(header) if name in header[:i]), None)
+        if twice is not None:
+            raise RecordError(path, None, f"column {twice!r} twice in the header: {header}")
         if text_field is not None and text_field not in header:
             raise RecordError(path, None, f"no column {text_field!r} (--text-field) in the header: {header}")
         number = 0
