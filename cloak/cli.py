@@ -108,9 +108,11 @@ def ray_options(local: str, ray: str) -> Callable:
 
 
 # The record files cloak perturb and cloak unveil read and write (cloak.common.formats)
-RECORDS_IN = ("JSONL ({\"text\": ...} per line), Parquet (FILE.parquet) or a saved Hugging Face Dataset (the folder "
-              "Dataset.save_to_disk wrote); - for standard input (JSONL).")
-RECORDS_OUT = ("Output records, in the format the path says: JSONL, Parquet (FILE.parquet) or a saved Hugging Face "
+RECORDS_IN = ("JSONL ({\"text\": ...} per line), CSV (FILE.csv) or TSV (FILE.tsv) with a header row, Parquet "
+              "(FILE.parquet) or a saved Hugging Face Dataset (the folder Dataset.save_to_disk wrote); - for "
+              "standard input (JSONL).")
+RECORDS_OUT = ("Output records, in the format the path says: JSONL, CSV (FILE.csv) or TSV (FILE.tsv; a column a "
+               "field, cloak and unveil as JSON in their cells), Parquet (FILE.parquet) or a saved Hugging Face "
                "Dataset (a folder: DIR/, or one that holds a saved Dataset); written as JSONL to FILE.partial and "
                "turned into it when complete. - for stdout (JSONL). Parquet and Datasets need pip install "
                "'mmcloak[hf]'.")

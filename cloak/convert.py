@@ -17,19 +17,16 @@ and they must be unique. Labels must be non-negative integers; text must be vali
 """
 from __future__ import annotations
 
-import codecs
 import csv
 import json
 import os
-import sys
 from collections.abc import Callable, Iterator
 
+from .common.formats import DecodedLines  # also sets csv's field size limit for posts
 from .common.io import (RecordError, UniqueIds, check_files, check_text, empty_input, json_type, parse_label,
                  write_records)
 
 FORMATS = ("cold", "toxicn", "toxicloakcn", "cntp", "swsr", "csv", "tsv")
-
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # posts can be longer than csv's 128 KiB default
 
 
 def _label(value, path: str, line: int | None, column: str, item: int | None = None) -> int:
@@ -39,32 +36,12 @@ def _label(value, path: str, line: int | None, column: str, item: int | None = N
         raise RecordError(path, line, str(e), column, item) from None
 
 
-class _Lines:
-    """A file's lines decoded one by one, for ``csv.reader``: an invalid byte is reported with its
-    line, and a byte-order mark is dropped. ``number`` is the number of the line read last."""
-
-    def __init__(self, path: str) -> None:
-        self.path, self.number = path, 0
-        self._file = open(path, "rb")
-
-    def __iter__(self) -> Iterator[str]:
-        with self._file:
-            for raw in self._file:
-                self.number += 1
-                if self.number == 1 and raw.startswith(codecs.BOM_UTF8):
-                    raw = raw[len(codecs.BOM_UTF8):]
-                try:
-                    yield raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise RecordError(self.path, self.number, f"invalid UTF-8 at byte {e.start}") from None
-
-
 def _table(path: str, delimiter: str, text_col: str, label_col: str | None, id_col: str | None,
            prefix: str, rename: dict[str, str] | None = None) -> Iterator[dict]:
     """Rows of a CSV / TSV file with a header. ``id_col``: the column holding ids (checked unique),
     or None for ids made from the row's position."""
     stem = os.path.splitext(os.path.basename(path))[0]
-    lines = _Lines(path)
+    lines = DecodedLines(path)
     reader = csv.DictReader(lines, delimiter=delimiter)
     header = reader.fieldnames or []
     for needed in (text_col, label_col, id_col):

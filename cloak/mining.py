@@ -195,11 +195,11 @@ def build_targets(spec: str, *, lexicon: str | None = None,
 
 
 def labelled_records(labelled: Iterable[dict] | str | os.PathLike) -> list[dict]:
-    """Labelled records, or those of their JSONL file (every one needs a label)."""
+    """Labelled records, or those of their file (JSONL, CSV, Parquet...: every one needs a label)."""
     if isinstance(labelled, (str, os.PathLike)):
-        from .common.io import read_records
+        from .common.formats import read_any_records
 
-        return [r for _, r in read_records(os.fspath(labelled), labels=True)]
+        return [r for _, r in read_any_records(os.fspath(labelled), labels=True)]
     return list(labelled)
 
 

@@ -272,8 +272,8 @@ def run_file(in_path: str, out_path: str, transform: RecordTransform, *, workers
              overwrite: bool = False, text_field: str = "text", progress: bool | None = None, engine: Engine | None = None,
              desc: str = "cloak") -> RunStats:
     """Transform every record of ``in_path`` into ``out_path`` (``-`` for stdin / stdout), as
-    ``perturb_file`` cloaks them; ``desc`` names the run on its progress bar. Each is JSONL, Parquet or a
-    saved Hugging Face Dataset by its path (``cloak.common.formats``)."""
+    ``perturb_file`` cloaks them; ``desc`` names the run on its progress bar. Each is JSONL, CSV, TSV, Parquet
+    or a saved Hugging Face Dataset by its path (``cloak.common.formats``)."""
     if on_error not in ("fail", "skip"):
         raise ValueError(f"on_error must be fail or skip, not {on_error!r}")
     if workers is not None and workers < 1:
@@ -281,7 +281,7 @@ def run_file(in_path: str, out_path: str, transform: RecordTransform, *, workers
     shard = parse_shard(shard)
     if in_path == "-" and shard is not None:
         raise ValueError("--shard needs an input file (standard input cannot be split)")
-    check_record_files(in_path, out_path)  # an input with records; an output that is not the input
+    check_record_files(in_path, out_path, text_field)  # an input with records; an output that is not the input
     source, target = record_format(in_path), record_format(out_path)
     total = source.count(in_path) if in_path != "-" else None
     lo, hi = 0, total

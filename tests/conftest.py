@@ -56,6 +56,21 @@ def interrupted_after(calls: int, real):
     return stand_in
 
 
+def perturb_interrupted_then_resumed(in_path: Path, out: Path, perturber, monkeypatch, variants: int = 1,
+                                     calls: int = 3):
+    """``cloak.run.perturb_file`` from ``in_path`` into ``out``, Ctrl-C'd on its ``calls``-th chunk of 8 lines
+    (only the JSONL ``out.partial`` left, ``out`` not made), then resumed: the resumed run's RunStats."""
+    import cloak.run as run
+
+    monkeypatch.setattr(run, "CHUNK", 8)
+    monkeypatch.setattr(run, "_cloak_chunk", interrupted_after(calls, run._cloak_chunk))
+    with pytest.raises(KeyboardInterrupt):
+        run.perturb_file(str(in_path), str(out), perturber, variants=variants, progress=False)
+    assert not out.exists() and Path(f"{out}.partial").exists()  # JSONL until complete
+    monkeypatch.undo()
+    return run.perturb_file(str(in_path), str(out), perturber, variants=variants, resume=True, progress=False)
+
+
 def write_cold(folder: Path, splits: dict[str, list[dict]]) -> Path:
     """A COLD folder (``train.csv``, ``dev.csv``, ``test.csv`` as COLD writes them) of the records given by split."""
     import csv
@@ -66,6 +81,16 @@ def write_cold(folder: Path, splits: dict[str, list[dict]]) -> Path:
             writer.writerow(["", "split", "topic", "label", "fine-grained-label", "TEXT"])
             writer.writerows([i, split, "race", r["label"], r["label"], r["text"]] for i, r in enumerate(rows))
     return folder
+
+
+def cloak_quietly(*args: str) -> None:
+    """``cloak ARGS --workers 1 -q`` in this process, which must succeed."""
+    from click.testing import CliRunner
+
+    from cloak.cli import main
+
+    result = CliRunner().invoke(main, [*args, "--workers", "1", "-q"])
+    assert result.exit_code == 0, result.output
 
 
 def read_jsonl(path) -> list[dict]:

@@ -37,9 +37,10 @@ def test_an_output_never_replaces_its_input(tmp_path, sample_path):
 
 
 def test_a_csv_where_records_are_read_says_to_convert_it(tmp_path):
+    """cloak perturb and unveil read CSV (tests/test_csv_records.py); commands that read JSONL only say how."""
     table = tmp_path / "posts.csv"
     table.write_text("text,label\n黑人都是垃圾,1\n", encoding="utf-8")
-    result = command("cloak.cli", "perturb", "--in", table, "--out", tmp_path / "out.jsonl")
+    result = command("cloak.cli", "fit-lm", "--train", table, "--out", tmp_path / "lm.gz")
     assert result.returncode == 1
     assert f"`cloak convert --from csv --in {table} --out records.jsonl`" in result.stderr
 

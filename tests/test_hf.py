@@ -1,6 +1,5 @@
 """Hugging Face datasets: Dataset.map of cloak.hf's batch functions gives the commands' records byte for byte
 at any num_proc, and the commands read and write Parquet and saved Datasets as they do JSONL."""
-import json
 import sys
 
 import pytest
@@ -11,7 +10,7 @@ from cloak.cli import main
 from cloak.common.io import RecordError, dump_record
 from cloak.hf import perturb_batch, unveil_batch
 
-from .conftest import SAMPLE
+from .conftest import SAMPLE, cloak_quietly, perturb_interrupted_then_resumed, read_jsonl
 
 datasets = pytest.importorskip("datasets")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -21,18 +20,9 @@ OPS = "homophone,emoji,split"
 SEED = 3
 
 
-def cloak(*args: str) -> None:
-    result = CliRunner().invoke(main, [*args, "--workers", "1", "-q"])
-    assert result.exit_code == 0, result.output
-
-
 def as_jsonl(rows: list[dict]) -> bytes:
     """Rows as the commands write records."""
     return b"".join(map(dump_record, rows))
-
-
-def read_rows(path) -> list[dict]:
-    return [json.loads(line) for line in open(path, encoding="utf-8")]
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +32,12 @@ def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hf")
     posts = folder / "posts.jsonl"
     posts.write_bytes(b"".join(SAMPLE.read_bytes().splitlines(keepends=True)[:POSTS]))
-    dataset = datasets.Dataset.from_list(read_rows(posts))
+    dataset = datasets.Dataset.from_list(read_jsonl(posts))
     dataset.to_parquet(str(folder / "posts.parquet"))
     dataset.save_to_disk(str(folder / "posts_dataset"))
-    cloak("perturb", "--in", str(posts), "--out", str(folder / "cloaked.jsonl"), "--ops", OPS, "--seed", str(SEED),
-          "--variants", "2")
-    cloak("unveil", "--in", str(folder / "cloaked.jsonl"), "--out", str(folder / "unveiled.jsonl"))
+    cloak_quietly("perturb", "--in", str(posts), "--out", str(folder / "cloaked.jsonl"),
+                  "--ops", OPS, "--seed", str(SEED), "--variants", "2")
+    cloak_quietly("unveil", "--in", str(folder / "cloaked.jsonl"), "--out", str(folder / "unveiled.jsonl"))
     return folder
 
 
@@ -58,7 +48,7 @@ def unveiler():
 
 @pytest.mark.parametrize("num_proc", [1, 2])
 def test_map_gives_the_perturb_command_s_records(files, num_proc):
-    posts = datasets.Dataset.from_list(read_rows(files / "posts.jsonl"))
+    posts = datasets.Dataset.from_list(read_jsonl(files / "posts.jsonl"))
     batch = perturb_batch(Perturber(ops=OPS, seed=SEED), variants=2)
     cloaked = posts.map(batch, batched=True, with_indices=True, num_proc=num_proc, batch_size=16,
                         features=batch.features(posts.features))
@@ -69,7 +59,7 @@ def test_map_gives_the_perturb_command_s_records(files, num_proc):
 
 @pytest.mark.parametrize("num_proc", [1, 2])
 def test_map_gives_the_unveil_command_s_records(files, unveiler, num_proc):
-    cloaked = datasets.Dataset.from_list(read_rows(files / "cloaked.jsonl"))
+    cloaked = datasets.Dataset.from_list(read_jsonl(files / "cloaked.jsonl"))
     unveiled = unveil_batch(unveiler).map(cloaked, num_proc=num_proc, batch_size=16)
     assert as_jsonl(unveiled.to_list()) == (files / "unveiled.jsonl").read_bytes()
     assert unveiled.column_names[-2:] == ["unveiled_from", "unveil"] and "cloak" in unveiled.column_names
@@ -78,12 +68,12 @@ def test_map_gives_the_unveil_command_s_records(files, unveiler, num_proc):
 def test_a_first_batch_without_an_edit_keeps_the_edits_types(tmp_path):
     """Without features=, the first batch written fixes the column types: its edits, all empty, would be a
     list of nulls that the next batch's edits cannot be written into."""
-    rows = read_rows(SAMPLE)[:20]
+    rows = read_jsonl(SAMPLE)[:20]
     for row in rows[:8]:
         row["text"] = "今天天气很好"
     posts = tmp_path / "posts.jsonl"
     posts.write_bytes(as_jsonl(rows))
-    cloak("perturb", "--in", str(posts), "--out", str(tmp_path / "cloaked.jsonl"), "--seed", str(SEED))
+    cloak_quietly("perturb", "--in", str(posts), "--out", str(tmp_path / "cloaked.jsonl"), "--seed", str(SEED))
     cloaked = perturb_batch(Perturber(seed=SEED)).map(datasets.Dataset.from_list(rows), batch_size=8)
     assert as_jsonl(cloaked.to_list()) == (tmp_path / "cloaked.jsonl").read_bytes()
 
@@ -100,15 +90,15 @@ def test_the_batch_function_needs_the_indices_and_a_text_column():
 
 @pytest.mark.parametrize("source", ["posts.parquet", "posts_dataset"])
 def test_the_commands_read_parquet_and_saved_datasets_as_jsonl(files, tmp_path, source):
-    cloak("perturb", "--in", str(files / source), "--out", str(tmp_path / "cloaked.jsonl"), "--ops", OPS,
-          "--seed", str(SEED), "--variants", "2")
+    cloak_quietly("perturb", "--in", str(files / source), "--out", str(tmp_path / "cloaked.jsonl"), "--ops", OPS,
+                  "--seed", str(SEED), "--variants", "2")
     assert (tmp_path / "cloaked.jsonl").read_bytes() == (files / "cloaked.jsonl").read_bytes()
 
 
 def test_the_commands_shard_parquet_as_jsonl(files, tmp_path):
     for i in range(3):
-        cloak("perturb", "--in", str(files / "posts.parquet"), "--out", str(tmp_path / f"{i}.jsonl"), "--ops", OPS,
-              "--seed", str(SEED), "--variants", "2", "--shard", f"{i}/3")
+        cloak_quietly("perturb", "--in", str(files / "posts.parquet"), "--out", str(tmp_path / f"{i}.jsonl"),
+                      "--ops", OPS, "--seed", str(SEED), "--variants", "2", "--shard", f"{i}/3")
     shards = b"".join((tmp_path / f"{i}.jsonl").read_bytes() for i in range(3))
     assert shards == (files / "cloaked.jsonl").read_bytes()
 
@@ -118,8 +108,8 @@ def test_the_commands_write_parquet_and_saved_datasets_that_read_back_as_their_j
     source, expected = (("posts.jsonl", "cloaked.jsonl") if command == "perturb" else
                         ("cloaked.jsonl", "unveiled.jsonl"))
     options = ["--ops", OPS, "--seed", str(SEED), "--variants", "2"] if command == "perturb" else []
-    cloak(command, "--in", str(files / source), "--out", str(tmp_path / "out.parquet"), *options)
-    cloak(command, "--in", str(files / source), "--out", f"{tmp_path / 'out'}/", *options)
+    cloak_quietly(command, "--in", str(files / source), "--out", str(tmp_path / "out.parquet"), *options)
+    cloak_quietly(command, "--in", str(files / source), "--out", f"{tmp_path / 'out'}/", *options)
     parquet = pq.read_table(tmp_path / "out.parquet")
     saved = datasets.load_from_disk(str(tmp_path / "out"))
     assert as_jsonl(parquet.to_pylist()) == as_jsonl(saved.to_list()) == (files / expected).read_bytes()
@@ -127,7 +117,7 @@ def test_the_commands_write_parquet_and_saved_datasets_that_read_back_as_their_j
     assert str(parquet.schema.field(field).type).startswith("struct<ops: list<")  # nested, not a JSON string
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.parquet"]  # no partial file left
     # a saved Dataset is replaced by the next run's, as a file is
-    cloak(command, "--in", str(files / source), "--out", str(tmp_path / "out"), *options)
+    cloak_quietly(command, "--in", str(files / source), "--out", str(tmp_path / "out"), *options)
     assert as_jsonl(datasets.load_from_disk(str(tmp_path / "out")).to_list()) == (files / expected).read_bytes()
 
 
@@ -160,20 +150,9 @@ def test_without_the_extra_the_error_names_it(files, tmp_path, monkeypatch):
 
 
 def test_an_interrupted_run_from_a_dataset_into_parquet_resumes(files, tmp_path, monkeypatch):
-    import cloak.run as run
-    from cloak.run import perturb_file
-
-    from .conftest import interrupted_after
-
     out = tmp_path / "out.parquet"
-    perturber = Perturber(ops=OPS, seed=SEED)
-    monkeypatch.setattr(run, "CHUNK", 8)
-    monkeypatch.setattr(run, "_cloak_chunk", interrupted_after(3, run._cloak_chunk))
-    with pytest.raises(KeyboardInterrupt):
-        perturb_file(str(files / "posts_dataset"), str(out), perturber, variants=2, progress=False)
-    assert not out.exists() and (tmp_path / "out.parquet.partial").exists()  # JSONL until complete
-    monkeypatch.undo()
-    stats = perturb_file(str(files / "posts_dataset"), str(out), perturber, variants=2, resume=True, progress=False)
+    stats = perturb_interrupted_then_resumed(files / "posts_dataset", out, Perturber(ops=OPS, seed=SEED),
+                                             monkeypatch, variants=2)
     assert stats.resumed_from_line == 16 and stats.read == POSTS
     assert as_jsonl(pq.read_table(out).to_pylist()) == (files / "cloaked.jsonl").read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.parquet"]
@@ -185,5 +164,5 @@ def test_a_field_arrow_cannot_hold_is_named_and_the_records_kept(tmp_path):
     result = CliRunner().invoke(main, ["perturb", "--in", str(posts), "--out", str(tmp_path / "out.parquet"), "-q"])
     assert result.exit_code == 1 and "field 'id' cannot be one Arrow column" in result.stderr
     assert f"the records are kept as JSONL in {tmp_path / 'out.parquet.partial'}" in result.stderr
-    assert [r["id"] for r in read_rows(tmp_path / "out.parquet.partial")] == [1, "b"]
+    assert [r["id"] for r in read_jsonl(tmp_path / "out.parquet.partial")] == [1, "b"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.parquet.partial", "posts.jsonl"]

@@ -88,7 +88,8 @@ def target_options(default: str = "lexicon", mine_default: str = "") -> Callable
     ``--mine-from``."""
     def options(command: Callable) -> Callable:
         command = click.option("--mine-from", default=None, metavar="FILE", help=(
-            "--targets mined / lexicon+mined: the labelled records (JSONL) to mine; refused with other targets"
+            "--targets mined / lexicon+mined: the labelled records to mine (JSONL, CSV, TSV, Parquet or a saved "
+            "Dataset, by the path); refused with other targets"
             + (f" [default: {mine_default}]." if mine_default else ".")))(command)
         command = click.option("--lexicon", default=None, metavar="FILE", help=(
             "The lexicon instead of the default one: one term a line, or a TSV/CSV with a term column "

@@ -368,18 +368,20 @@ class UniqueIds:
 
 def read_records(path: str, *, on_error: str = "fail", skipped: SkipLog | None = None,
                  text_field: str = "text", start: int = 0, stop: int | None = None,
-                 unique_ids: bool = False, labels: bool = False) -> Iterator[tuple[int, dict]]:
+                 unique_ids: bool = False, labels: bool = False,
+                 lines: Iterable[tuple[int, bytes]] | None = None) -> Iterator[tuple[int, dict]]:
     """Yield ``(line number, record)`` for lines ``start < n <= stop`` (1-based) of a JSONL file.
 
     Blank lines are passed over. With ``on_error="skip"`` bad lines go to ``skipped``. ``unique_ids``:
     a repeated id (see :func:`record_key`) is a bad line. ``labels``: every record needs a ``label``
-    (see :func:`parse_label`), yielded as an int.
+    (see :func:`parse_label`), yielded as an int. ``lines``: the ``(line number, JSONL line)`` pairs to
+    read instead of the file's (``cloak.common.formats.read_any_records``: a CSV or Parquet file's rows).
     """
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
     name = input_name(path)
     ids = UniqueIds(name) if unique_ids else None
-    for number, raw in read_lines(path, start, stop):
+    for number, raw in read_lines(path, start, stop) if lines is None else lines:
         try:
             record = parse_record(raw, name, number, text_field)
             if labels:
