@@ -18,6 +18,7 @@ figures are given on its test posts too, which the choice never saw.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -80,7 +81,7 @@ def figures(outcomes: list[tuple[str, bool]]) -> dict:
     return {"f1": round(counts.f1, 4), "f1_interval": [round(x, 4) for x in interval(np.concatenate(draws))],
             "precision": round(counts.precision, 4), "recall": round(counts.recall, 4),
             "clean_kept": None if counts.clean_kept is None else round(counts.clean_kept, 4),
-            "counts": {"tp": counts.tp, "fp": counts.fp, "fn": counts.fn, "tn": counts.tn, "changed": counts.changed}}
+            "counts": dataclasses.asdict(counts)}
 
 
 def scored(cloaked: list[str], predictions: list[str], gold: list[str]) -> dict:
@@ -183,17 +184,14 @@ def main() -> None:
     parts = cold_parts(args.cold, data["cold"]["gold"])
     if args.choose_only and args.choice.exists():
         raise SystemExit(f"{relative(args.choice)} is there: the choice is made once (delete it to choose again)")
+    dev_cloaked, dev_gold = ([data["cold"][kind][i] for i in parts["dev"]] for kind in ("cloaked", "gold"))
     if not args.choice.exists():
-        dev = parts["dev"]
         train = cold_jsonl(args.cold, "train", work / "train.jsonl", steps)
-        choice = choose([data["cold"]["cloaked"][i] for i in dev], [data["cold"]["gold"][i] for i in dev],
-                        lexicons["cold"], train)
+        choice = choose(dev_cloaked, dev_gold, lexicons["cold"], train)
         write_result(args.choice, {"benchmark": "bench/c2tu_sets.py", "machine": machine_info(), **choice})
     if args.choose_only:
         return
     chosen = read_json(args.choice)["chosen"]
-    dev = parts["dev"]
-    dev_cloaked, dev_gold = ([data["cold"][kind][i] for i in dev] for kind in ("cloaked", "gold"))
     causes = {setting: misses(Unveiler(lexicon=str(lexicons["cold"]), **options), dev_cloaked, dev_gold)
               for setting, options in {"defaults": {}, "chosen": {"threshold": chosen["threshold"],
                                                                    "fuzzy": chosen["fuzzy"]}}.items()}
@@ -204,9 +202,9 @@ def main() -> None:
         outputs = {}
         for ours, options in OURS.items():
             flags = [x for o in options for x in (settings if o == "{chosen}" else [o.format(lexicon=lexicons[name])])]
-            outputs[ours], step = unveiled(work, name, records, flags, steps, f"{name}: {ours}")
-            outputs[ours] = (outputs[ours], {"ours": True, "command": step["command"], "seconds": step["seconds"],
-                                             "cpu_s": step["cpu_s"], "posts_per_second": step["posts_per_second"]})
+            texts, step = unveiled(work, name, records, flags, steps, f"{name}: {ours}")
+            outputs[ours] = (texts, {"ours": True, "command": step["command"], "seconds": step["seconds"],
+                                     "cpu_s": step["cpu_s"], "posts_per_second": step["posts_per_second"]})
         for path in sorted((args.c2tu / "outputs").glob(f"{name}__*.json")):
             method = path.stem.split("__", 1)[1]
             predictions = [p["text"] for p in json.loads(path.read_text(encoding="utf-8"))]
