@@ -77,7 +77,7 @@ def figures(outcomes: list[tuple[str, bool]]) -> dict:
         t, f, c = tp[rows].sum(1), fn[rows].sum(1), changed[rows].sum(1)
         p, r = np.divide(t, c, out=np.zeros_like(t), where=c > 0), t / np.maximum(1, t + f)
         draws.append(np.divide(2 * p * r, p + r, out=np.zeros_like(t), where=p + r > 0))
-    counts = Correction(**{k: int((kinds == k).sum()) for k in ("tp", "fp", "fn", "tn")}, changed=int(changed.sum()))
+    counts = Correction.of(outcomes)
     return {"f1": round(counts.f1, 4), "f1_interval": [round(x, 4) for x in interval(np.concatenate(draws))],
             "precision": round(counts.precision, 4), "recall": round(counts.recall, 4),
             "clean_kept": None if counts.clean_kept is None else round(counts.clean_kept, 4),

@@ -42,6 +42,16 @@ class Correction:
     tn: int = 0
     changed: int = 0  # posts the method changed: precision's denominator
 
+    @classmethod
+    def of(cls, outcomes: Iterable[tuple[str, bool]]) -> Correction:
+        """The counts of posts' outcomes (what ``outcome`` gives for each)."""
+        counts = dict.fromkeys(OUTCOMES, 0)
+        changed = 0
+        for kind, was_changed in outcomes:
+            counts[kind] += 1
+            changed += was_changed
+        return cls(**counts, changed=changed)
+
     @property
     def posts(self) -> int:
         return self.tp + self.fp + self.fn + self.tn
@@ -72,14 +82,8 @@ def sentence_correction(sources: Iterable[str], predictions: Iterable[str], gold
     >>> (c.tp, c.tn, c.fn, c.precision, c.recall)
     (1, 1, 1, 1.0, 0.5)
     """
-    counts = dict.fromkeys(OUTCOMES, 0)
-    changed = 0
     sources, predictions, golds = list(sources), list(predictions), list(golds)
     if not len(sources) == len(predictions) == len(golds):
         raise ValueError(f"sentence_correction: {len(sources)} sources, {len(predictions)} predictions and "
                          f"{len(golds)} gold texts: post i of each must be the same post")
-    for source, prediction, gold in zip(sources, predictions, golds):
-        kind, was_changed = outcome(source, prediction, gold)
-        counts[kind] += 1
-        changed += was_changed
-    return Correction(**counts, changed=changed)
+    return Correction.of(outcome(s, p, g) for s, p, g in zip(sources, predictions, golds))
